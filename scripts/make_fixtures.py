@@ -1,0 +1,816 @@
+#!/usr/bin/python3
+"""Generate the PyTorch golden-value fixtures for xgrad's C++ tests.
+
+Usage (from the repository root):
+
+    /usr/bin/python3 scripts/make_fixtures.py
+
+Deletes and regenerates tests/fixtures/ completely (including its README.md).
+PyTorch is used only here, to produce fixtures; it is never needed at run time.
+
+Conventions:
+  * everything is float64 (torch.set_default_dtype(torch.float64)); integer
+    index/target arrays are int64;
+  * each case re-seeds with torch.manual_seed(<fixed per-case seed>), and the
+    script runs single-threaded, so reruns are byte-identical;
+  * one directory per case: tests/fixtures/<case>/<name>.npy (plain NumPy .npy,
+    C order, little endian; scalars are 0-d arrays, shape ());
+  * grad_out.npy is an upstream gradient: the gradients saved are those of
+    sum(out * grad_out).
+"""
+
+import math
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.set_default_dtype(torch.float64)
+torch.set_num_threads(1)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT_DIR = os.path.join(ROOT, "tests", "fixtures")
+
+CASES = []  # list of Case, in generation order
+
+
+def to_np(a):
+    if isinstance(a, torch.Tensor):
+        a = a.detach().cpu().numpy()
+    a = np.array(a, order="C", copy=True)  # keeps 0-d (ascontiguousarray would make it 1-d)
+    if a.dtype.kind == "f":
+        assert a.dtype == np.float64, a.dtype
+    elif a.dtype.kind in "iu":
+        a = a.astype(np.int64)
+    else:
+        raise TypeError(a.dtype)
+    return a
+
+
+class Case:
+    def __init__(self, name, seed, doc):
+        self.name = name
+        self.seed = seed
+        self.doc = doc.strip("\n")
+        self.files = []  # (fname, shape, dtype, meaning)
+        self.dir = os.path.join(OUT_DIR, name)
+        os.makedirs(self.dir)
+        torch.manual_seed(seed)
+        CASES.append(self)
+
+    def save(self, fname, arr, meaning):
+        a = to_np(arr)
+        assert np.all(np.isfinite(a)) or a.dtype == np.int64, (self.name, fname)
+        np.save(os.path.join(self.dir, fname + ".npy"), a, allow_pickle=False)
+        self.files.append((fname + ".npy", a.shape, str(a.dtype), meaning))
+
+
+def leaf(t):
+    return t.detach().clone().requires_grad_(True)
+
+
+# --------------------------------------------------------------------------
+# core ops
+# --------------------------------------------------------------------------
+
+def op_broadcast_mul_add():
+    c = Case("op_broadcast_mul_add", 101, """
+`a = randn(2,3,1)`, `b = randn(1,4)`, `c = randn(4)`;
+`out = a * b + c` (NumPy broadcasting, shape (2,3,4)).
+Backward of `sum(out * grad_out)` with `grad_out = randn(2,3,4)`;
+the gradients are reduced back to each input's own shape.""")
+    a, b, cc = leaf(torch.randn(2, 3, 1)), leaf(torch.randn(1, 4)), leaf(torch.randn(4))
+    out = a * b + cc
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("a", a, "input a (2,3,1)")
+    c.save("b", b, "input b (1,4)")
+    c.save("c", cc, "input c (4,)")
+    c.save("out", out, "a*b+c")
+    c.save("grad_out", g, "upstream gradient")
+    c.save("grad_a", a.grad, "d/da, shape of a")
+    c.save("grad_b", b.grad, "d/db, shape of b")
+    c.save("grad_c", cc.grad, "d/dc, shape of c")
+
+
+def op_matmul_batched():
+    c = Case("op_matmul_batched", 102, """
+`a = randn(2,1,3,4)`, `b = randn(5,4,2)`; `out = torch.matmul(a, b)`, shape (2,5,3,2):
+batch dims (2,1) and (5,) broadcast to (2,5), then (3,4)@(4,2).
+Backward of `sum(out * grad_out)`; `grad_a` is summed over the broadcast batch dim
+back to (2,1,3,4), `grad_b` summed over the leading 2 back to (5,4,2).""")
+    a, b = leaf(torch.randn(2, 1, 3, 4)), leaf(torch.randn(5, 4, 2))
+    out = torch.matmul(a, b)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("a", a, "left input (2,1,3,4)")
+    c.save("b", b, "right input (5,4,2)")
+    c.save("out", out, "a @ b, (2,5,3,2)")
+    c.save("grad_out", g, "upstream gradient")
+    c.save("grad_a", a.grad, "d/da")
+    c.save("grad_b", b.grad, "d/db")
+
+
+def op_var_unbiased():
+    c = Case("op_var_unbiased", 103, """
+`x = randn(3,4,5)`. Variance over dims (0,2) (15 elements per output), keepdim=True, shape (1,4,1):
+* `out_unbiased = torch.var(x, dim=(0,2), unbiased=True, keepdim=True)` (divide by N-1 = 14)
+* `out_biased   = torch.var(x, dim=(0,2), unbiased=False, keepdim=True)` (divide by N = 15)
+Each is backpropagated separately from `sum(out_* * grad_out_*)` into `grad_x_*`.""")
+    x = torch.randn(3, 4, 5)
+    c.save("x", x, "input (3,4,5)")
+    for tag, unb in (("unbiased", True), ("biased", False)):
+        xx = leaf(x)
+        out = torch.var(xx, dim=(0, 2), unbiased=unb, keepdim=True)
+        g = torch.randn(out.shape)
+        (out * g).sum().backward()
+        c.save("out_" + tag, out, f"var, unbiased={unb}, (1,4,1)")
+        c.save("grad_out_" + tag, g, "upstream gradient for out_" + tag)
+        c.save("grad_x_" + tag, xx.grad, "d/dx of sum(out_%s*grad_out_%s)" % (tag, tag))
+
+
+def _extreme_logits():
+    x = torch.randn(5, 5)
+    x[1] = torch.tensor([1000.0, -1000.0, 0.0, 999.0, 1000.0])
+    x[2] = torch.tensor([-1000.0, -1000.0, -999.0, -1000.0, -998.0])
+    x[3] = torch.tensor([1000.0, 1.0, -1000.0, 2.0, 0.5])
+    x[4] = torch.tensor([-1000.0, 0.25, 1000.0, -0.5, 3.0])
+    return x
+
+
+def op_softmax():
+    c = Case("op_softmax", 104, """
+`x` (5,5): row 0 = randn, rows 1-4 contain logits of ±1000 (see x.npy; exact values
+row1 = [1000,-1000,0,999,1000], row2 = [-1000,-1000,-999,-1000,-998],
+row3 = [1000,1,-1000,2,0.5], row4 = [-1000,0.25,1000,-0.5,3]).
+`out = torch.softmax(x, dim=-1)` (rows sum to 1, some entries underflow to exactly 0);
+backward of `sum(out * grad_out)`, `grad_out = randn(5,5)`. All values are finite.""")
+    x = leaf(_extreme_logits())
+    out = torch.softmax(x, dim=-1)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("x", x, "logits (5,5)")
+    c.save("out", out, "softmax over last dim")
+    c.save("grad_out", g, "upstream gradient")
+    c.save("grad_x", x.grad, "d/dx")
+
+
+def op_log_softmax():
+    c = Case("op_log_softmax", 105, """
+Same logits construction as `op_softmax` (own seed, so row 0 differs):
+`x` (5,5) with rows 1-4 = [1000,-1000,0,999,1000], [-1000,-1000,-999,-1000,-998],
+[1000,1,-1000,2,0.5], [-1000,0.25,1000,-0.5,3].
+`out = torch.log_softmax(x, dim=-1)` (finite: values down to about -2000);
+backward of `sum(out * grad_out)`, `grad_out = randn(5,5)`.""")
+    x = leaf(_extreme_logits())
+    out = torch.log_softmax(x, dim=-1)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("x", x, "logits (5,5)")
+    c.save("out", out, "log_softmax over last dim")
+    c.save("grad_out", g, "upstream gradient")
+    c.save("grad_x", x.grad, "d/dx")
+
+
+def op_gather():
+    c = Case("op_gather", 106, """
+`x = randn(3,5)`, `index` int64 (3,4) with repeated indices within rows
+(row0 = [0,2,2,4], row1 = [1,1,1,3], row2 = [4,0,3,0]).
+`out = torch.gather(x, 1, index)`, i.e. `out[i][j] = x[i][index[i][j]]`, shape (3,4).
+Backward of `sum(out * grad_out)`: `grad_x` scatter-ADDs grad_out (repeats accumulate,
+untouched entries are 0).""")
+    x = leaf(torch.randn(3, 5))
+    idx = torch.tensor([[0, 2, 2, 4], [1, 1, 1, 3], [4, 0, 3, 0]], dtype=torch.int64)
+    out = torch.gather(x, 1, idx)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("x", x, "input (3,5)")
+    c.save("index", idx, "int64 indices into axis 1, (3,4)")
+    c.save("out", out, "gathered values (3,4)")
+    c.save("grad_out", g, "upstream gradient")
+    c.save("grad_x", x.grad, "d/dx (3,5)")
+
+
+def op_max():
+    c = Case("op_max", 107, """
+`x = randn(4,6)` (no ties, checked). `out, indices = torch.max(x, dim=1)` (keepdim=False):
+`out` (4,) values, `indices` (4,) int64 argmax. Backward of `sum(out * grad_out)`:
+`grad_x` is grad_out[i] at (i, indices[i]) and 0 elsewhere.""")
+    x = torch.randn(4, 6)
+    for r in range(4):
+        s = torch.sort(x[r]).values
+        assert torch.all(s[1:] - s[:-1] > 1e-3)
+    x = leaf(x)
+    out, ind = torch.max(x, dim=1)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("x", x, "input (4,6)")
+    c.save("out", out, "max over axis 1, (4,)")
+    c.save("indices", ind, "int64 argmax over axis 1, (4,)")
+    c.save("grad_out", g, "upstream gradient (4,)")
+    c.save("grad_x", x.grad, "d/dx (4,6)")
+
+
+def op_elementwise():
+    c = Case("op_elementwise", 108, """
+Two inputs of shape (3,4):
+* `x = rand(3,4) * 2 + 0.1` (positive, in [0.1, 2.1)) used by exp, log, sqrt, pow3;
+* `x_signed = randn(3,4)`, then entries v with |v| < 0.1 are moved
+  to `v + 0.2*sign(v)` (magnitude in [0.2, 0.3)), so no zero/kink; used by tanh, erf, sigmoid, relu, abs.
+One shared `grad_out = randn(3,4)`. For each op `f`: `out_<f> = f(input)` and
+`grad_x_<f>` = d/d(input) of `sum(out_<f> * grad_out)` (gradient w.r.t. that op's input).
+Ops: exp=`torch.exp`, log=`torch.log`, sqrt=`torch.sqrt`, pow3=`torch.pow(x, 3)`,
+tanh=`torch.tanh`, erf=`torch.erf`, sigmoid=`torch.sigmoid`, relu=`torch.relu`, abs=`torch.abs`.""")
+    x = torch.rand(3, 4) * 2 + 0.1
+    xs = torch.randn(3, 4)
+    xs = torch.where(xs.abs() < 0.1, xs + 0.2 * torch.sign(xs), xs)
+    assert torch.all(xs.abs() > 0.05)
+    g = torch.randn(3, 4)
+    c.save("x", x, "positive input (exp, log, sqrt, pow3)")
+    c.save("x_signed", xs, "signed input, no zeros (tanh, erf, sigmoid, relu, abs)")
+    c.save("grad_out", g, "shared upstream gradient")
+    ops = [
+        ("exp", torch.exp, x), ("log", torch.log, x), ("sqrt", torch.sqrt, x),
+        ("pow3", lambda t: torch.pow(t, 3), x),
+        ("tanh", torch.tanh, xs), ("erf", torch.erf, xs), ("sigmoid", torch.sigmoid, xs),
+        ("relu", torch.relu, xs), ("abs", torch.abs, xs),
+    ]
+    for name, f, inp in ops:
+        xx = leaf(inp)
+        out = f(xx)
+        (out * g).sum().backward()
+        src = "x" if inp is x else "x_signed"
+        c.save("out_" + name, out, f"{name}({src})")
+        c.save("grad_x_" + name, xx.grad, f"d/d{src} of sum(out_{name}*grad_out)")
+
+
+# --------------------------------------------------------------------------
+# modules
+# --------------------------------------------------------------------------
+
+def _module_case(c, mod, x, extra_params=()):
+    """Run mod(x), backward of sum(out*grad_out); save x, params, out, grads."""
+    x = leaf(x)
+    out = mod(x)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("x", x, "input")
+    params = list(mod.named_parameters())
+    for n, p in params:
+        c.save(n, p, "parameter `%s`" % n)
+    c.save("out", out, "output")
+    c.save("grad_out", g, "upstream gradient")
+    c.save("grad_x", x.grad, "d/dx")
+    for n, p in params:
+        c.save("grad_" + n, p.grad, "d/d%s" % n)
+
+
+def linear():
+    c = Case("linear", 201, """
+`m = nn.Linear(5, 3)` (default init, seeded); `x = randn(2,4,5)` (leading dims (2,4));
+`out = m(x) = x @ weight.T + bias`, shape (2,4,3). `weight` (3,5) is (out, in).
+Backward of `sum(out * grad_out)`; `grad_weight`/`grad_bias` are summed over all leading dims.""")
+    m = nn.Linear(5, 3)
+    _module_case(c, m, torch.randn(2, 4, 5))
+
+
+def _gelu_input():
+    return torch.cat([torch.linspace(-5.0, 5.0, 11), torch.randn(9)]).reshape(4, 5)
+
+
+def gelu_none():
+    c = Case("gelu_none", 202, """
+`x` (4,5) = `cat(linspace(-5,5,11), randn(9)).reshape(4,5)`.
+`out = F.gelu(x, approximate='none')` = x * 0.5 * (1 + erf(x / sqrt(2)));
+backward of `sum(out * grad_out)`.""")
+    _module_case(c, nn.GELU(approximate="none"), _gelu_input())
+
+
+def gelu_tanh():
+    c = Case("gelu_tanh", 203, """
+`x` (4,5) = `cat(linspace(-5,5,11), randn(9)).reshape(4,5)`.
+`out = F.gelu(x, approximate='tanh')` = 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)));
+backward of `sum(out * grad_out)`.""")
+    _module_case(c, nn.GELU(approximate="tanh"), _gelu_input())
+
+
+def layernorm_1d():
+    c = Case("layernorm_1d", 204, """
+`m = nn.LayerNorm(8)` (eps = 1e-5, elementwise_affine); parameters overwritten with
+`weight = 1 + 0.5*randn(8)`, `bias = 0.5*randn(8)`; `x = randn(2,4,8)`.
+`out = (x - mean) / sqrt(var_biased + eps) * weight + bias`, statistics over the last dim.
+Backward of `sum(out * grad_out)`.""")
+    m = nn.LayerNorm(8)
+    with torch.no_grad():
+        m.weight.copy_(1 + 0.5 * torch.randn(8))
+        m.bias.copy_(0.5 * torch.randn(8))
+    _module_case(c, m, torch.randn(2, 4, 8))
+
+
+def layernorm_2d():
+    c = Case("layernorm_2d", 205, """
+`m = nn.LayerNorm((4, 8))` (eps = 1e-5); `weight = 1 + 0.5*randn(4,8)`, `bias = 0.5*randn(4,8)`;
+`x = randn(2,4,8)`. Statistics (mean, biased var) over the last TWO dims (32 elements per
+sample), then elementwise `* weight + bias` with (4,8) parameters. Backward of `sum(out * grad_out)`.""")
+    m = nn.LayerNorm((4, 8))
+    with torch.no_grad():
+        m.weight.copy_(1 + 0.5 * torch.randn(4, 8))
+        m.bias.copy_(0.5 * torch.randn(4, 8))
+    _module_case(c, m, torch.randn(2, 4, 8))
+
+
+def layernorm_large_mean():
+    c = Case("layernorm_large_mean", 206, """
+`m = nn.LayerNorm(8)` (eps = 1e-5, default weight = ones, bias = zeros);
+`x = 1e6 + z`, `z = randn(3,8)` standardised per row (row mean 0, biased var 1) before the shift,
+so each row has mean 1e6 and unit spread. A naive E[x^2]-E[x]^2 variance loses all precision
+here; a correct implementation gives out ≈ z / sqrt(1 + 1e-5).
+Backward of `sum(out * grad_out)`.""")
+    m = nn.LayerNorm(8)
+    z = torch.randn(3, 8)
+    z = (z - z.mean(-1, keepdim=True)) / z.std(-1, unbiased=False, keepdim=True)
+    x = 1e6 + z
+    _module_case(c, m, x)
+    # sanity: PyTorch's result must match a two-pass computation
+    out = np.load(os.path.join(c.dir, "out.npy"))
+    xn = x.numpy()
+    mu = xn.mean(-1, keepdims=True)
+    ref = (xn - mu) / np.sqrt(((xn - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+    assert np.max(np.abs(out - ref)) < 1e-8, np.max(np.abs(out - ref))
+
+
+BN_DOC = """
+Training mode (`m.train()`), eps = 1e-5, running stats start at running_mean = 0, running_var = 1.
+Parameters overwritten with `weight = 1 + 0.5*randn(C)`, `bias = 0.5*randn(C)`.
+Three inputs `x0, x1, x2` (randn, each shifted/scaled: `x_k = randn(shape) * 1.5 + 0.7*k`).
+1. `out = m(x0)` (normalised with the biased batch variance), backward of `sum(out * grad_out)`
+   gives `grad_x` (w.r.t. x0), `grad_weight`, `grad_bias`.
+2. `m(x1)`, `m(x2)` (no grad). After step k (k = 0,1,2) the running stats are row k of
+   `running_mean` / `running_var` (shape (3,C)). The running-variance update uses the UNBIASED
+   batch variance (divide by n-1, n = number of elements per channel).
+3. `m.eval()`; `out_eval = m(x_eval)` uses the running stats after step 3; `grad_x_eval` is the
+   gradient of `sum(out_eval * grad_out_eval)` w.r.t. x_eval.
+"""
+
+
+def _batchnorm_case(c, m, shape):
+    C = m.num_features
+    with torch.no_grad():
+        m.weight.copy_(1 + 0.5 * torch.randn(C))
+        m.bias.copy_(0.5 * torch.randn(C))
+    xs = [torch.randn(shape) * 1.5 + 0.7 * k for k in range(3)]
+    x_eval = torch.randn(shape) * 1.5 + 0.5
+    m.train()
+    c.save("weight", m.weight, "gamma (C,)")
+    c.save("bias", m.bias, "beta (C,)")
+    for k in range(3):
+        c.save("x%d" % k, xs[k], "training input for step %d" % k)
+    x0 = leaf(xs[0])
+    out = m(x0)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("out", out, "training-mode output for x0")
+    c.save("grad_out", g, "upstream gradient for out")
+    c.save("grad_x", x0.grad, "d/dx0")
+    c.save("grad_weight", m.weight.grad, "d/dweight")
+    c.save("grad_bias", m.bias.grad, "d/dbias")
+    rm, rv = [m.running_mean.clone()], [m.running_var.clone()]
+    with torch.no_grad():
+        for k in (1, 2):
+            m(xs[k])
+            rm.append(m.running_mean.clone())
+            rv.append(m.running_var.clone())
+    assert int(m.num_batches_tracked) == 3
+    c.save("running_mean", torch.stack(rm), "row k = running_mean after step k (k=0,1,2)")
+    c.save("running_var", torch.stack(rv), "row k = running_var after step k (k=0,1,2)")
+    m.eval()
+    xe = leaf(x_eval)
+    oe = m(xe)
+    ge = torch.randn(oe.shape)
+    (oe * ge).sum().backward()
+    c.save("x_eval", x_eval, "eval-mode input")
+    c.save("out_eval", oe, "eval-mode output (uses running stats after 3 steps)")
+    c.save("grad_out_eval", ge, "upstream gradient for out_eval")
+    c.save("grad_x_eval", xe.grad, "d/dx_eval in eval mode")
+
+
+def batchnorm_2d():
+    c = Case("batchnorm_2d", 207, """
+`m = nn.BatchNorm1d(4, eps=1e-5, momentum=0.1)`, inputs of shape (N,C) = (6,4):
+statistics per channel over the 6 rows (n = 6).
+Running update: `running = (1 - 0.1) * running + 0.1 * batch_stat`.
+""" + BN_DOC)
+    _batchnorm_case(c, nn.BatchNorm1d(4, eps=1e-5, momentum=0.1), (6, 4))
+
+
+def batchnorm_3d():
+    c = Case("batchnorm_3d", 208, """
+`m = nn.BatchNorm1d(4, eps=1e-5, momentum=0.1)`, inputs of shape (N,C,L) = (5,4,3):
+statistics per channel (axis 1) over axes (0,2) (n = 15).
+Running update: `running = (1 - 0.1) * running + 0.1 * batch_stat`.
+""" + BN_DOC)
+    _batchnorm_case(c, nn.BatchNorm1d(4, eps=1e-5, momentum=0.1), (5, 4, 3))
+
+
+def batchnorm_cumulative():
+    c = Case("batchnorm_cumulative", 209, """
+`m = nn.BatchNorm1d(4, eps=1e-5, momentum=None)` (cumulative moving average), inputs (6,4).
+Running update at step t = 1,2,3 (t = num_batches_tracked after increment):
+`running = (1 - 1/t) * running + (1/t) * batch_stat`, so after step 1 the initial
+(0, 1) are fully replaced and after step 3 running_* is the plain average of the 3 batch stats
+(mean, resp. unbiased var).
+""" + BN_DOC)
+    _batchnorm_case(c, nn.BatchNorm1d(4, eps=1e-5, momentum=None), (6, 4))
+
+
+def rmsnorm():
+    c = Case("rmsnorm", 210, """
+PyTorch 1.13 has no nn.RMSNorm; written out explicitly with eps = 1e-6:
+`out = x / torch.sqrt(torch.mean(x**2, dim=-1, keepdim=True) + 1e-6) * weight`
+(no mean subtraction, no bias). `x = randn(2,4,8)`, `weight = 1 + 0.5*randn(8)`.
+Backward of `sum(out * grad_out)`.""")
+    x = leaf(torch.randn(2, 4, 8))
+    w = leaf(1 + 0.5 * torch.randn(8))
+    out = x / torch.sqrt(torch.mean(x ** 2, dim=-1, keepdim=True) + 1e-6) * w
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("x", x, "input (2,4,8)")
+    c.save("weight", w, "scale (8,)")
+    c.save("out", out, "output")
+    c.save("grad_out", g, "upstream gradient")
+    c.save("grad_x", x.grad, "d/dx")
+    c.save("grad_weight", w.grad, "d/dweight")
+
+
+def embedding():
+    c = Case("embedding", 211, """
+`m = nn.Embedding(7, 3)` (weight ~ N(0,1), seeded); `indices` int64 (2,5) =
+[[0,3,3,6,1],[3,0,5,5,3]] (repeats; index 2 and 4 unused).
+`out = m(indices)` = weight[indices], shape (2,5,3). Backward of `sum(out * grad_out)`:
+`grad_weight` (7,3) accumulates grad_out rows for every occurrence; unused rows are 0.""")
+    m = nn.Embedding(7, 3)
+    idx = torch.tensor([[0, 3, 3, 6, 1], [3, 0, 5, 5, 3]], dtype=torch.int64)
+    out = m(idx)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("weight", m.weight, "embedding table (7,3)")
+    c.save("indices", idx, "int64 indices (2,5)")
+    c.save("out", out, "looked-up rows (2,5,3)")
+    c.save("grad_out", g, "upstream gradient")
+    c.save("grad_weight", m.weight.grad, "d/dweight (7,3)")
+
+
+def cross_entropy():
+    c = Case("cross_entropy", 212, """
+`x = randn(6,5) * 2` (logits, N=6, classes=5), `target` int64 (6,) = [0,4,2,2,1,3].
+For each variant V: `out_V = F.cross_entropy(x, target, reduction=..., label_smoothing=...)`:
+* `mean`: reduction='mean' (scalar); `sum`: reduction='sum' (scalar);
+* `none`: reduction='none' (6,), backward with `grad_out_none` (6,);
+* `mean_ls`, `sum_ls`, `none_ls`: same reductions with label_smoothing=0.1, i.e. per row
+  loss = (1-0.1) * (-log_softmax(x)[target]) + 0.1 * mean_over_classes(-log_softmax(x)).
+For scalar variants `grad_x_V` is d out_V / d x (upstream gradient 1); for `none`/`none_ls`
+it is d/dx of `sum(out_V * grad_out_V)`.""")
+    x = torch.randn(6, 5) * 2
+    t = torch.tensor([0, 4, 2, 2, 1, 3], dtype=torch.int64)
+    c.save("x", x, "logits (6,5)")
+    c.save("target", t, "int64 class indices (6,)")
+    for ls in (0.0, 0.1):
+        for red in ("mean", "sum", "none"):
+            tag = red + ("_ls" if ls else "")
+            xx = leaf(x)
+            out = F.cross_entropy(xx, t, reduction=red, label_smoothing=ls)
+            if red == "none":
+                g = torch.randn(out.shape)
+                c.save("grad_out_" + tag, g, "upstream gradient for out_" + tag)
+                (out * g).sum().backward()
+            else:
+                out.backward()
+            c.save("out_" + tag, out, f"loss, reduction={red}, label_smoothing={ls}")
+            c.save("grad_x_" + tag, xx.grad, "d/dx")
+
+
+def mse_loss():
+    c = Case("mse_loss", 213, """
+`x = randn(3,4)`, `target = randn(3,4)`.
+* `out_mean = F.mse_loss(x, target, reduction='mean')` = mean((x-target)^2) (scalar);
+  `grad_x_mean`, `grad_target_mean` = its gradients (upstream 1).
+* `out_sum = F.mse_loss(x, target, reduction='sum')`; `grad_x_sum`, `grad_target_sum`.""")
+    x, tg = torch.randn(3, 4), torch.randn(3, 4)
+    c.save("x", x, "input (3,4)")
+    c.save("target", tg, "target (3,4), float64")
+    for red in ("mean", "sum"):
+        xx, tt = leaf(x), leaf(tg)
+        out = F.mse_loss(xx, tt, reduction=red)
+        out.backward()
+        c.save("out_" + red, out, "loss, reduction=" + red)
+        c.save("grad_x_" + red, xx.grad, "d/dx")
+        c.save("grad_target_" + red, tt.grad, "d/dtarget")
+
+
+# --------------------------------------------------------------------------
+# mini model (article 002, example A2.6)
+# --------------------------------------------------------------------------
+
+class Sublayer(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Sequential(
+            nn.Linear(d, d * 2),
+            nn.GELU(),
+            nn.Linear(d * 2, d),
+        )
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class PreLNBlock(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.sub = Sublayer(d)
+        self.ln = nn.LayerNorm(d)
+
+    def forward(self, x):
+        return x + self.sub(self.ln(x))
+
+
+class MiniPreLNModel(nn.Module):
+    def __init__(self, d, n_layers, vocab_size):
+        super().__init__()
+        self.blocks = nn.ModuleList([PreLNBlock(d) for _ in range(n_layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab_size)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        x = self.ln_f(x)
+        return self.head(x)
+
+
+def mini_model():
+    d, n_layers, vocab = 32, 4, 1000
+    c = Case("mini_model", 301, "")
+    model = MiniPreLNModel(d, n_layers, vocab)  # default PyTorch init, seeded
+    x = torch.randn(2, 6, d)
+    target = torch.randint(0, vocab, (2, 6))
+    logits = model(x)
+    loss = F.cross_entropy(logits.reshape(-1, vocab), target.reshape(-1))
+    loss.backward()
+    sd = model.state_dict()
+    names = [n for n, _ in model.named_parameters()]
+    assert names == list(sd.keys()), "state_dict has buffers?"
+    assert len(names) == 28
+    c.save("x", x, "input (2,6,32)")
+    c.save("target", target, "int64 targets (2,6) in [0,1000)")
+    for n, p in model.named_parameters():
+        c.save(n, p, "parameter `%s`" % n)
+    c.save("logits", logits, "model output (2,6,1000)")
+    c.save("loss", loss, "scalar cross-entropy (mean over 12 positions)")
+    for n, p in model.named_parameters():
+        c.save("grad." + n, p.grad, "d loss / d `%s`" % n)
+    plist = "\n".join("%2d. `%s` %s" % (i + 1, n, tuple(p.shape))
+                      for i, (n, p) in enumerate(model.named_parameters()))
+    c.doc = """Runnable mini Pre-LN model of article 002 (example A2.6). The script copies the article's
+class definitions verbatim (same attribute names); condensed here:
+```python
+class Sublayer(nn.Module):            # Sublayer(d)
+    self.fc = nn.Sequential(nn.Linear(d, d*2), nn.GELU(), nn.Linear(d*2, d))
+    forward(x) = self.fc(x)
+class PreLNBlock(nn.Module):          # PreLNBlock(d)
+    self.sub = Sublayer(d); self.ln = nn.LayerNorm(d)
+    forward(x) = x + self.sub(self.ln(x))
+class MiniPreLNModel(nn.Module):      # MiniPreLNModel(d, n_layers, vocab_size)
+    self.blocks = nn.ModuleList([PreLNBlock(d) for _ in range(n_layers)])
+    self.ln_f = nn.LayerNorm(d); self.head = nn.Linear(d, vocab_size)
+    forward(x): for block in blocks: x = block(x); return self.head(self.ln_f(x))
+```
+(The article also defines PostLNBlock, which MiniPreLNModel does not use.)
+d = 32, n_layers = 4, vocab = 1000; GELU is exact (approximate='none'); LayerNorm eps = 1e-5.
+Default PyTorch initialisation under `torch.manual_seed(301)`, then `x = randn(2,6,32)`,
+`target = randint(0, 1000, (2,6))`.
+`logits = model(x)` (2,6,1000); `loss = F.cross_entropy(logits.reshape(-1,1000), target.reshape(-1))`
+(mean over the 12 positions; ≈ ln 1000 ≈ 6.91 at init); `loss.backward()`.
+
+Parameter files are the state_dict keys verbatim + `.npy` (the state_dict has no buffers);
+gradients are `grad.<key>.npy`. Linear weights are (out, in). The article text does not
+state a count; the actual count is **28 parameter tensors** (4 blocks x 6 + ln_f 2 + head 2),
+%d scalars in total. In order:
+
+%s
+""" % (sum(p.numel() for p in model.parameters()), plist)
+
+
+# --------------------------------------------------------------------------
+# optimizers
+# --------------------------------------------------------------------------
+
+QUAD_A = [1.0, 3.0, 0.5]
+QUAD_C = [1.0, -2.0, 0.5]
+QUAD_W0 = [2.0, 1.0, -1.0]
+
+OPT_DOC = """
+Quadratic `loss(w) = 0.5 * sum(A * (w - c)**2)` (elementwise), so `grad = A * (w - c)`;
+`A = [1, 3, 0.5]`, `c = [1, -2, 0.5]`, `w0 = [2, 1, -1]` (also saved as A.npy, c.npy).
+5 iterations of: `opt.zero_grad(); loss(w).backward(); opt.step()`.
+`trajectory.npy` (6,3): row 0 = w0, row k = w after k steps.
+"""
+
+
+def _opt_case(name, seed, ctor, desc):
+    c = Case(name, seed, OPT_DOC + desc)
+    A, cc = torch.tensor(QUAD_A), torch.tensor(QUAD_C)
+    w = torch.tensor(QUAD_W0, requires_grad=True)
+    opt = ctor([w])
+    traj = [w.detach().clone()]
+    for _ in range(5):
+        opt.zero_grad()
+        loss = 0.5 * torch.sum(A * (w - cc) ** 2)
+        loss.backward()
+        opt.step()
+        traj.append(w.detach().clone())
+    c.save("A", A, "diagonal curvature (3,)")
+    c.save("c", cc, "minimum location (3,)")
+    c.save("trajectory", torch.stack(traj), "w after 0..5 steps (6,3)")
+
+
+SGD_RULE = """
+PyTorch SGD rule (per step, g = grad): if weight_decay: g = g + wd*w. If momentum != 0:
+on the FIRST step `buf = g` (no dampening applied), afterwards `buf = momentum*buf + (1-dampening)*g`;
+then `g = g + momentum*buf` if nesterov else `g = buf`. Finally `w = w - lr*g`."""
+
+ADAM_RULE = """
+PyTorch 1.13 Adam rule (t = 1,2,...; m, v start at 0): if weight_decay (Adam, coupled L2):
+g = g + wd*w. `m = b1*m + (1-b1)*g`, `v = b2*v + (1-b2)*g*g`,
+`denom = sqrt(v) / sqrt(1 - b2^t) + eps`, `w = w - (lr / (1 - b1^t)) * m / denom`.
+AdamW (decoupled): first `w = w * (1 - lr*wd)`, then the same update with g = raw gradient."""
+
+
+def optimizers():
+    o = torch.optim
+    _opt_case("sgd_plain", 401, lambda p: o.SGD(p, lr=0.1),
+              "`torch.optim.SGD(lr=0.1)` (momentum 0, no weight decay): `w = w - 0.1*g`.")
+    _opt_case("sgd_momentum", 402, lambda p: o.SGD(p, lr=0.1, momentum=0.9, dampening=0.0),
+              "`torch.optim.SGD(lr=0.1, momentum=0.9, dampening=0)`." + SGD_RULE)
+    _opt_case("sgd_nesterov", 403,
+              lambda p: o.SGD(p, lr=0.1, momentum=0.9, dampening=0.0, nesterov=True,
+                              weight_decay=0.01),
+              "`torch.optim.SGD(lr=0.1, momentum=0.9, dampening=0, nesterov=True, "
+              "weight_decay=0.01)`." + SGD_RULE)
+    _opt_case("sgd_dampening", 404, lambda p: o.SGD(p, lr=0.1, momentum=0.9, dampening=0.5),
+              "`torch.optim.SGD(lr=0.1, momentum=0.9, dampening=0.5)`." + SGD_RULE)
+    _opt_case("adam", 405,
+              lambda p: o.Adam(p, lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                               foreach=False),
+              "`torch.optim.Adam(lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, "
+              "amsgrad=False)`." + ADAM_RULE)
+    _opt_case("adam_wd", 406,
+              lambda p: o.Adam(p, lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1,
+                               foreach=False),
+              "`torch.optim.Adam(lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1)` "
+              "(L2 added to the gradient)." + ADAM_RULE)
+    _opt_case("adamw", 407,
+              lambda p: o.AdamW(p, lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1,
+                                foreach=False),
+              "`torch.optim.AdamW(lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1)` "
+              "(decoupled weight decay; note PyTorch's default wd would be 0.01)." + ADAM_RULE)
+
+
+# --------------------------------------------------------------------------
+# learning-rate schedules
+# --------------------------------------------------------------------------
+
+SCHED_DOC = """
+`w = zeros(1, requires_grad=True)`, `opt = torch.optim.SGD([w], lr=1.0)`,
+`sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda)`. For step = 0..29:
+record `opt.param_groups[0]['lr']`, then `opt.step(); sched.step()`.
+LambdaLR calls `lr_lambda(step)` with step = 0,1,2,... so `lr[step] = 1.0 * lr_lambda(step)`.
+`lr.npy` shape (30,). Lambda (Python):
+"""
+
+
+def _sched_case(name, seed, lam, lam_src):
+    c = Case(name, seed, SCHED_DOC + "```python\n" + lam_src.strip() + "\n```")
+    w = torch.zeros(1, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=1.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lam)
+    lrs = []
+    for step in range(30):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    lrs = np.array(lrs, dtype=np.float64)
+    ref = np.array([lam(s) for s in range(30)], dtype=np.float64)
+    assert np.array_equal(lrs, ref)
+    c.save("lr", lrs, "learning rate at steps 0..29")
+
+
+def schedules():
+    warmup = 10
+    src = """
+warmup = 10
+lr_lambda = lambda step: min(1.0, (step + 1) / warmup)
+"""
+    _sched_case("sched_warmup_linear", 501, lambda s: min(1.0, (s + 1) / warmup), src)
+
+    wc, total = 5, 30
+
+    def cos_lam(s):
+        if s < wc:
+            return (s + 1) / wc
+        progress = (s + 1 - wc) / (total - wc)
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    src = """
+warmup, total = 5, 30
+def lr_lambda(step):
+    if step < warmup:                                   # steps 0..4: 0.2, 0.4, ..., 1.0
+        return (step + 1) / warmup
+    progress = (step + 1 - warmup) / (total - warmup)   # steps 5..29: 1/25 .. 25/25
+    return 0.5 * (1.0 + math.cos(math.pi * progress))   # reaches exactly 0.0 at step 29
+"""
+    _sched_case("sched_warmup_cosine", 502, cos_lam, src)
+
+    d_model, wi = 128, 10
+    src = """
+d_model, warmup = 128, 10
+lr_lambda = lambda step: d_model ** -0.5 * min((step + 1) ** -0.5, (step + 1) * warmup ** -1.5)
+"""
+    _sched_case("sched_inverse_sqrt", 503,
+                lambda s: d_model ** -0.5 * min((s + 1) ** -0.5, (s + 1) * wi ** -1.5), src)
+
+
+# --------------------------------------------------------------------------
+# README
+# --------------------------------------------------------------------------
+
+README_HEAD = """# PyTorch golden-value fixtures
+
+GENERATED FILE: do not edit. Regenerate everything (this README included) from the repo root with
+
+    /usr/bin/python3 scripts/make_fixtures.py
+
+Generated with torch {torch}, numpy {numpy}. PyTorch is used only to produce these files,
+never at run time.
+
+## Conventions
+
+* One directory per case: `tests/fixtures/<case>/<name>.npy`, plain NumPy `.npy` (format 1.0,
+  little endian `<f8` / `<i8`, C order). Floats are float64; index/target arrays are int64.
+  Scalars (losses) are 0-d arrays, header `'shape': ()` (1 element).
+* Computation in float64 (`torch.set_default_dtype(torch.float64)`), single-threaded; each case
+  starts with `torch.manual_seed(<seed>)` (seed listed per case), so reruns are byte-identical.
+* Inputs are `x.npy` (several inputs of a binary op: `a.npy`, `b.npy`, ...), parameters use
+  their PyTorch names (`weight.npy`, `bias.npy`; the mini model uses the full state_dict key),
+  `out.npy` is the output.
+* `grad_out.npy` is an upstream gradient: the saved gradients (`grad_x.npy`, `grad_weight.npy`,
+  ...) are those of `sum(out * grad_out)`. Scalar losses are backpropagated with upstream 1.
+* Suggested tolerances: 1e-12 relative for most values; looser (~1e-9) for
+  `layernorm_large_mean` and the mini model.
+
+## Cases
+
+"""
+
+
+def write_readme():
+    lines = [README_HEAD.format(torch=torch.__version__, numpy=np.__version__)]
+    lines.append("| case | files |\n|---|---|\n")
+    for c in CASES:
+        lines.append("| [`%s`](#%s) | %d |\n" % (c.name, c.name, len(c.files)))
+    lines.append("\n")
+    for c in CASES:
+        lines.append("### %s\n\nSeed %d.\n\n%s\n\n" % (c.name, c.seed, c.doc))
+        lines.append("| file | shape | dtype | meaning |\n|---|---|---|---|\n")
+        for fn, shape, dt, meaning in c.files:
+            lines.append("| `%s` | %s | %s | %s |\n" % (fn, tuple(shape), dt, meaning))
+        lines.append("\n")
+    with open(os.path.join(OUT_DIR, "README.md"), "w", encoding="utf-8") as f:
+        f.write("".join(lines))
+
+
+def main():
+    if os.path.isdir(OUT_DIR):
+        shutil.rmtree(OUT_DIR)
+    os.makedirs(OUT_DIR)
+    for fn in (op_broadcast_mul_add, op_matmul_batched, op_var_unbiased, op_softmax,
+               op_log_softmax, op_gather, op_max, op_elementwise,
+               linear, gelu_none, gelu_tanh, layernorm_1d, layernorm_2d,
+               layernorm_large_mean, batchnorm_2d, batchnorm_3d, batchnorm_cumulative,
+               rmsnorm, embedding, cross_entropy, mse_loss,
+               mini_model, optimizers, schedules):
+        fn()
+    write_readme()
+    total = sum(os.path.getsize(os.path.join(dp, f))
+                for dp, _, fs in os.walk(OUT_DIR) for f in fs)
+    n = sum(len(c.files) for c in CASES)
+    print("wrote %d cases, %d files, %.1f KiB to %s" % (len(CASES), n, total / 1024, OUT_DIR))
+    assert total < 2 * 1024 * 1024
+
+
+if __name__ == "__main__":
+    sys.exit(main())
