@@ -1,0 +1,54 @@
+// Finite-difference gradient checking in the spirit of torch.autograd.gradcheck.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace xg {
+
+/// Settings of xg::gradcheck.
+struct GradcheckOptions {
+    std::string name = "f";       ///< shown in reports (e.g. "layer_norm")
+    double eps = 1e-6;            ///< central-difference step
+    double atol = 1e-5;           ///< element passes when |analytic - numerical| <= atol + rtol * |numerical|
+    double rtol = 1e-3;
+    bool random_projection = false; ///< compare v^T J u for random u, v instead of the full Jacobian
+    int projections = 3;          ///< number of (u, v) pairs in random-projection mode
+    std::uint64_t seed = 1234;    ///< for the projection vectors
+};
+
+/// Outcome of a gradient check: the worst element over every (output, input) pair.
+struct GradcheckResult {
+    bool ok = true;
+    std::string name;
+    std::size_t checked_elements = 0; ///< Jacobian entries (or projections) compared
+    double max_abs_error = 0.0;
+    double max_rel_error = 0.0;       ///< |a - n| / max(|n|, tiny)
+    // Where the worst violation (largest error relative to its tolerance) was found.
+    std::size_t worst_input = 0, worst_output = 0;
+    std::vector<std::size_t> worst_input_index, worst_output_index;
+    double worst_analytic = 0.0, worst_numerical = 0.0;
+    double worst_ratio = 0.0;         ///< error / tolerance at the worst element (> 1 fails)
+    bool projection_mode = false;
+
+    /// One line: name, verdict, worst absolute and relative error.
+    std::string summary() const;
+    /// A readable table naming the input, the worst element's index, analytic and numerical
+    /// values and the errors.
+    std::string report() const;
+};
+
+/// A function under test: tensors in, tensors out (each output's Jacobian is checked).
+using MultiFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+using SingleFunction = std::function<Tensor(const std::vector<Tensor>&)>;
+
+/// Compares the analytic Jacobian (from backward with one-hot seeds) with central differences,
+/// for every input with requires_grad set. `f` must be deterministic.
+GradcheckResult gradcheck(const MultiFunction& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
+GradcheckResult gradcheck(const SingleFunction& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
+
+}  // namespace xg

@@ -1,0 +1,249 @@
+// Element-wise ops and NumPy broadcasting. Forward and backward side by side.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/ops.hpp"
+#include "core/strided.hpp"
+
+namespace xg {
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+    const std::size_t n = std::max(a.size(), b.size());
+    Shape out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+        const std::size_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+        if (da != db && da != 1 && db != 1) {
+            fail(op, fmt::format("shapes {} and {} cannot be broadcast together (axis {}: {} vs {})", shape_str(a),
+                                 shape_str(b), i, da, db));
+        }
+        out[i] = da == 1 ? db : da;
+    }
+    return out;
+}
+
+Array sum_to(const Array& grad, const Shape& shape) {
+    if (Shape(grad.shape().begin(), grad.shape().end()) == shape) return grad;
+    Array out = xt::zeros<double>(shape);
+    const Shape gshape(grad.shape().begin(), grad.shape().end());
+    const Strides so = broadcast_strides(shape, gshape);
+    const double* g = grad.data();
+    double* o = out.data();
+    for_each_index(gshape, so, [&](std::size_t i, std::size_t io) { o[io] += g[i]; });
+    return out;
+}
+
+std::size_t normalize_axis(int axis, std::size_t ndim, const char* op) {
+    const long n = static_cast<long>(ndim);
+    if (axis < -n || axis >= n) fail(op, fmt::format("axis {} is out of range for a {}-D tensor", axis, ndim));
+    return static_cast<std::size_t>(axis < 0 ? axis + n : axis);
+}
+
+namespace {
+
+Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
+
+// out = f(a, b) with broadcasting, as a plain strided loop (no broadcast expression).
+template <class F>
+Array broadcast_apply(const Array& a, const Array& b, const char* op, F f) {
+    const Shape sa = shape_of(a), sb = shape_of(b);
+    if (sa == sb) {
+        Array out = Array::from_shape(sa);
+        const double *pa = a.data(), *pb = b.data();
+        double* po = out.data();
+        for (std::size_t i = 0, n = out.size(); i < n; ++i) po[i] = f(pa[i], pb[i]);
+        return out;
+    }
+    const Shape so = broadcast_shapes(sa, sb, op);
+    Array out = Array::from_shape(so);
+    const Strides ta = broadcast_strides(sa, so), tb = broadcast_strides(sb, so);
+    const double *pa = a.data(), *pb = b.data();
+    double* po = out.data();
+    for_each_index2(so, ta, tb, [&](std::size_t i, std::size_t ia, std::size_t ib) { po[i] = f(pa[ia], pb[ib]); });
+    return out;
+}
+
+template <class F>
+Array map(const Array& a, F f) {
+    Array out = Array::from_shape(a.shape());
+    const double* pa = a.data();
+    double* po = out.data();
+    for (std::size_t i = 0, n = a.size(); i < n; ++i) po[i] = f(pa[i]);
+    return out;
+}
+
+// g * f(x_i, y_i) over two same-shaped arrays (backward helpers).
+template <class F>
+Array zip_grad(const Array& g, const Array& x, F f) {
+    Array out = Array::from_shape(g.shape());
+    const double *pg = g.data(), *px = x.data();
+    double* po = out.data();
+    for (std::size_t i = 0, n = g.size(); i < n; ++i) po[i] = f(pg[i], px[i]);
+    return out;
+}
+
+// Expands an input to the output's shape (for backward formulas that read it per element).
+Array expand_to(const Array& a, const Shape& shape) {
+    if (shape_of(a) == shape) return a;
+    Array out = Array::from_shape(shape);
+    const Strides t = broadcast_strides(shape_of(a), shape);
+    const double* pa = a.data();
+    double* po = out.data();
+    for_each_index(shape, t, [&](std::size_t i, std::size_t ia) { po[i] = pa[ia]; });
+    return out;
+}
+
+}  // namespace
+
+// ---- binary -------------------------------------------------------------------------------
+
+Tensor add(const Tensor& a, const Tensor& b) {
+    Array out = broadcast_apply(a.value(), b.value(), "add", [](double x, double y) { return x + y; });
+    // d(a+b)/da = 1, d(a+b)/db = 1, each summed over its broadcast axes
+    return record("add", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
+        Grads g(2);
+        if (c.needs_grad(0)) g[0] = sum_to(c.grad, shape_of(c.input(0)));
+        if (c.needs_grad(1)) g[1] = sum_to(c.grad, shape_of(c.input(1)));
+        return g;
+    });
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+    Array out = broadcast_apply(a.value(), b.value(), "sub", [](double x, double y) { return x - y; });
+    // d(a-b)/da = 1, d(a-b)/db = -1
+    return record("sub", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
+        Grads g(2);
+        if (c.needs_grad(0)) g[0] = sum_to(c.grad, shape_of(c.input(0)));
+        if (c.needs_grad(1)) g[1] = sum_to(map(c.grad, [](double v) { return -v; }), shape_of(c.input(1)));
+        return g;
+    });
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+    Array out = broadcast_apply(a.value(), b.value(), "mul", [](double x, double y) { return x * y; });
+    // d(ab)/da = b, d(ab)/db = a
+    return record("mul", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
+        Grads g(2);
+        const Shape so = shape_of(c.grad);
+        if (c.needs_grad(0)) {
+            g[0] = sum_to(zip_grad(c.grad, expand_to(c.input(1), so), [](double gi, double y) { return gi * y; }),
+                          shape_of(c.input(0)));
+        }
+        if (c.needs_grad(1)) {
+            g[1] = sum_to(zip_grad(c.grad, expand_to(c.input(0), so), [](double gi, double x) { return gi * x; }),
+                          shape_of(c.input(1)));
+        }
+        return g;
+    });
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+    Array out = broadcast_apply(a.value(), b.value(), "div", [](double x, double y) { return x / y; });
+    // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2 = -out/b
+    return record("div", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
+        Grads g(2);
+        const Shape so = shape_of(c.grad);
+        const Array bb = expand_to(c.input(1), so);
+        if (c.needs_grad(0)) {
+            g[0] = sum_to(zip_grad(c.grad, bb, [](double gi, double y) { return gi / y; }), shape_of(c.input(0)));
+        }
+        if (c.needs_grad(1)) {
+            Array gb = Array::from_shape(so);
+            const double *pg = c.grad.data(), *po = c.output.data(), *pb = bb.data();
+            double* r = gb.data();
+            for (std::size_t i = 0, n = gb.size(); i < n; ++i) r[i] = -pg[i] * po[i] / pb[i];
+            g[1] = sum_to(gb, shape_of(c.input(1)));
+        }
+        return g;
+    });
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, double b) { return add(a, scalar(b)); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, scalar(b)); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, scalar(b)); }
+Tensor operator/(const Tensor& a, double b) { return div(a, scalar(b)); }
+Tensor operator+(double a, const Tensor& b) { return add(scalar(a), b); }
+Tensor operator-(double a, const Tensor& b) { return sub(scalar(a), b); }
+Tensor operator*(double a, const Tensor& b) { return mul(scalar(a), b); }
+Tensor operator/(double a, const Tensor& b) { return div(scalar(a), b); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+
+// ---- unary --------------------------------------------------------------------------------
+
+Tensor neg(const Tensor& a) {
+    // d(-a)/da = -1
+    return record("neg", map(a.value(), [](double x) { return -x; }), {a}, [](const GradContext& c) -> Grads {
+        return {map(c.grad, [](double g) { return -g; })};
+    });
+}
+
+Tensor pow(const Tensor& a, double p) {
+    // d(a^p)/da = p a^(p-1)
+    return record("pow", map(a.value(), [p](double x) { return std::pow(x, p); }), {a}, [p](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.input(0), [p](double g, double x) { return g * p * std::pow(x, p - 1.0); })};
+    });
+}
+
+Tensor exp(const Tensor& a) {
+    // d(e^a)/da = e^a = out
+    return record("exp", map(a.value(), [](double x) { return std::exp(x); }), {a}, [](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.output, [](double g, double y) { return g * y; })};
+    });
+}
+
+Tensor log(const Tensor& a) {
+    // d(ln a)/da = 1/a
+    return record("log", map(a.value(), [](double x) { return std::log(x); }), {a}, [](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.input(0), [](double g, double x) { return g / x; })};
+    });
+}
+
+Tensor sqrt(const Tensor& a) {
+    // d(sqrt a)/da = 1 / (2 sqrt a) = 1 / (2 out)
+    return record("sqrt", map(a.value(), [](double x) { return std::sqrt(x); }), {a}, [](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.output, [](double g, double y) { return g / (2.0 * y); })};
+    });
+}
+
+Tensor tanh(const Tensor& a) {
+    // d(tanh a)/da = 1 - tanh^2 = 1 - out^2
+    return record("tanh", map(a.value(), [](double x) { return std::tanh(x); }), {a}, [](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.output, [](double g, double y) { return g * (1.0 - y * y); })};
+    });
+}
+
+Tensor erf(const Tensor& a) {
+    // d(erf a)/da = 2/sqrt(pi) e^(-a^2)
+    return record("erf", map(a.value(), [](double x) { return std::erf(x); }), {a}, [](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.input(0), [](double g, double x) { return g * M_2_SQRTPI * std::exp(-x * x); })};
+    });
+}
+
+Tensor relu(const Tensor& a) {
+    // d(relu a)/da = 1 where a > 0, else 0
+    return record("relu", map(a.value(), [](double x) { return x > 0.0 ? x : 0.0; }), {a}, [](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.input(0), [](double g, double x) { return x > 0.0 ? g : 0.0; })};
+    });
+}
+
+Tensor sigmoid(const Tensor& a) {
+    // d(s(a))/da = s(a)(1 - s(a)) = out (1 - out); the two branches avoid overflow of exp
+    auto s = [](double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); };
+    return record("sigmoid", map(a.value(), s), {a}, [](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.output, [](double g, double y) { return g * y * (1.0 - y); })};
+    });
+}
+
+Tensor abs(const Tensor& a) {
+    // d|a|/da = sign(a) (0 at 0, as in PyTorch)
+    return record("abs", map(a.value(), [](double x) { return std::fabs(x); }), {a}, [](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.input(0), [](double g, double x) { return x > 0 ? g : (x < 0 ? -g : 0.0); })};
+    });
+}
+
+}  // namespace xg

@@ -1,0 +1,85 @@
+// Matrix products through xtensor-blas (BLAS dgemm), 2-D and batched with broadcast batch axes.
+#include <array>
+
+#include <fmt/format.h>
+#include <xtensor-blas/xblas.hpp>
+#include <xtensor/xadapt.hpp>
+
+#include "core/ops.hpp"
+#include "core/strided.hpp"
+
+namespace xg {
+
+namespace {
+
+// C (m,n) = alpha * op(A) @ op(B) + beta * C on raw row-major buffers; op transposes when asked.
+void gemm(const double* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const double* b, std::size_t b_rows,
+          std::size_t b_cols, bool trans_b, double* c, double beta) {
+    const std::size_t m = trans_a ? a_cols : a_rows, n = trans_b ? b_rows : b_cols;
+    auto A = xt::adapt(a, a_rows * a_cols, xt::no_ownership(), std::array<std::size_t, 2>{a_rows, a_cols});
+    auto B = xt::adapt(b, b_rows * b_cols, xt::no_ownership(), std::array<std::size_t, 2>{b_rows, b_cols});
+    auto C = xt::adapt(c, m * n, xt::no_ownership(), std::array<std::size_t, 2>{m, n});
+    xt::blas::gemm(A, B, C, trans_a, trans_b, 1.0, beta);
+}
+
+struct BatchPlan {
+    Shape batch;                     // broadcast batch shape of the output
+    std::vector<std::size_t> a_off;  // per output matrix: which matrix of a (index, not elements)
+    std::vector<std::size_t> b_off;
+};
+
+BatchPlan plan_batches(const Shape& a, const Shape& b) {
+    const Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+    BatchPlan p;
+    p.batch = broadcast_shapes(ba, bb, "matmul");
+    const Strides sa = broadcast_strides(ba, p.batch), sb = broadcast_strides(bb, p.batch);
+    for_each_index2(p.batch, sa, sb, [&](std::size_t, std::size_t ia, std::size_t ib) {
+        p.a_off.push_back(ia);
+        p.b_off.push_back(ib);
+    });
+    return p;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+    const Shape sa = a.shape(), sb = b.shape();
+    if (sa.size() < 2 || sb.size() < 2) {
+        fail("matmul", fmt::format("needs tensors of at least 2 dimensions, got {} and {}", shape_str(sa), shape_str(sb)));
+    }
+    const std::size_t m = sa[sa.size() - 2], k = sa.back(), k2 = sb[sb.size() - 2], n = sb.back();
+    if (k != k2) {
+        fail("matmul", fmt::format("inner dimensions differ: {} @ {} ({} vs {})", shape_str(sa), shape_str(sb), k, k2));
+    }
+    BatchPlan p = plan_batches(sa, sb);
+    Shape so = p.batch;
+    so.push_back(m);
+    so.push_back(n);
+    Array out = Array::from_shape(so);
+    const double *pa = a.value().data(), *pb = b.value().data();
+    for (std::size_t i = 0; i < p.a_off.size(); ++i) {
+        gemm(pa + p.a_off[i] * m * k, m, k, false, pb + p.b_off[i] * k * n, k, n, false, out.data() + i * m * n, 0.0);
+    }
+    // dA = dC @ B^T, dB = A^T @ dC; broadcast batches accumulate (beta = 1) into the shared matrix
+    return record("matmul", std::move(out), {a, b}, [p = std::move(p), m, k, n](const GradContext& c) -> Grads {
+        Grads g(2);
+        const double *pa = c.input(0).data(), *pb = c.input(1).data(), *pg = c.grad.data();
+        if (c.needs_grad(0)) {
+            Array ga = xt::zeros<double>(c.input(0).shape());
+            for (std::size_t i = 0; i < p.a_off.size(); ++i) {
+                gemm(pg + i * m * n, m, n, false, pb + p.b_off[i] * k * n, k, n, true, ga.data() + p.a_off[i] * m * k, 1.0);
+            }
+            g[0] = std::move(ga);
+        }
+        if (c.needs_grad(1)) {
+            Array gb = xt::zeros<double>(c.input(1).shape());
+            for (std::size_t i = 0; i < p.b_off.size(); ++i) {
+                gemm(pa + p.a_off[i] * m * k, m, k, true, pg + i * m * n, m, n, false, gb.data() + p.b_off[i] * k * n, 1.0);
+            }
+            g[1] = std::move(gb);
+        }
+        return g;
+    });
+}
+
+}  // namespace xg

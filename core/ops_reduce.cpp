@@ -1,0 +1,147 @@
+// Reductions over axes. Each reduction computes in the keepdim shape (so outputs broadcast back
+// against the input with plain strided loops) and drops the axes at the end when asked.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/ops.hpp"
+#include "core/strided.hpp"
+
+namespace xg {
+
+namespace {
+
+
+struct Reduction {
+    Shape in;       // input shape
+    Shape kept;     // output shape with reduced axes set to 1
+    Shape out;      // output shape as returned (kept, or without the reduced axes)
+    Strides to_out; // strides reading the kept-shape output while walking the input
+    std::size_t count = 1; // elements reduced into each output
+};
+
+Reduction plan(const Shape& in, const Axes& axes, bool keepdim, const char* op) {
+    Reduction r;
+    r.in = in;
+    r.kept = in;
+    std::vector<bool> reduce(in.size(), axes.empty());
+    for (int a : axes) {
+        const std::size_t ax = normalize_axis(a, in.size(), op);
+        if (reduce[ax] && !axes.empty()) fail(op, fmt::format("axis {} appears twice in the axes list", a));
+        reduce[ax] = true;
+    }
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        if (reduce[i]) {
+            r.count *= in[i];
+            r.kept[i] = 1;
+        } else {
+            r.out.push_back(in[i]);
+        }
+        if (keepdim) r.out = r.kept;
+    }
+    if (keepdim) r.out = r.kept;
+    r.to_out = broadcast_strides(r.kept, in);
+    return r;
+}
+
+Array sum_into_kept(const Array& a, const Reduction& r) {
+    Array out = xt::zeros<double>(r.kept);
+    const double* pa = a.data();
+    double* po = out.data();
+    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { po[io] += pa[i]; });
+    return out;
+}
+
+// Expands a gradient of the output (returned shape) back over the input: g_in[i] = s * g_out[i's slot].
+Array expand_grad(const Array& g, const Reduction& r, double scale) {
+    Array out = Array::from_shape(r.in);
+    const double* pg = g.data();  // same memory order as the kept shape
+    double* po = out.data();
+    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { po[i] = scale * pg[io]; });
+    return out;
+}
+
+Array reshaped(Array a, const Shape& shape) {
+    a.reshape(shape);
+    return a;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& a) { return sum(a, {}, false); }
+
+Tensor sum(const Tensor& a, const Axes& axes, bool keepdim) {
+    const Reduction r = plan(a.shape(), axes, keepdim, "sum");
+    Array out = reshaped(sum_into_kept(a.value(), r), r.out);
+    // d(sum x)/dx_i = 1: the output gradient is copied to every reduced element
+    return record("sum", std::move(out), {a}, [r](const GradContext& c) -> Grads { return {expand_grad(c.grad, r, 1.0)}; });
+}
+
+Tensor mean(const Tensor& a) { return mean(a, {}, false); }
+
+Tensor mean(const Tensor& a, const Axes& axes, bool keepdim) {
+    const Reduction r = plan(a.shape(), axes, keepdim, "mean");
+    if (r.count == 0) fail("mean", "cannot average over an empty axis of shape " + shape_str(r.in));
+    Array out = sum_into_kept(a.value(), r);
+    out /= static_cast<double>(r.count);
+    // d(mean x)/dx_i = 1/N
+    return record("mean", reshaped(std::move(out), r.out), {a}, [r](const GradContext& c) -> Grads {
+        return {expand_grad(c.grad, r, 1.0 / static_cast<double>(r.count))};
+    });
+}
+
+Tensor var(const Tensor& a, const Axes& axes, bool unbiased, bool keepdim) {
+    const Reduction r = plan(a.shape(), axes, keepdim, "var");
+    const double denom = static_cast<double>(r.count) - (unbiased ? 1.0 : 0.0);
+    if (denom <= 0) {
+        fail("var", fmt::format("needs more than {} element(s) per reduction, got {} (shape {})", unbiased ? 1 : 0,
+                                r.count, shape_str(r.in)));
+    }
+    // Two passes (mean, then squared deviations): E[x^2]-E[x]^2 loses all digits for large means.
+    Array mu = sum_into_kept(a.value(), r);
+    mu /= static_cast<double>(r.count);
+    Array out = xt::zeros<double>(r.kept);
+    const double *pa = a.value().data(), *pm = mu.data();
+    double* po = out.data();
+    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+        const double d = pa[i] - pm[io];
+        po[io] += d * d;
+    });
+    out /= denom;
+    // d var/dx_i = 2 (x_i - mean) / (N - ddof)
+    return record("var", reshaped(std::move(out), r.out), {a}, [r, mu = std::move(mu), denom](const GradContext& c) -> Grads {
+        Array g = Array::from_shape(r.in);
+        const double *px = c.input(0).data(), *pg = c.grad.data(), *pm = mu.data();
+        double* pr = g.data();
+        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = 2.0 * (px[i] - pm[io]) / denom * pg[io]; });
+        return {std::move(g)};
+    }, {{"mean", r.kept}});
+}
+
+Tensor max(const Tensor& a) { return max(a, {}, false); }
+
+Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
+    const Reduction r = plan(a.shape(), axes, keepdim, "max");
+    if (r.count == 0) fail("max", "cannot take the maximum over an empty axis of shape " + shape_str(r.in));
+    Array out = Array::from_shape(r.kept);
+    out.fill(-std::numeric_limits<double>::infinity());
+    const double* pa = a.value().data();
+    double* po = out.data();
+    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { po[io] = std::max(po[io], pa[i]); });
+    Array kept_max = out;
+    // d max/dx_i = 1/k for the k elements equal to the maximum, 0 elsewhere
+    return record("max", reshaped(std::move(out), r.out), {a}, [r, kept_max = std::move(kept_max)](const GradContext& c) -> Grads {
+        Array ties = xt::zeros<double>(r.kept);
+        const double *px = c.input(0).data(), *pm = kept_max.data(), *pg = c.grad.data();
+        double* pt = ties.data();
+        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pt[io] += px[i] == pm[io] ? 1.0 : 0.0; });
+        Array g = Array::from_shape(r.in);
+        double* pr = g.data();
+        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = px[i] == pm[io] ? pg[io] / pt[io] : 0.0; });
+        return {std::move(g)};
+    }, {{"max", r.kept}});
+}
+
+}  // namespace xg

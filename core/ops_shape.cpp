@@ -1,0 +1,246 @@
+// Shape ops: they move elements around; each backward moves the gradient back.
+#include <numeric>
+
+#include <fmt/format.h>
+#include <xtensor/xmanipulation.hpp>
+#include <xtensor/xstrided_view.hpp>
+
+#include "core/ops.hpp"
+#include "core/strided.hpp"
+
+namespace xg {
+
+namespace {
+
+std::size_t product(const Shape& s) { return std::accumulate(s.begin(), s.end(), std::size_t{1}, std::multiplies<>()); }
+
+Array reshaped(Array a, const Shape& shape) {
+    a.reshape(shape);
+    return a;
+}
+
+std::string longs_str(const std::vector<long>& v) {
+    std::string s = "(";
+    for (std::size_t i = 0; i < v.size(); ++i) s += fmt::format(i ? ", {}" : "{}", v[i]);
+    return s + ")";
+}
+
+// A strided view selecting [start:end:step] on `axis` and everything on the other axes.
+xt::xstrided_slice_vector axis_range(std::size_t ndim, std::size_t axis, std::size_t start, std::size_t end,
+                                     std::size_t step) {
+    xt::xstrided_slice_vector sv(ndim, xt::all());
+    sv[axis] = xt::range(static_cast<long>(start), static_cast<long>(end), static_cast<long>(step));
+    return sv;
+}
+
+}  // namespace
+
+Tensor reshape(const Tensor& a, const std::vector<long>& shape) {
+    const Shape in = a.shape();
+    Shape out(shape.size());
+    long infer = -1;
+    std::size_t known = 1;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (shape[i] == -1) {
+            if (infer >= 0) fail("reshape", "only one dimension can be -1, got " + longs_str(shape));
+            infer = static_cast<long>(i);
+        } else if (shape[i] < 0) {
+            fail("reshape", "invalid dimension in " + longs_str(shape));
+        } else {
+            out[i] = static_cast<std::size_t>(shape[i]);
+            known *= out[i];
+        }
+    }
+    const std::size_t n = product(in);
+    if (infer >= 0) {
+        if (known == 0 || n % known != 0) {
+            fail("reshape", fmt::format("shape {} is invalid for input of shape {} ({} elements)", longs_str(shape), shape_str(in), n));
+        }
+        out[static_cast<std::size_t>(infer)] = n / known;
+    }
+    if (product(out) != n) {
+        fail("reshape", fmt::format("shape {} is invalid for input of shape {} ({} elements)", longs_str(shape), shape_str(in), n));
+    }
+    // d reshape(x)/dx: reshape the gradient back
+    return record("reshape", reshaped(a.value(), out), {a}, [in](const GradContext& c) -> Grads {
+        return {reshaped(c.grad, in)};
+    });
+}
+
+Tensor permute(const Tensor& a, const Axes& order) {
+    const std::size_t n = a.dim();
+    if (order.size() != n) {
+        fail("permute", fmt::format("got {} axes for a tensor of shape {}", order.size(), shape_str(a.shape())));
+    }
+    std::vector<std::size_t> perm(n), inverse(n);
+    std::vector<bool> seen(n, false);
+    for (std::size_t i = 0; i < n; ++i) {
+        perm[i] = normalize_axis(order[i], n, "permute");
+        if (seen[perm[i]]) fail("permute", fmt::format("axis {} repeated in the permutation", order[i]));
+        seen[perm[i]] = true;
+        inverse[perm[i]] = i;
+    }
+    Array out = xt::transpose(a.value(), perm);
+    // d permute(x)/dx: apply the inverse permutation to the gradient
+    return record("permute", std::move(out), {a}, [inverse](const GradContext& c) -> Grads {
+        return {Array(xt::transpose(c.grad, inverse))};
+    });
+}
+
+Tensor transpose(const Tensor& a, int axis0, int axis1) {
+    const std::size_t n = a.dim();
+    Axes order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::swap(order[normalize_axis(axis0, n, "transpose")], order[normalize_axis(axis1, n, "transpose")]);
+    return permute(a, order);
+}
+
+Tensor unsqueeze(const Tensor& a, int axis) {
+    const Shape in = a.shape();
+    Shape out = in;
+    const std::size_t ax = normalize_axis(axis, in.size() + 1, "unsqueeze");
+    out.insert(out.begin() + static_cast<long>(ax), 1);
+    return reshape(a, std::vector<long>(out.begin(), out.end()));
+}
+
+Tensor squeeze(const Tensor& a, int axis) {
+    Shape out = a.shape();
+    const std::size_t ax = normalize_axis(axis, out.size(), "squeeze");
+    if (out[ax] != 1) fail("squeeze", fmt::format("axis {} has extent {} in shape {}, not 1", axis, out[ax], shape_str(a.shape())));
+    out.erase(out.begin() + static_cast<long>(ax));
+    return reshape(a, std::vector<long>(out.begin(), out.end()));
+}
+
+Tensor slice(const Tensor& a, int axis, std::size_t start, std::size_t end, std::size_t step) {
+    const Shape in = a.shape();
+    const std::size_t ax = normalize_axis(axis, in.size(), "slice");
+    if (step == 0 || start > end || end > in[ax]) {
+        fail("slice", fmt::format("range [{}:{}:{}] is invalid for axis {} of shape {}", start, end, step, axis, shape_str(in)));
+    }
+    const auto sv = axis_range(in.size(), ax, start, end, step);
+    Array out = xt::strided_view(a.value(), sv);
+    // d slice(x)/dx: the gradient goes back into the selected positions, zero elsewhere
+    return record("slice", std::move(out), {a}, [in, sv](const GradContext& c) -> Grads {
+        Array g = xt::zeros<double>(in);
+        xt::strided_view(g, sv) = c.grad;
+        return {std::move(g)};
+    });
+}
+
+Tensor narrow(const Tensor& a, int axis, std::size_t start, std::size_t length) {
+    const Shape in = a.shape();
+    const std::size_t ax = normalize_axis(axis, in.size(), "narrow");
+    if (start + length > in[ax]) {
+        fail("narrow", fmt::format("start {} + length {} exceeds extent {} of axis {} in shape {}", start, length, in[ax], axis, shape_str(in)));
+    }
+    return slice(a, axis, start, start + length, 1);
+}
+
+Tensor cat(const std::vector<Tensor>& tensors, int axis) {
+    if (tensors.empty()) fail("cat", "needs at least one tensor");
+    const Shape first = tensors[0].shape();
+    if (first.empty()) fail("cat", "zero-dimensional tensors cannot be concatenated");
+    const std::size_t ax = normalize_axis(axis, first.size(), "cat");
+    Shape out_shape = first;
+    out_shape[ax] = 0;
+    std::vector<std::size_t> offsets;
+    for (std::size_t k = 0; k < tensors.size(); ++k) {
+        const Shape s = tensors[k].shape();
+        bool ok = s.size() == first.size();
+        for (std::size_t d = 0; ok && d < s.size(); ++d) ok = d == ax || s[d] == first[d];
+        if (!ok) {
+            fail("cat", fmt::format("tensor {} has shape {} but tensor 0 has shape {}; all axes but {} must match", k,
+                                    shape_str(s), shape_str(first), axis));
+        }
+        offsets.push_back(out_shape[ax]);
+        out_shape[ax] += s[ax];
+    }
+    Array out = Array::from_shape(out_shape);
+    for (std::size_t k = 0; k < tensors.size(); ++k) {
+        const std::size_t len = tensors[k].size(ax);
+        xt::strided_view(out, axis_range(first.size(), ax, offsets[k], offsets[k] + len, 1)) = tensors[k].value();
+    }
+    // d cat(x_k)/dx_k: the slice of the gradient that x_k filled
+    return record("cat", std::move(out), tensors, [ax, offsets](const GradContext& c) -> Grads {
+        Grads g(c.inputs.size());
+        for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+            if (!c.needs_grad(k)) continue;
+            const std::size_t len = c.input(k).shape()[ax];
+            g[k] = Array(xt::strided_view(c.grad, axis_range(c.grad.dimension(), ax, offsets[k], offsets[k] + len, 1)));
+        }
+        return g;
+    });
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int axis) {
+    if (tensors.empty()) fail("stack", "needs at least one tensor");
+    const Shape first = tensors[0].shape();
+    std::vector<Tensor> expanded;
+    for (std::size_t k = 0; k < tensors.size(); ++k) {
+        if (tensors[k].shape() != first) {
+            fail("stack", fmt::format("tensor {} has shape {} but tensor 0 has shape {}; stack needs equal shapes", k,
+                                      shape_str(tensors[k].shape()), shape_str(first)));
+        }
+        expanded.push_back(unsqueeze(tensors[k], axis));
+    }
+    return cat(expanded, axis);
+}
+
+Tensor gather(const Tensor& a, int axis, const IndexArray& index) {
+    const Shape in = a.shape();
+    const Shape is(index.shape().begin(), index.shape().end());
+    const std::size_t ax = normalize_axis(axis, in.size(), "gather");
+    bool ok = is.size() == in.size();
+    for (std::size_t d = 0; ok && d < is.size(); ++d) ok = d == ax || is[d] <= in[d];
+    if (!ok) {
+        fail("gather", fmt::format("index of shape {} does not fit input of shape {} (same rank, and no larger on axes other than {})",
+                                   shape_str(is), shape_str(in), axis));
+    }
+    Strides st = row_major_strides(in);
+    const std::size_t axis_stride = st[ax];
+    st[ax] = 0;
+    // offsets[i] = where out[i] reads from in a's flat storage
+    std::vector<std::size_t> offsets(index.size());
+    const std::int64_t* pi = index.data();
+    for_each_index(is, st, [&](std::size_t i, std::size_t base) {
+        if (pi[i] < 0 || pi[i] >= static_cast<std::int64_t>(in[ax])) {
+            fail("gather", fmt::format("index {} is out of range for axis {} of extent {} (input shape {})", pi[i], axis, in[ax], shape_str(in)));
+        }
+        offsets[i] = base + static_cast<std::size_t>(pi[i]) * axis_stride;
+    });
+    Array out = Array::from_shape(is);
+    const double* pa = a.value().data();
+    for (std::size_t i = 0; i < offsets.size(); ++i) out.data()[i] = pa[offsets[i]];
+    // d gather/dx: scatter-add the gradient back to the positions read (repeats accumulate)
+    return record("gather", std::move(out), {a}, [in, offsets = std::move(offsets)](const GradContext& c) -> Grads {
+        Array g = xt::zeros<double>(in);
+        for (std::size_t i = 0; i < offsets.size(); ++i) g.data()[offsets[i]] += c.grad.data()[i];
+        return {std::move(g)};
+    }, {{"index", is}});
+}
+
+Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
+    const Shape in = a.shape();
+    const Shape ms(mask.shape().begin(), mask.shape().end());
+    if (broadcast_shapes(ms, in, "masked_fill") != in) {
+        fail("masked_fill", fmt::format("mask of shape {} does not broadcast to the input's shape {}", shape_str(ms), shape_str(in)));
+    }
+    const Strides sm = broadcast_strides(ms, in);
+    std::vector<char> hit(a.numel());
+    const bool* pm = mask.data();
+    for_each_index(in, sm, [&](std::size_t i, std::size_t im) { hit[i] = pm[im]; });
+    Array out = a.value();
+    for (std::size_t i = 0; i < hit.size(); ++i) {
+        if (hit[i]) out.data()[i] = value;
+    }
+    // d masked_fill/dx = 1 where the mask is false, 0 where it filled
+    return record("masked_fill", std::move(out), {a}, [hit = std::move(hit)](const GradContext& c) -> Grads {
+        Array g = c.grad;
+        for (std::size_t i = 0; i < hit.size(); ++i) {
+            if (hit[i]) g.data()[i] = 0.0;
+        }
+        return {std::move(g)};
+    }, {{"mask", ms}});
+}
+
+}  // namespace xg

@@ -1,0 +1,96 @@
+// softmax and log_softmax along one axis, shifted by the row maximum so logits of +-1000 work.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/ops.hpp"
+
+namespace xg {
+
+namespace {
+
+// The tensor seen as (outer, len, inner) around `axis`: element (o, j, i) is at
+// o*len*inner + j*inner + i, so a "row" along the axis has stride `inner`.
+struct AxisView {
+    std::size_t outer = 1, len = 1, inner = 1;
+};
+
+AxisView axis_view(const Shape& s, std::size_t ax) {
+    AxisView v;
+    for (std::size_t d = 0; d < ax; ++d) v.outer *= s[d];
+    v.len = s[ax];
+    for (std::size_t d = ax + 1; d < s.size(); ++d) v.inner *= s[d];
+    return v;
+}
+
+// Calls f(base) for the first element of every row along the axis.
+template <class F>
+void for_each_row(const AxisView& v, F&& f) {
+    for (std::size_t o = 0; o < v.outer; ++o) {
+        for (std::size_t i = 0; i < v.inner; ++i) f(o * v.len * v.inner + i);
+    }
+}
+
+// out = x - max - log(sum(exp(x - max))) per row (log_softmax); softmax exponentiates it.
+Array log_softmax_forward(const Array& x, const AxisView& v) {
+    Array out = Array::from_shape(x.shape());
+    const double* px = x.data();
+    double* po = out.data();
+    for_each_row(v, [&](std::size_t base) {
+        double m = -std::numeric_limits<double>::infinity();
+        for (std::size_t j = 0; j < v.len; ++j) m = std::max(m, px[base + j * v.inner]);
+        double s = 0.0;
+        for (std::size_t j = 0; j < v.len; ++j) s += std::exp(px[base + j * v.inner] - m);
+        const double lse = m + std::log(s);
+        for (std::size_t j = 0; j < v.len; ++j) po[base + j * v.inner] = px[base + j * v.inner] - lse;
+    });
+    return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& a, int axis) {
+    const Shape s = a.shape();
+    if (s.empty()) fail("softmax", "needs at least a 1-D tensor");
+    const AxisView v = axis_view(s, normalize_axis(axis, s.size(), "softmax"));
+    Array out = log_softmax_forward(a.value(), v);
+    for (double& y : out) y = std::exp(y);
+    // d softmax: g_in = y * (g - sum_j g_j y_j) per row
+    return record("softmax", std::move(out), {a}, [v](const GradContext& c) -> Grads {
+        Array g = Array::from_shape(c.grad.shape());
+        const double *py = c.output.data(), *pg = c.grad.data();
+        double* pr = g.data();
+        for_each_row(v, [&](std::size_t base) {
+            double dot = 0.0;
+            for (std::size_t j = 0; j < v.len; ++j) dot += pg[base + j * v.inner] * py[base + j * v.inner];
+            for (std::size_t j = 0; j < v.len; ++j) {
+                const std::size_t k = base + j * v.inner;
+                pr[k] = py[k] * (pg[k] - dot);
+            }
+        });
+        return {std::move(g)};
+    });
+}
+
+Tensor log_softmax(const Tensor& a, int axis) {
+    const Shape s = a.shape();
+    if (s.empty()) fail("log_softmax", "needs at least a 1-D tensor");
+    const AxisView v = axis_view(s, normalize_axis(axis, s.size(), "log_softmax"));
+    // d log_softmax: g_in = g - softmax * sum_j g_j per row (softmax = exp(out))
+    return record("log_softmax", log_softmax_forward(a.value(), v), {a}, [v](const GradContext& c) -> Grads {
+        Array g = Array::from_shape(c.grad.shape());
+        const double *py = c.output.data(), *pg = c.grad.data();
+        double* pr = g.data();
+        for_each_row(v, [&](std::size_t base) {
+            double total = 0.0;
+            for (std::size_t j = 0; j < v.len; ++j) total += pg[base + j * v.inner];
+            for (std::size_t j = 0; j < v.len; ++j) {
+                const std::size_t k = base + j * v.inner;
+                pr[k] = pg[k] - std::exp(py[k]) * total;
+            }
+        });
+        return {std::move(g)};
+    });
+}
+
+}  // namespace xg

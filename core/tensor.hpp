@@ -1,0 +1,203 @@
+// xg::Tensor: a cheap handle to a graph node that holds a value, an optional gradient and,
+// for results of ops, the backward closure and the parents that made it.
+// See docs/architecture.md for who owns what and how backward() walks the graph.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+
+namespace xg {
+
+/// The storage of every tensor: a row-major, double-precision xtensor array.
+using Array = xt::xarray<double>;
+/// A tensor shape, outermost axis first.
+using Shape = std::vector<std::size_t>;
+
+/// The one exception type xgrad throws for bad input; the message names the operation and the
+/// shapes or values involved.
+class Error : public std::invalid_argument {
+public:
+    using std::invalid_argument::invalid_argument;
+};
+
+/// Formats a shape as "(2, 3, 4)" for error messages.
+std::string shape_str(const Shape& shape);
+
+/// Throws xg::Error("<op>: <fmt message>") - the single way ops report bad input.
+[[noreturn]] void fail(const std::string& op, const std::string& message);
+
+struct Node;
+using NodePtr = std::shared_ptr<Node>;
+
+/// What a backward closure sees: the gradient flowing into the op's output, the output value,
+/// and the op's inputs (read through the node, so closures need not copy them).
+struct GradContext {
+    const Array& grad;                  ///< dLoss/dOutput, same shape as output
+    const Array& output;                ///< the op's forward result
+    const std::vector<NodePtr>& inputs; ///< the op's parents, in the order given to record()
+    const Array& input(std::size_t i) const;
+    bool needs_grad(std::size_t i) const; ///< false when input i needs no gradient: skip its work
+};
+
+/// One optional gradient per input (std::nullopt for inputs that need none).
+using Grads = std::vector<std::optional<Array>>;
+/// A backward closure: maps dLoss/dOutput to dLoss/dInput_i. It must not capture NodePtrs or
+/// Tensors (inputs are reachable through the context); that keeps the graph acyclic and lets
+/// backward() free it.
+using BackwardFn = std::function<Grads(const GradContext&)>;
+
+/// A saved quantity a node keeps for backward, for graph pictures (xg::to_dot) and docs.
+struct SavedInfo {
+    std::string name;
+    Shape shape;
+};
+
+/// A vertex of the autograd graph. Users hold it through xg::Tensor.
+struct Node {
+    Array value;
+    std::optional<Array> grad;
+    bool requires_grad = false;
+    bool retains_grad = false;     ///< keep .grad on a non-leaf after backward
+    bool freed = false;            ///< backward already released this node's closure
+    std::string op = "leaf";
+    std::vector<NodePtr> parents;
+    BackwardFn backward;
+    std::vector<SavedInfo> saved;  ///< extra tensors the closure keeps (beyond inputs/output)
+
+    bool is_leaf() const { return op == "leaf"; }
+    Node() = default;
+    Node(const Node&) = delete;
+    Node& operator=(const Node&) = delete;
+    ~Node(); ///< iterative: a million-node chain tears down without deep recursion
+};
+
+class Tensor;
+
+/// Options of Tensor::backward.
+struct BackwardOptions {
+    bool retain_graph = false; ///< keep closures so backward can run through the graph again
+};
+
+/// A handle to a node. Copies share the node (like torch::Tensor); detach() makes a new leaf.
+class Tensor {
+public:
+    Tensor() = default; ///< an undefined tensor; defined() is false
+    explicit Tensor(Array value, bool requires_grad = false);
+    Tensor(xt::nested_initializer_list_t<double, 1> values);
+    Tensor(xt::nested_initializer_list_t<double, 2> values);
+    Tensor(xt::nested_initializer_list_t<double, 3> values);
+    Tensor(xt::nested_initializer_list_t<double, 4> values);
+
+    bool defined() const { return node_ != nullptr; }
+    const Array& value() const;
+    /// Writable storage for in-place updates outside the graph (optimizers, initialisers).
+    Array& mutable_value();
+    Shape shape() const;
+    std::size_t dim() const { return shape().size(); }
+    std::size_t size(std::size_t axis) const; ///< extent of one axis
+    std::size_t numel() const { return value().size(); }
+    double* data() { return mutable_value().data(); }
+    const double* data() const { return value().data(); }
+    /// The value of a one-element tensor.
+    double item() const;
+    /// Element access by index, e.g. t(1, 2).
+    template <class... Idx>
+    double operator()(Idx... idx) const { return value()(idx...); }
+    /// Element access by a full index vector.
+    double at(const std::vector<std::size_t>& index) const;
+
+    bool requires_grad() const;
+    /// Sets requires_grad on a leaf (returns *this for chaining).
+    Tensor& requires_grad_(bool on = true);
+    bool is_leaf() const;
+    const std::string& op() const;
+
+    /// True once a gradient has been accumulated into this tensor.
+    bool has_grad() const;
+    /// The accumulated gradient as a new leaf tensor (undefined if none).
+    Tensor grad() const;
+    /// The accumulated gradient storage; throws if there is none.
+    const Array& grad_value() const;
+    /// Writable gradient storage (for clipping and optimizers); throws if there is none.
+    Array& mutable_grad();
+    /// Clears the accumulated gradient.
+    void zero_grad();
+    /// Keep this non-leaf's gradient after backward (leaves always keep theirs).
+    void retain_grad();
+
+    /// Backpropagates from a one-element tensor with seed 1.
+    void backward(BackwardOptions options = {}) const;
+    /// Backpropagates with an explicit dLoss/dThis of this tensor's shape.
+    void backward(const Tensor& gradient, BackwardOptions options = {}) const;
+
+    /// A new leaf sharing nothing with the graph (value copied, requires_grad false).
+    Tensor detach() const;
+
+    const NodePtr& node() const { return node_; }
+    explicit Tensor(NodePtr node) : node_(std::move(node)) {}
+
+private:
+    NodePtr node_;
+};
+
+/// Whether ops currently record the graph (false inside a NoGradGuard).
+bool grad_mode_enabled();
+
+/// Disables graph recording in its scope, like torch::NoGradGuard.
+class NoGradGuard {
+public:
+    NoGradGuard();
+    ~NoGradGuard();
+    NoGradGuard(const NoGradGuard&) = delete;
+    NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+private:
+    bool previous_;
+};
+
+/// Anomaly mode: when on, every op's forward result and every gradient are checked for NaN/inf
+/// and the first one found throws xg::Error naming the op that produced it.
+void set_anomaly_mode(bool on);
+bool anomaly_mode_enabled();
+
+/// Enables anomaly mode in its scope.
+class AnomalyModeGuard {
+public:
+    AnomalyModeGuard();
+    ~AnomalyModeGuard();
+    AnomalyModeGuard(const AnomalyModeGuard&) = delete;
+    AnomalyModeGuard& operator=(const AnomalyModeGuard&) = delete;
+
+private:
+    bool previous_;
+};
+
+/// Records the result of op `op` on `inputs`: a leaf when no input needs a gradient or grad mode
+/// is off, otherwise a node whose backward is `backward`. The one way every op joins the graph.
+Tensor record(std::string op, Array value, std::vector<Tensor> inputs, BackwardFn backward,
+              std::vector<SavedInfo> saved = {});
+
+/// Number of graph nodes alive in the process (for leak tests).
+std::size_t live_node_count();
+
+// ---- creation -----------------------------------------------------------------------------
+
+Tensor zeros(const Shape& shape, bool requires_grad = false);
+Tensor ones(const Shape& shape, bool requires_grad = false);
+Tensor full(const Shape& shape, double fill, bool requires_grad = false);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+/// 0, 1, ..., end-1 (as doubles).
+Tensor arange(double end);
+/// start, start+step, ... below end.
+Tensor arange(double start, double end, double step = 1.0);
+Tensor scalar(double value, bool requires_grad = false);
+
+}  // namespace xg
