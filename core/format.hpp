@@ -1,0 +1,33 @@
+// Printing tensors like PyTorch: nested brackets, aligned columns, shape and requires_grad.
+//   fmt::print("{}\n", t);  ->  tensor([[ 1.0000, -2.5000],
+//                                       [ 3.0000,  4.0000]], shape=(2, 2), requires_grad=true)
+#pragma once
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/tensor.hpp"
+
+namespace xg {
+
+/// Options of xg::to_string(Tensor); defaults follow torch's print options.
+struct PrintOptions {
+    int precision = 4;          ///< digits after the decimal point
+    std::size_t threshold = 1000; ///< summarise with "..." above this many elements
+    std::size_t edgeitems = 3;  ///< items kept at each end of a summarised axis
+};
+
+/// The PyTorch-style text of a tensor (value only; gradients print via t.grad()).
+std::string to_string(const Tensor& t, const PrintOptions& options = {});
+
+}  // namespace xg
+
+template <>
+struct fmt::formatter<xg::Tensor> : fmt::formatter<std::string_view> {
+    template <class FormatContext>
+    auto format(const xg::Tensor& t, FormatContext& ctx) const {
+        const std::string s = t.defined() ? xg::to_string(t) : std::string("tensor(undefined)");
+        return fmt::formatter<std::string_view>::format(s, ctx);
+    }
+};
