@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian machine (run as root, or with sudo available):
+#   scripts/setup.sh run    install what is missing, build, run the tutorials (the main job)
+#   scripts/setup.sh test   install what is missing, build, run the whole test suite
+#   scripts/setup.sh build  install what is missing and build only
+# BUILD_DIR (default: build) and JOBS (default: nproc) may be set in the environment.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+mode="${1:-run}"
+build_dir="${BUILD_DIR:-build}"
+jobs="${JOBS:-$(nproc)}"
+
+packages=(cmake make g++ ccache
+          xtensor-dev xtl-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
+          catch2 libfmt-dev libzip-dev zlib1g-dev
+          gnuplot-nox dataset-fashion-mnist)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing missing Debian packages: ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release
+cmake --build "$build_dir" -j "$jobs"
+
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
+case "$mode" in
+  run)   cmake --build "$build_dir" --target tutorials ;;
+  test)  ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure --timeout 600 ;;
+  build) ;;
+  *) echo "usage: scripts/setup.sh [run|test|build]" >&2; exit 2 ;;
+esac
