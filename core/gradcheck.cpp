@@ -1,6 +1,8 @@
 #include "core/gradcheck.hpp"
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -190,6 +192,10 @@ GradcheckResult gradcheck(const MultiFunction& f, const std::vector<Tensor>& inp
         projected(f, inputs, options, r);
     } else {
         full_jacobian(f, inputs, options, r);
+    }
+    // The test suite sets XGRAD_GRADCHECK_LOG so ctest can print one summary table at the end.
+    if (const char* log = std::getenv("XGRAD_GRADCHECK_LOG")) {
+        std::ofstream(log, std::ios::app) << r.summary() << '\n';
     }
     return r;
 }

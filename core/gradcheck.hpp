@@ -47,7 +47,8 @@ using MultiFunction = std::function<std::vector<Tensor>(const std::vector<Tensor
 using SingleFunction = std::function<Tensor(const std::vector<Tensor>&)>;
 
 /// Compares the analytic Jacobian (from backward with one-hot seeds) with central differences,
-/// for every input with requires_grad set. `f` must be deterministic.
+/// for every input with requires_grad set. `f` must be deterministic. When the environment
+/// variable XGRAD_GRADCHECK_LOG names a file, the result's summary line is appended to it.
 GradcheckResult gradcheck(const MultiFunction& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
 GradcheckResult gradcheck(const SingleFunction& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
 

@@ -13,7 +13,7 @@ jobs="${JOBS:-$(nproc)}"
 
 packages=(cmake make g++ ccache
           xtensor-dev xtl-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
-          catch2 libfmt-dev libzip-dev zlib1g-dev
+          catch2 libfmt-dev libzip-dev zipcmp zipmerge ziptool zlib1g-dev pkg-config
           gnuplot-nox dataset-fashion-mnist)
 
 missing=()

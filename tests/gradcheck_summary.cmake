@@ -1,0 +1,18 @@
+# Prints the gradient checks that the last ctest run performed, one line each (see
+# XGRAD_GRADCHECK_LOG in core/gradcheck.cpp). Silent when no gradcheck ran.
+if(NOT EXISTS "${LOG}")
+  return()
+endif()
+file(STRINGS "${LOG}" lines)
+list(SORT lines)
+list(LENGTH lines count)
+set(failed 0)
+foreach(line IN LISTS lines)
+  if(line MATCHES " FAIL ")
+    math(EXPR failed "${failed} + 1")
+  endif()
+endforeach()
+message("\nGradient checks (analytic backward vs central differences): ${count} run, ${failed} failed")
+foreach(line IN LISTS lines)
+  message("  ${line}")
+endforeach()
