@@ -1,0 +1,261 @@
+#include "nn/module.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <typeinfo>
+
+#include <fmt/format.h>
+
+#include "core/io.hpp"
+
+namespace xg::nn {
+
+namespace {
+
+Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
+
+std::string join(const std::vector<std::string>& items) {
+    std::string s;
+    for (std::size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];
+    return s;
+}
+
+}  // namespace
+
+Tensor Module::forward(const Tensor& x) {
+    fail(name(), fmt::format("has no one-tensor forward (called with shape {}); call its own forward overload",
+                             shape_str(x.shape())));
+}
+
+// ---- registration -------------------------------------------------------------------------------
+
+void Module::check_new_name(const std::string& name, const char* what) const {
+    if (name.empty() || name.find('.') != std::string::npos) {
+        fail(this->name(), fmt::format("{} name '{}' must be non-empty and contain no '.'", what, name));
+    }
+    auto taken = [&](const auto& list) {
+        for (const auto& entry : list) {
+            if (entry.first == name) return true;
+        }
+        return false;
+    };
+    if (taken(parameters_) || taken(buffers_) || taken(children_)) {
+        fail(this->name(), fmt::format("cannot register {} '{}': the name is already used", what, name));
+    }
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+    check_new_name(name, "parameter");
+    if (!tensor.defined()) fail(this->name(), fmt::format("parameter '{}' is an undefined tensor", name));
+    if (!tensor.is_leaf()) fail(this->name(), fmt::format("parameter '{}' must be a leaf tensor, not the result of '{}'", name, tensor.op()));
+    tensor.requires_grad_(requires_grad);
+    parameters_.emplace_back(name, tensor);
+    return tensor;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor tensor) {
+    check_new_name(name, "buffer");
+    if (!tensor.defined()) fail(this->name(), fmt::format("buffer '{}' is an undefined tensor", name));
+    buffers_.emplace_back(name, tensor);
+    return tensor;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+    check_new_name(name, "submodule");
+    if (!module) fail(this->name(), fmt::format("submodule '{}' is null", name));
+    children_.emplace_back(name, std::move(module));
+}
+
+// ---- traversal ----------------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, Tensor>> Module::named_entries(bool buffers, bool recurse) const {
+    const auto& own = buffers ? buffers_ : parameters_;
+    std::vector<std::pair<std::string, Tensor>> out(own.begin(), own.end());
+    if (!recurse) return out;
+    for (const auto& [child_name, child] : children_) {
+        for (auto& [n, t] : child->named_entries(buffers, true)) out.emplace_back(child_name + "." + n, t);
+    }
+    return out;
+}
+
+namespace {
+
+// A tensor shared by two modules (tied weights) is listed once, under its first name, so an
+// optimizer never steps it twice.
+std::vector<std::pair<std::string, Tensor>> first_occurrences(std::vector<std::pair<std::string, Tensor>> all) {
+    std::vector<std::pair<std::string, Tensor>> out;
+    std::set<const Node*> seen;
+    for (auto& entry : all) {
+        if (seen.insert(entry.second.node().get()).second) out.push_back(std::move(entry));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+    return first_occurrences(named_entries(false, recurse));
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+    std::vector<Tensor> out;
+    for (auto& entry : named_parameters(recurse)) out.push_back(entry.second);
+    return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+    return first_occurrences(named_entries(true, recurse));
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const {
+    std::vector<Tensor> out;
+    for (auto& entry : named_buffers(recurse)) out.push_back(entry.second);
+    return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+    std::vector<std::shared_ptr<Module>> out;
+    for (const auto& entry : children_) out.push_back(entry.second);
+    return out;
+}
+
+// ---- mode and gradients -------------------------------------------------------------------------
+
+void Module::train(bool on) {
+    training_ = on;
+    for (auto& entry : children_) entry.second->train(on);
+}
+
+void Module::zero_grad() {
+    for (Tensor& p : parameters()) p.zero_grad();
+}
+
+// ---- state --------------------------------------------------------------------------------------
+
+StateDict Module::state_dict() const {
+    // PyTorch order: per module its parameters, then its buffers, then the children's.
+    StateDict out;
+    for (const auto& [n, t] : parameters_) out.emplace_back(n, t.value());
+    for (const auto& [n, t] : buffers_) out.emplace_back(n, t.value());
+    for (const auto& [child_name, child] : children_) {
+        for (auto& [n, a] : child->state_dict()) out.emplace_back(child_name + "." + n, std::move(a));
+    }
+    return out;
+}
+
+void Module::load_state_dict(const StateDict& state, bool strict) {
+    std::map<std::string, Tensor> own;  // every key state_dict() has, tied tensors under each name
+    for (auto& entry : named_entries(false, true)) own.emplace(entry);
+    for (auto& entry : named_entries(true, true)) own.emplace(entry);
+
+    // Verify everything before touching anything, so a bad file leaves the model as it was.
+    std::vector<std::string> unexpected, misshaped, duplicated, missing;
+    std::map<std::string, const Array*> incoming;
+    for (const auto& [key, value] : state) {
+        if (!incoming.emplace(key, &value).second) {
+            duplicated.push_back(key);
+            continue;
+        }
+        auto it = own.find(key);
+        if (it == own.end()) {
+            unexpected.push_back(key);
+        } else if (it->second.shape() != shape_of(value)) {
+            misshaped.push_back(fmt::format("{} (model {}, given {})", key, shape_str(it->second.shape()),
+                                            shape_str(shape_of(value))));
+        }
+    }
+    for (const auto& entry : own) {
+        if (!incoming.count(entry.first)) missing.push_back(entry.first);
+    }
+    std::vector<std::string> problems;
+    if (strict && !missing.empty()) problems.push_back(fmt::format("missing keys: {}", join(missing)));
+    if (strict && !unexpected.empty()) problems.push_back(fmt::format("unexpected keys: {}", join(unexpected)));
+    if (!misshaped.empty()) problems.push_back(fmt::format("shape mismatches: {}", join(misshaped)));
+    if (!duplicated.empty()) problems.push_back(fmt::format("duplicated keys: {}", join(duplicated)));
+    if (!problems.empty()) {
+        std::string msg = fmt::format("cannot load state into {} ({} problem kinds; nothing was changed)", name(), problems.size());
+        for (const auto& p : problems) msg += "\n  " + p;
+        fail("load_state_dict", msg);
+    }
+    for (auto& [key, tensor] : own) {
+        auto it = incoming.find(key);
+        if (it != incoming.end()) tensor.mutable_value() = *it->second;
+    }
+}
+
+void Module::save(const std::string& path) const { save_npz(path, state_dict()); }
+
+void Module::load(const std::string& path, bool strict) {
+    const StateDict state = load_npz(path);
+    try {
+        load_state_dict(state, strict);
+    } catch (const Error& e) {
+        throw Error(fmt::format("{} (from file '{}')", e.what(), path));
+    }
+}
+
+// ---- printing -----------------------------------------------------------------------------------
+
+std::string Module::name() const {
+    const char* mangled = typeid(*this).name();
+    int status = 0;
+    char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    std::string full = status == 0 && demangled ? demangled : mangled;
+    std::free(demangled);
+    // Strip namespaces ("xg::nn::Linear" -> "Linear") but not inside template arguments.
+    const std::size_t template_start = full.find('<');
+    const std::size_t colon = full.rfind("::", template_start);
+    return colon == std::string::npos ? full : full.substr(colon + 2);
+}
+
+std::string Module::to_string() const { return to_string(0); }
+
+std::string Module::to_string(int indent) const {
+    std::string s = name() + "(" + extra_repr();
+    if (children_.empty()) return s + ")";
+    const std::string pad(static_cast<std::size_t>(indent + 2), ' ');
+    s += "\n";
+    for (const auto& [child_name, child] : children_) {
+        s += fmt::format("{}({}): {}\n", pad, child_name, child->to_string(indent + 2));
+    }
+    return s + std::string(static_cast<std::size_t>(indent), ' ') + ")";
+}
+
+// ---- containers ---------------------------------------------------------------------------------
+
+Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules) {
+    for (const auto& m : modules) push_back(m);
+}
+
+void Sequential::push_back(std::shared_ptr<Module> module) { register_module(std::to_string(size()), std::move(module)); }
+
+std::shared_ptr<Module> Sequential::operator[](std::size_t i) const {
+    if (i >= size()) fail("Sequential", fmt::format("index {} is out of range for a Sequential of {} modules", i, size()));
+    return named_children()[i].second;
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+    Tensor y = x;
+    for (const auto& entry : named_children()) y = entry.second->forward(y);
+    return y;
+}
+
+ModuleList::ModuleList(std::initializer_list<std::shared_ptr<Module>> modules) {
+    for (const auto& m : modules) push_back(m);
+}
+
+void ModuleList::push_back(std::shared_ptr<Module> module) { register_module(std::to_string(size()), std::move(module)); }
+
+std::shared_ptr<Module> ModuleList::operator[](std::size_t i) const {
+    if (i >= size()) fail("ModuleList", fmt::format("index {} is out of range for a ModuleList of {} modules", i, size()));
+    return named_children()[i].second;
+}
+
+void ModuleList::wrong_type(std::size_t i) const {
+    fail("ModuleList", fmt::format("element {} is a {}, not the requested type", i, (*this)[i]->name()));
+}
+
+}  // namespace xg::nn

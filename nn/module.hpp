@@ -1,0 +1,130 @@
+// xg::nn::Module: the base of every layer and model, after PyTorch's C++ frontend.
+//
+// Modules are held by shared handle (`auto net = std::make_shared<Net>();`). A module owns named
+// parameters (leaf Tensors with requires_grad), buffers (Tensors that are state but not trained,
+// e.g. BatchNorm's running statistics) and child modules, each kept in registration order so
+// parameters(), state_dict() and to_string() list things the way PyTorch does.
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace xg::nn {
+
+/// Parameters and buffers by dotted name ("blocks.0.ln.weight"); same type as xg::NamedArrays.
+using StateDict = std::vector<std::pair<std::string, Array>>;
+
+class Module {
+public:
+    Module() = default;
+    virtual ~Module() = default;
+    Module(const Module&) = delete;
+    Module& operator=(const Module&) = delete;
+
+    /// The one-tensor forward used by Sequential. Modules whose forward takes other arguments
+    /// (Embedding indices, attention's q/k/v) may leave it: the default throws naming the module.
+    virtual Tensor forward(const Tensor& x);
+
+    // ---- registration (call from subclass constructors) ---------------------------------------
+
+    /// Registers a parameter under `name` and marks it requires_grad; returns the same handle.
+    Tensor register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
+    /// Registers a buffer (saved in state_dict, never trained); returns the same handle.
+    Tensor register_buffer(const std::string& name, Tensor tensor);
+    /// Registers a child module; returns it so it can be stored in a typed member.
+    template <class M>
+    std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+        add_child(name, module);
+        return module;
+    }
+
+    // ---- traversal (registration order, depth first: own entries before children's) ----------
+
+    std::vector<Tensor> parameters(bool recurse = true) const;
+    std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+    std::vector<Tensor> buffers(bool recurse = true) const;
+    std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+    std::vector<std::shared_ptr<Module>> children() const;
+    const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
+
+    // ---- mode and gradients --------------------------------------------------------------------
+
+    /// Sets training mode on this module and every descendant.
+    virtual void train(bool on = true);
+    void eval() { train(false); }
+    bool is_training() const { return training_; }
+    /// Clears the gradient of every parameter.
+    void zero_grad();
+
+    // ---- state -----------------------------------------------------------------------------------
+
+    /// Copies of every parameter then buffer value per module, depth first, with dotted names.
+    StateDict state_dict() const;
+    /// Replaces parameter and buffer values from `state`. Every name and shape is verified first;
+    /// all problems (missing, unexpected, mis-shaped keys) are listed in ONE xg::Error and the
+    /// module is left untouched. With strict = false, missing and unexpected keys are allowed.
+    void load_state_dict(const StateDict& state, bool strict = true);
+    /// Saves state_dict() to one NumPy-readable .npz file (written atomically).
+    void save(const std::string& path) const;
+    /// Loads a file written by save() (or numpy.savez of a PyTorch state_dict) via load_state_dict.
+    void load(const std::string& path, bool strict = true);
+
+    // ---- printing --------------------------------------------------------------------------------
+
+    /// The class name without namespaces ("Linear", "MiniPreLNModel").
+    std::string name() const;
+    /// The arguments shown inside the parentheses of to_string(), e.g. "in_features=4, ...".
+    virtual std::string extra_repr() const { return {}; }
+    /// The module tree, formatted like PyTorch's print(model).
+    std::string to_string() const;
+
+private:
+    std::vector<std::pair<std::string, Tensor>> named_entries(bool buffers, bool recurse) const;
+    void add_child(const std::string& name, std::shared_ptr<Module> module);
+    void check_new_name(const std::string& name, const char* what) const;
+    std::string to_string(int indent) const;
+
+    bool training_ = true;
+    std::vector<std::pair<std::string, Tensor>> parameters_;
+    std::vector<std::pair<std::string, Tensor>> buffers_;
+    std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+/// Children run one after another: forward(x) = m_n(...m_1(m_0(x))). Named "0", "1", ...
+class Sequential : public Module {
+public:
+    Sequential() = default;
+    Sequential(std::initializer_list<std::shared_ptr<Module>> modules);
+    void push_back(std::shared_ptr<Module> module);
+    std::size_t size() const { return named_children().size(); }
+    std::shared_ptr<Module> operator[](std::size_t i) const;
+    Tensor forward(const Tensor& x) override;
+};
+
+/// A list of children named "0", "1", ... with no forward of its own (like torch ModuleList).
+class ModuleList : public Module {
+public:
+    ModuleList() = default;
+    ModuleList(std::initializer_list<std::shared_ptr<Module>> modules);
+    void push_back(std::shared_ptr<Module> module);
+    std::size_t size() const { return named_children().size(); }
+    std::shared_ptr<Module> operator[](std::size_t i) const;
+    /// Element i as its concrete type; throws if it is something else.
+    template <class M>
+    std::shared_ptr<M> at(std::size_t i) const {
+        auto typed = std::dynamic_pointer_cast<M>((*this)[i]);
+        if (!typed) wrong_type(i);
+        return typed;
+    }
+
+private:
+    [[noreturn]] void wrong_type(std::size_t i) const;
+};
+
+}  // namespace xg::nn

@@ -1,0 +1,107 @@
+// LayerNorm, BatchNorm1d and RMSNorm modules over the fused kernels of nn/functional.hpp.
+#include <fmt/format.h>
+
+#include "nn/layers.hpp"
+
+namespace xg::nn {
+
+namespace {
+
+// The normalised axes must be x's trailing axes; `op` names the module in the error.
+void check_trailing(const char* op, const Tensor& x, const Shape& normalized) {
+    const Shape s = x.shape();
+    bool ok = s.size() >= normalized.size();
+    for (std::size_t i = 0; ok && i < normalized.size(); ++i) ok = s[s.size() - normalized.size() + i] == normalized[i];
+    if (!ok) {
+        fail(op, fmt::format("input of shape {} does not end in normalized_shape {}", shape_str(s), shape_str(normalized)));
+    }
+}
+
+void check_normalized_shape(const char* op, const Shape& normalized) {
+    bool ok = !normalized.empty();
+    for (std::size_t d : normalized) ok = ok && d > 0;
+    if (!ok) fail(op, fmt::format("normalized_shape {} must be non-empty with positive sizes", shape_str(normalized)));
+}
+
+}  // namespace
+
+// ---- LayerNorm ----------------------------------------------------------------------------------
+
+LayerNorm::LayerNorm(Shape shape, double eps_, bool elementwise_affine) : normalized_shape(std::move(shape)), eps(eps_) {
+    check_normalized_shape("LayerNorm", normalized_shape);
+    if (elementwise_affine) {
+        weight = register_parameter("weight", ones(normalized_shape));
+        bias = register_parameter("bias", zeros(normalized_shape));
+    }
+}
+
+LayerNorm::LayerNorm(std::size_t n, double eps_, bool elementwise_affine) : LayerNorm(Shape{n}, eps_, elementwise_affine) {}
+
+Tensor LayerNorm::forward(const Tensor& x) {
+    check_trailing("LayerNorm", x, normalized_shape);
+    return functional::layer_norm(x, normalized_shape, weight, bias, eps);
+}
+
+std::string LayerNorm::extra_repr() const {
+    return fmt::format("{}, eps={}, elementwise_affine={}", shape_str(normalized_shape), eps, weight.defined());
+}
+
+// ---- BatchNorm1d --------------------------------------------------------------------------------
+
+BatchNorm1d::BatchNorm1d(std::size_t c, double eps_, std::optional<double> momentum_, bool affine_, bool track)
+    : num_features(c), eps(eps_), momentum(momentum_), affine(affine_), track_running_stats(track) {
+    if (c == 0) fail("BatchNorm1d", "num_features must be positive");
+    if (momentum && !(*momentum >= 0.0 && *momentum <= 1.0)) {
+        fail("BatchNorm1d", fmt::format("momentum must be in [0, 1], got {}", *momentum));
+    }
+    if (affine) {
+        weight = register_parameter("weight", ones({c}));
+        bias = register_parameter("bias", zeros({c}));
+    }
+    if (track_running_stats) {
+        running_mean = register_buffer("running_mean", zeros({c}));
+        running_var = register_buffer("running_var", ones({c}));
+        num_batches_tracked = register_buffer("num_batches_tracked", scalar(0.0));
+    }
+}
+
+Tensor BatchNorm1d::forward(const Tensor& x) {
+    const Shape s = x.shape();
+    if ((s.size() != 2 && s.size() != 3) || s[1] != num_features) {
+        fail("BatchNorm1d", fmt::format("expects input (N, {0}) or (N, {0}, L), got {1}", num_features, shape_str(s)));
+    }
+    // Batch statistics in training, and in eval too when no running statistics exist (PyTorch).
+    const bool use_batch_stats = is_training() || !track_running_stats;
+    const bool update_running = is_training() && track_running_stats;
+    const double batches = update_running ? num_batches_tracked.item() + 1.0 : 0.0;
+    const double factor = !update_running ? 0.0 : momentum ? *momentum : 1.0 / batches;
+    Tensor out = functional::batch_norm(x, running_mean, running_var, weight, bias, use_batch_stats, factor, eps);
+    // Counted only once the batch went through, so a rejected batch leaves the state untouched.
+    if (update_running) num_batches_tracked.mutable_value()() = batches;
+    return out;
+}
+
+std::string BatchNorm1d::extra_repr() const {
+    return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", num_features, eps,
+                       momentum ? fmt::format("{}", *momentum) : std::string("None"), affine, track_running_stats);
+}
+
+// ---- RMSNorm ------------------------------------------------------------------------------------
+
+RMSNorm::RMSNorm(Shape shape, double eps_, bool elementwise_affine) : normalized_shape(std::move(shape)), eps(eps_) {
+    check_normalized_shape("RMSNorm", normalized_shape);
+    if (elementwise_affine) weight = register_parameter("weight", ones(normalized_shape));
+}
+
+RMSNorm::RMSNorm(std::size_t n, double eps_, bool elementwise_affine) : RMSNorm(Shape{n}, eps_, elementwise_affine) {}
+
+Tensor RMSNorm::forward(const Tensor& x) {
+    check_trailing("RMSNorm", x, normalized_shape);
+    return functional::rms_norm(x, normalized_shape, weight, eps);
+}
+
+std::string RMSNorm::extra_repr() const {
+    return fmt::format("{}, eps={}, elementwise_affine={}", shape_str(normalized_shape), eps, weight.defined());
+}
+
+}  // namespace xg::nn
