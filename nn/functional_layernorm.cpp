@@ -1,0 +1,167 @@
+// LayerNorm as one graph node: row kernels in the style of llm.c's layernorm_forward/backward.
+// A "row" is the D = prod(normalized_shape) trailing elements normalised jointly; rows are
+// contiguous. Derivation of the backward and the choice of cached quantities:
+// docs/derivations/layernorm.md.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "nn/functional.hpp"
+
+namespace xg::nn::functional {
+
+namespace {
+
+struct RowLayout {
+    std::size_t rows = 0, width = 0;  // width = D, the elements normalised together
+};
+
+RowLayout check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                           const Tensor& bias) {
+    if (!x.defined()) fail(op, "input must be a defined tensor");
+    const Shape sx = x.shape();
+    const std::size_t k = normalized_shape.size();
+    if (k == 0) fail(op, fmt::format("normalized_shape must name at least one axis (input {})", shape_str(sx)));
+    if (sx.size() < k || !std::equal(normalized_shape.begin(), normalized_shape.end(), sx.end() - static_cast<long>(k))) {
+        fail(op, fmt::format("normalized_shape {} does not match the trailing axes of input {}", shape_str(normalized_shape),
+                             shape_str(sx)));
+    }
+    if (weight.defined() && weight.shape() != normalized_shape) {
+        fail(op, fmt::format("weight must have shape normalized_shape {}, got {} (input {})", shape_str(normalized_shape),
+                             shape_str(weight.shape()), shape_str(sx)));
+    }
+    if (bias.defined() && bias.shape() != normalized_shape) {
+        fail(op, fmt::format("bias must have shape normalized_shape {}, got {} (input {})", shape_str(normalized_shape),
+                             shape_str(bias.shape()), shape_str(sx)));
+    }
+    RowLayout l;
+    l.width = 1;
+    for (std::size_t d : normalized_shape) l.width *= d;
+    if (l.width == 0) fail(op, fmt::format("cannot normalise over an empty normalized_shape {}", shape_str(normalized_shape)));
+    l.rows = x.numel() / l.width;
+    return l;
+}
+
+// Statistics of one row by the corrected two-pass algorithm: the second pass sums the
+// deviations d = x - m as well as d^2; sum(d) is the rounding error of the first-pass mean, so
+// mean = m + sum(d)/D is correct to the last bit on constant rows (output == beta exactly) and
+// var = (sum(d^2) - sum(d)^2/D)/D is the usual centred sum minus that error's contribution.
+inline void row_stats(const double* x, std::size_t n, double eps, double& mean, double& rstd) {
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (std::size_t j = 0; j < n; ++j) sum += x[j];
+    const double m = sum / static_cast<double>(n);
+    double sd = 0.0, sd2 = 0.0;
+#pragma omp simd reduction(+ : sd, sd2)
+    for (std::size_t j = 0; j < n; ++j) {
+        const double d = x[j] - m;
+        sd += d;
+        sd2 += d * d;
+    }
+    const double var = std::max(0.0, (sd2 - sd * sd / static_cast<double>(n)) / static_cast<double>(n));
+    mean = m + sd / static_cast<double>(n);
+    rstd = 1.0 / std::sqrt(var + eps);
+}
+
+void layer_norm_forward(const double* x, const double* w, const double* b, double* y, double* mean, double* rstd,
+                        const RowLayout& l, double eps) {
+    const std::size_t n = l.width;
+    for (std::size_t r = 0; r < l.rows; ++r) {
+        const double* xr = x + r * n;
+        double* yr = y + r * n;
+        row_stats(xr, n, eps, mean[r], rstd[r]);
+        const double m = mean[r], s = rstd[r];
+#pragma omp simd
+        for (std::size_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s * w[j] + b[j];
+    }
+}
+
+// Pass 1 per row: sums of dxhat and dxhat*xhat, accumulating dw and db. Pass 2 (only when dx is
+// wanted): dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+void layer_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd,
+                         double* dx, double* dw, double* db, const RowLayout& l) {
+    const std::size_t n = l.width;
+    const double inv_n = 1.0 / static_cast<double>(n);
+    for (std::size_t r = 0; r < l.rows; ++r) {
+        const double* xr = x + r * n;
+        const double* gr = g + r * n;
+        const double m = mean[r], s = rstd[r];
+        double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
+#pragma omp simd reduction(+ : sum_dxhat, sum_dxhat_xhat)
+        for (std::size_t j = 0; j < n; ++j) {
+            const double xhat = (xr[j] - m) * s;
+            const double dxhat = gr[j] * w[j];
+            sum_dxhat += dxhat;
+            sum_dxhat_xhat += dxhat * xhat;
+            dw[j] += gr[j] * xhat;
+            db[j] += gr[j];
+        }
+        if (dx == nullptr) continue;
+        const double mean_dxhat = sum_dxhat * inv_n, mean_dxhat_xhat = sum_dxhat_xhat * inv_n;
+        double* dxr = dx + r * n;
+#pragma omp simd
+        for (std::size_t j = 0; j < n; ++j) {
+            const double xhat = (xr[j] - m) * s;
+            dxr[j] = s * (gr[j] * w[j] - mean_dxhat - xhat * mean_dxhat_xhat);
+        }
+    }
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+    const RowLayout l = check_layer_norm("layer_norm", x, normalized_shape, weight, bias);
+    const std::vector<double> ones(weight.defined() ? 0 : l.width, 1.0), zeros(bias.defined() ? 0 : l.width, 0.0);
+    Array y = Array::from_shape(x.value().shape());
+    Array mean = Array::from_shape({l.rows}), rstd = Array::from_shape({l.rows});
+    layer_norm_forward(x.data(), weight.defined() ? weight.data() : ones.data(), bias.defined() ? bias.data() : zeros.data(),
+                       y.data(), mean.data(), rstd.data(), l, eps);
+
+    std::vector<Tensor> inputs{x};
+    const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
+    if (weight.defined()) inputs.push_back(weight);
+    const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
+    if (bias.defined()) inputs.push_back(bias);
+    std::vector<SavedInfo> saved{{"mean", {l.rows}}, {"rstd", {l.rows}}};
+    // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dy w; dw = sum dy xhat; db = sum dy
+    return record(
+        "layer_norm", std::move(y), std::move(inputs),
+        [l, wi, bi, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& c) -> Grads {
+            Grads g(c.inputs.size());
+            const std::vector<double> ones(wi < 0 ? l.width : 0, 1.0);
+            const double* w = wi < 0 ? ones.data() : c.input(static_cast<std::size_t>(wi)).data();
+            Array dw = xt::zeros<double>({l.width}), db = xt::zeros<double>({l.width});
+            Array dx;
+            if (c.needs_grad(0)) dx = Array::from_shape(c.input(0).shape());
+            layer_norm_backward(c.input(0).data(), c.grad.data(), w, mean.data(), rstd.data(),
+                                c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l);
+            if (c.needs_grad(0)) g[0] = std::move(dx);
+            if (wi >= 0 && c.needs_grad(static_cast<std::size_t>(wi))) {
+                dw.reshape(c.input(static_cast<std::size_t>(wi)).shape());
+                g[static_cast<std::size_t>(wi)] = std::move(dw);
+            }
+            if (bi >= 0 && c.needs_grad(static_cast<std::size_t>(bi))) {
+                db.reshape(c.input(static_cast<std::size_t>(bi)).shape());
+                g[static_cast<std::size_t>(bi)] = std::move(db);
+            }
+            return g;
+        },
+        std::move(saved));
+}
+
+Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                           double eps) {
+    check_layer_norm("layer_norm_composed", x, normalized_shape, weight, bias);
+    Axes axes;
+    for (int a = -static_cast<int>(normalized_shape.size()); a < 0; ++a) axes.push_back(a);
+    const Tensor mu = mean(x, axes, true);
+    const Tensor variance = var(x, axes, false, true);
+    Tensor y = (x - mu) / sqrt(variance + eps);
+    if (weight.defined()) y = y * weight;
+    if (bias.defined()) y = y + bias;
+    return y;
+}
+
+}  // namespace xg::nn::functional

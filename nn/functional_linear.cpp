@@ -1,0 +1,108 @@
+// Linear: y = x W^T + b as one graph node over (rows, in) @ (in, out) through BLAS dgemm.
+// Derivation of the backward: docs/derivations/linear.md.
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+#include <xtensor-blas/xblas.hpp>
+#include <xtensor/xadapt.hpp>
+
+#include "nn/functional.hpp"
+
+namespace xg::nn::functional {
+
+namespace {
+
+// C (m,n) = op(A) @ op(B) + beta * C on raw row-major buffers; op transposes when asked.
+// Empty operands are skipped: BLAS rejects zero leading dimensions.
+void gemm(const double* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const double* b, std::size_t b_rows,
+          std::size_t b_cols, bool trans_b, double* c, double beta) {
+    const std::size_t m = trans_a ? a_cols : a_rows, n = trans_b ? b_rows : b_cols;
+    const std::size_t k = trans_a ? a_rows : a_cols;
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+        for (std::size_t i = 0; i < m * n; ++i) c[i] = beta == 0.0 ? 0.0 : beta * c[i];  // c may be uninitialised
+        return;
+    }
+    auto A = xt::adapt(a, a_rows * a_cols, xt::no_ownership(), std::array<std::size_t, 2>{a_rows, a_cols});
+    auto B = xt::adapt(b, b_rows * b_cols, xt::no_ownership(), std::array<std::size_t, 2>{b_rows, b_cols});
+    auto C = xt::adapt(c, m * n, xt::no_ownership(), std::array<std::size_t, 2>{m, n});
+    xt::blas::gemm(A, B, C, trans_a, trans_b, 1.0, beta);
+}
+
+struct LinearDims {
+    std::size_t rows, in, out;
+    Shape out_shape;
+};
+
+LinearDims check_linear(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    if (!x.defined() || !weight.defined()) fail(op, "input and weight must be defined tensors");
+    const Shape sx = x.shape(), sw = weight.shape();
+    if (sw.size() != 2) fail(op, fmt::format("weight must be 2-D (out_features, in_features), got {}", shape_str(sw)));
+    if (sx.empty()) fail(op, fmt::format("input must have at least 1 dimension, got a 0-D tensor (weight {})", shape_str(sw)));
+    if (sx.back() != sw[1]) {
+        fail(op, fmt::format("input {} has {} features in its last axis but weight {} expects in_features = {}",
+                             shape_str(sx), sx.back(), shape_str(sw), sw[1]));
+    }
+    if (bias.defined() && bias.shape() != Shape{sw[0]}) {
+        fail(op, fmt::format("bias must have shape ({},) to match weight {}, got {}", sw[0], shape_str(sw),
+                             shape_str(bias.shape())));
+    }
+    LinearDims d{1, sw[1], sw[0], sx};
+    for (std::size_t i = 0; i + 1 < sx.size(); ++i) d.rows *= sx[i];
+    d.out_shape.back() = d.out;
+    return d;
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    const LinearDims d = check_linear("linear", x, weight, bias);
+    Array y = Array::from_shape(d.out_shape);
+    if (bias.defined()) {
+        // Seed every row with the bias so a single gemm with beta = 1 finishes the job.
+        const double* pb = bias.data();
+        double* py = y.data();
+        for (std::size_t r = 0; r < d.rows; ++r) std::copy(pb, pb + d.out, py + r * d.out);
+    }
+    gemm(x.data(), d.rows, d.in, false, weight.data(), d.out, d.in, true, y.data(), bias.defined() ? 1.0 : 0.0);
+
+    std::vector<Tensor> inputs{x, weight};
+    if (bias.defined()) inputs.push_back(bias);
+    // dx = dy W, dW = dy^T x, db = sum of dy over rows
+    return record("linear", std::move(y), std::move(inputs), [d](const GradContext& c) -> Grads {
+        Grads g(c.inputs.size());
+        const double* pg = c.grad.data();
+        if (c.needs_grad(0)) {
+            Array gx = Array::from_shape(c.input(0).shape());
+            gemm(pg, d.rows, d.out, false, c.input(1).data(), d.out, d.in, false, gx.data(), 0.0);
+            g[0] = std::move(gx);
+        }
+        if (c.needs_grad(1)) {
+            Array gw = Array::from_shape({d.out, d.in});
+            gemm(pg, d.rows, d.out, true, c.input(0).data(), d.rows, d.in, false, gw.data(), 0.0);
+            g[1] = std::move(gw);
+        }
+        if (c.inputs.size() > 2 && c.needs_grad(2)) {
+            Array gb = xt::zeros<double>({d.out});
+            double* pb = gb.data();
+            for (std::size_t r = 0; r < d.rows; ++r) {
+                const double* row = pg + r * d.out;
+#pragma omp simd
+                for (std::size_t j = 0; j < d.out; ++j) pb[j] += row[j];
+            }
+            g[2] = std::move(gb);
+        }
+        return g;
+    });
+}
+
+Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    check_linear("linear_composed", x, weight, bias);
+    const bool vector_input = x.dim() == 1;  // matmul needs a matrix: treat (in,) as (1, in)
+    Tensor y = matmul(vector_input ? unsqueeze(x, 0) : x, transpose(weight, 0, 1));
+    if (vector_input) y = squeeze(y, 0);
+    return bias.defined() ? y + bias : y;
+}
+
+}  // namespace xg::nn::functional

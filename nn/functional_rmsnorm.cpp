@@ -1,0 +1,122 @@
+// RMSNorm as one graph node: y = x * rrms * w, rrms = 1/sqrt(mean(x^2) + eps) over each row of
+// the D = prod(normalized_shape) trailing elements. Derivation: docs/derivations/rmsnorm.md.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "nn/functional.hpp"
+
+namespace xg::nn::functional {
+
+namespace {
+
+struct RowLayout {
+    std::size_t rows = 0, width = 0;
+};
+
+RowLayout check_rms_norm(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight) {
+    if (!x.defined()) fail(op, "input must be a defined tensor");
+    const Shape sx = x.shape();
+    const std::size_t k = normalized_shape.size();
+    if (k == 0) fail(op, fmt::format("normalized_shape must name at least one axis (input {})", shape_str(sx)));
+    if (sx.size() < k || !std::equal(normalized_shape.begin(), normalized_shape.end(), sx.end() - static_cast<long>(k))) {
+        fail(op, fmt::format("normalized_shape {} does not match the trailing axes of input {}", shape_str(normalized_shape),
+                             shape_str(sx)));
+    }
+    if (weight.defined() && weight.shape() != normalized_shape) {
+        fail(op, fmt::format("weight must have shape normalized_shape {}, got {} (input {})", shape_str(normalized_shape),
+                             shape_str(weight.shape()), shape_str(sx)));
+    }
+    RowLayout l;
+    l.width = 1;
+    for (std::size_t d : normalized_shape) l.width *= d;
+    if (l.width == 0) fail(op, fmt::format("cannot normalise over an empty normalized_shape {}", shape_str(normalized_shape)));
+    l.rows = x.numel() / l.width;
+    return l;
+}
+
+// All terms of mean(x^2) are non-negative, so one pass loses nothing to cancellation.
+void rms_norm_forward(const double* x, const double* w, double* y, double* rrms, const RowLayout& l, double eps) {
+    const std::size_t n = l.width;
+    for (std::size_t r = 0; r < l.rows; ++r) {
+        const double* xr = x + r * n;
+        double* yr = y + r * n;
+        double sum_sq = 0.0;
+#pragma omp simd reduction(+ : sum_sq)
+        for (std::size_t j = 0; j < n; ++j) sum_sq += xr[j] * xr[j];
+        const double s = 1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps);
+        rrms[r] = s;
+#pragma omp simd
+        for (std::size_t j = 0; j < n; ++j) yr[j] = xr[j] * s * w[j];
+    }
+}
+
+// dx = rrms * (dxhat - xhat * mean(dxhat * xhat)), xhat = x rrms, dxhat = dy w; dw = sum dy xhat.
+void rms_norm_backward(const double* x, const double* g, const double* w, const double* rrms, double* dx, double* dw,
+                       const RowLayout& l) {
+    const std::size_t n = l.width;
+    const double inv_n = 1.0 / static_cast<double>(n);
+    for (std::size_t r = 0; r < l.rows; ++r) {
+        const double* xr = x + r * n;
+        const double* gr = g + r * n;
+        const double s = rrms[r];
+        double sum_dxhat_xhat = 0.0;
+#pragma omp simd reduction(+ : sum_dxhat_xhat)
+        for (std::size_t j = 0; j < n; ++j) {
+            const double xhat = xr[j] * s;
+            sum_dxhat_xhat += gr[j] * w[j] * xhat;
+            dw[j] += gr[j] * xhat;
+        }
+        if (dx == nullptr) continue;
+        const double mean_dxhat_xhat = sum_dxhat_xhat * inv_n;
+        double* dxr = dx + r * n;
+#pragma omp simd
+        for (std::size_t j = 0; j < n; ++j) dxr[j] = s * (gr[j] * w[j] - xr[j] * s * mean_dxhat_xhat);
+    }
+}
+
+}  // namespace
+
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps) {
+    const RowLayout l = check_rms_norm("rms_norm", x, normalized_shape, weight);
+    const std::vector<double> ones(weight.defined() ? 0 : l.width, 1.0);
+    Array y = Array::from_shape(x.value().shape());
+    Array rrms = Array::from_shape({l.rows});
+    rms_norm_forward(x.data(), weight.defined() ? weight.data() : ones.data(), y.data(), rrms.data(), l, eps);
+
+    std::vector<Tensor> inputs{x};
+    if (weight.defined()) inputs.push_back(weight);
+    std::vector<SavedInfo> saved{{"rrms", {l.rows}}};
+    // dx = rrms (dxhat - xhat mean(dxhat xhat)), dxhat = dy w; dw = sum over rows of dy xhat
+    return record(
+        "rms_norm", std::move(y), std::move(inputs),
+        [l, rrms = std::move(rrms)](const GradContext& c) -> Grads {
+            Grads g(c.inputs.size());
+            const bool affine = c.inputs.size() > 1;
+            const std::vector<double> ones(affine ? 0 : l.width, 1.0);
+            Array dw = xt::zeros<double>({l.width});
+            Array dx;
+            if (c.needs_grad(0)) dx = Array::from_shape(c.input(0).shape());
+            rms_norm_backward(c.input(0).data(), c.grad.data(), affine ? c.input(1).data() : ones.data(), rrms.data(),
+                              c.needs_grad(0) ? dx.data() : nullptr, dw.data(), l);
+            if (c.needs_grad(0)) g[0] = std::move(dx);
+            if (affine && c.needs_grad(1)) {
+                dw.reshape(c.input(1).shape());
+                g[1] = std::move(dw);
+            }
+            return g;
+        },
+        std::move(saved));
+}
+
+Tensor rms_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps) {
+    check_rms_norm("rms_norm_composed", x, normalized_shape, weight);
+    Axes axes;
+    for (int a = -static_cast<int>(normalized_shape.size()); a < 0; ++a) axes.push_back(a);
+    Tensor y = x / sqrt(mean(x * x, axes, true) + eps);
+    return weight.defined() ? y * weight : y;
+}
+
+}  // namespace xg::nn::functional
