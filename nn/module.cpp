@@ -214,10 +214,12 @@ std::string Module::name() const {
 std::string Module::to_string() const { return to_string(0); }
 
 std::string Module::to_string(int indent) const {
-    std::string s = name() + "(" + extra_repr();
-    if (children_.empty()) return s + ")";
+    const std::string extra = extra_repr();
+    std::string s = name() + "(";
+    if (children_.empty()) return s + extra + ")";
     const std::string pad(static_cast<std::size_t>(indent + 2), ' ');
     s += "\n";
+    if (!extra.empty()) s += pad + extra + "\n";  // PyTorch puts it on its own line above the children
     for (const auto& [child_name, child] : children_) {
         s += fmt::format("{}({}): {}\n", pad, child_name, child->to_string(indent + 2));
     }
