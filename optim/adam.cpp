@@ -1,0 +1,57 @@
+#include "optim/adam.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace xg::optim {
+
+namespace {
+
+const AdamOptions& checked(const AdamOptions& o, const char* op) {
+    if (!(o.beta1() >= 0.0 && o.beta1() < 1.0)) fail(op, fmt::format("invalid beta1 {} (need 0 <= beta1 < 1)", o.beta1()));
+    if (!(o.beta2() >= 0.0 && o.beta2() < 1.0)) fail(op, fmt::format("invalid beta2 {} (need 0 <= beta2 < 1)", o.beta2()));
+    if (!(o.eps() >= 0.0) || !std::isfinite(o.eps())) fail(op, fmt::format("invalid eps {}", o.eps()));
+    return o;
+}
+
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& options) : Adam(single_group(std::move(params)), options, false) {}
+Adam::Adam(std::vector<ParamGroupSpec> groups, const AdamOptions& options) : Adam(std::move(groups), options, false) {}
+Adam::Adam(std::vector<ParamGroupSpec> groups, const AdamOptions& options, bool decoupled_weight_decay)
+    : Optimizer(std::move(groups), options.lr(), options.weight_decay()),
+      options_(checked(options, decoupled_weight_decay ? "AdamW" : "Adam")),
+      decoupled_(decoupled_weight_decay) {}
+
+AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options) : Adam(single_group(std::move(params)), options, true) {}
+AdamW::AdamW(std::vector<ParamGroupSpec> groups, const AdamWOptions& options) : Adam(std::move(groups), options, true) {}
+
+void Adam::update(const ParamGroup& group, Tensor& param, const Array& grad, ParamState& state) {
+    const double lr = group.lr, wd = group.weight_decay;
+    const double beta1 = options_.beta1(), beta2 = options_.beta2(), eps = options_.eps();
+    const double t = static_cast<double>(state.step);
+    const double bias_correction1 = 1.0 - std::pow(beta1, t);
+    const double bias_correction2 = 1.0 - std::pow(beta2, t);
+    const double step_size = lr / bias_correction1;
+    const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+    const double decay = 1.0 - lr * wd;
+    double* w = param.data();
+    const double* g = grad.data();
+    double* m = state.buffers[0].data();
+    double* v = state.buffers[1].data();
+    // Each line mirrors one PyTorch tensor op, in the same order, so results agree to the last bit.
+    for (std::size_t i = 0, n = param.numel(); i < n; ++i) {
+        double d = g[i];
+        if (wd != 0.0) {
+            if (decoupled_) w[i] = w[i] * decay;                            // param.mul_(1 - lr*wd)
+            else d = d + wd * w[i];                                          // grad.add(param, alpha=wd)
+        }
+        m[i] = m[i] * beta1 + (1.0 - beta1) * d;                            // exp_avg.mul_(b1).add_(g, alpha=1-b1)
+        v[i] = v[i] * beta2 + (1.0 - beta2) * d * d;                        // exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2)
+        const double denom = std::sqrt(v[i]) / bias_correction2_sqrt + eps; // (v.sqrt() / sqrt(bc2)).add_(eps)
+        w[i] = w[i] + (-step_size) * m[i] / denom;                          // param.addcdiv_(m, denom, value=-step_size)
+    }
+}
+
+}  // namespace xg::optim

@@ -1,0 +1,209 @@
+#include "optim/optimizer.hpp"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace xg::optim {
+
+namespace {
+
+Array scalar_array(double v) {
+    Array a = Array::from_shape(Shape{});
+    a() = v;
+    return a;
+}
+
+Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
+
+// A saved 0-d (or one-element) value; anything else is a corrupt state_dict.
+double read_scalar(const std::map<std::string, const Array*>& entries, const std::string& key, const char* op) {
+    const auto it = entries.find(key);
+    if (it == entries.end()) fail(op, fmt::format("the state_dict has no entry '{}'", key));
+    if (it->second->size() != 1) {
+        fail(op, fmt::format("entry '{}' should hold one value but has shape {}", key, shape_str(shape_of(*it->second))));
+    }
+    return it->second->data()[0];
+}
+
+// A saved count: a finite, non-negative whole number.
+std::int64_t read_count(const std::map<std::string, const Array*>& entries, const std::string& key, const char* op) {
+    const double v = read_scalar(entries, key, op);
+    if (!std::isfinite(v) || v < 0 || v != std::floor(v) || v > 9007199254740992.0) {
+        fail(op, fmt::format("entry '{}' should be a non-negative whole number, got {}", key, v));
+    }
+    return static_cast<std::int64_t>(v);
+}
+
+}  // namespace
+
+std::vector<ParamGroupSpec> single_group(std::vector<Tensor> params) {
+    return {ParamGroupSpec{std::move(params), std::nullopt, std::nullopt}};
+}
+
+Optimizer::Optimizer(std::vector<ParamGroupSpec> groups, double default_lr, double default_weight_decay)
+    : default_lr_(default_lr), default_weight_decay_(default_weight_decay) {
+    for (const ParamGroupSpec& spec : groups) add_param_group(spec);
+}
+
+void Optimizer::add_param_group(const ParamGroupSpec& spec) {
+    const std::string op = "optimizer.add_param_group";
+    ParamGroup group;
+    group.lr = spec.lr.value_or(default_lr_);
+    group.weight_decay = spec.weight_decay.value_or(default_weight_decay_);
+    group.initial_lr = group.lr;
+    if (!(group.lr >= 0.0) || !std::isfinite(group.lr)) fail(op, fmt::format("invalid learning rate {}", group.lr));
+    if (!(group.weight_decay >= 0.0) || !std::isfinite(group.weight_decay)) {
+        fail(op, fmt::format("invalid weight_decay {}", group.weight_decay));
+    }
+    for (std::size_t i = 0; i < spec.params.size(); ++i) {
+        const Tensor& p = spec.params[i];
+        if (!p.defined()) fail(op, fmt::format("parameter {} of group {} is an undefined tensor", i, groups_.size()));
+        if (!p.is_leaf()) {
+            fail(op, fmt::format("parameter {} of group {} (shape {}) is not a leaf tensor; optimizers update leaves",
+                                 i, groups_.size(), shape_str(p.shape())));
+        }
+        // The same tensor in two places would be updated twice per step.
+        for (const ParamGroup& g : groups_) {
+            for (const Tensor& q : g.params) {
+                if (q.node() == p.node()) fail(op, "a parameter appears in more than one parameter group");
+            }
+        }
+        for (std::size_t j = 0; j < i; ++j) {
+            if (spec.params[j].node() == p.node()) fail(op, fmt::format("parameter {} is listed twice in its group", i));
+        }
+        group.params.push_back(p);
+    }
+    states_.resize(states_.size() + group.params.size());
+    groups_.push_back(std::move(group));
+}
+
+std::size_t Optimizer::num_params() const { return states_.size(); }
+
+void Optimizer::zero_grad() {
+    for (ParamGroup& group : groups_) {
+        for (Tensor& p : group.params) p.zero_grad();
+    }
+}
+
+void Optimizer::step() {
+    const std::size_t num_buffers = buffer_names().size();
+    std::size_t index = 0;
+    for (ParamGroup& group : groups_) {
+        for (Tensor& p : group.params) {
+            ParamState& state = states_[index++];
+            if (!p.has_grad()) continue;
+            const Array& grad = p.grad_value();
+            if (grad.size() != p.numel()) {
+                fail(name() + ".step", fmt::format("parameter {} has shape {} but its gradient has shape {}", index - 1,
+                                                   shape_str(p.shape()), shape_str(shape_of(grad))));
+            }
+            if (!state.initialized()) state.buffers.assign(num_buffers, Array(xt::zeros<double>(p.shape())));
+            ++state.step;
+            update(group, p, grad, state);
+        }
+    }
+}
+
+NamedArrays Optimizer::state_dict() const {
+    NamedArrays out;
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+        const std::string prefix = fmt::format("param_groups.{}.", g);
+        out.emplace_back(prefix + "lr", scalar_array(groups_[g].lr));
+        out.emplace_back(prefix + "initial_lr", scalar_array(groups_[g].initial_lr));
+        out.emplace_back(prefix + "weight_decay", scalar_array(groups_[g].weight_decay));
+        out.emplace_back(prefix + "num_params", scalar_array(static_cast<double>(groups_[g].params.size())));
+    }
+    const std::vector<std::string> names = buffer_names();
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+        if (!states_[i].initialized()) continue;
+        out.emplace_back(fmt::format("state.{}.step", i), scalar_array(static_cast<double>(states_[i].step)));
+        for (std::size_t b = 0; b < names.size(); ++b) {
+            out.emplace_back(fmt::format("state.{}.{}", i, names[b]), states_[i].buffers[b]);
+        }
+    }
+    return out;
+}
+
+std::vector<ParamState> Optimizer::parse_states(const NamedArrays& state) const {
+    const std::string op_name = name() + ".load_state_dict";
+    const char* op = op_name.c_str();
+    std::map<std::string, const Array*> entries;
+    for (const auto& [key, value] : state) {
+        if (!entries.emplace(key, &value).second) fail(op, fmt::format("entry '{}' appears twice", key));
+    }
+    std::set<std::string> expected;
+    for (std::size_t g = 0;; ++g) {
+        const bool present = entries.count(fmt::format("param_groups.{}.lr", g)) > 0;
+        if (g < groups_.size() && !present) {
+            fail(op, fmt::format("the state_dict has no parameter group {} but this {} has {} groups", g, name(),
+                                 groups_.size()));
+        }
+        if (g >= groups_.size()) {
+            if (present) fail(op, fmt::format("the state_dict has more parameter groups than this {} ({})", name(), groups_.size()));
+            break;
+        }
+        const std::string prefix = fmt::format("param_groups.{}.", g);
+        const std::int64_t n = read_count(entries, prefix + "num_params", op);
+        if (static_cast<std::size_t>(n) != groups_[g].params.size()) {
+            fail(op, fmt::format("parameter group {} holds {} parameters in the state_dict but {} here", g, n,
+                                 groups_[g].params.size()));
+        }
+        expected.insert(prefix + "num_params");
+        for (const char* field : {"lr", "initial_lr", "weight_decay"}) {
+            const double v = read_scalar(entries, prefix + field, op);
+            if (!std::isfinite(v) || v < 0) fail(op, fmt::format("entry '{}{}' is invalid: {}", prefix, field, v));
+            expected.insert(prefix + field);
+        }
+    }
+    const std::vector<std::string> names = buffer_names();
+    std::vector<ParamState> states(states_.size());
+    std::size_t index = 0;
+    for (const ParamGroup& group : groups_) {
+        for (const Tensor& p : group.params) {
+            const std::string prefix = fmt::format("state.{}.", index);
+            ParamState& s = states[index++];
+            if (!entries.count(prefix + "step")) continue;
+            s.step = read_count(entries, prefix + "step", op);
+            expected.insert(prefix + "step");
+            if (s.step == 0) fail(op, fmt::format("entry '{}step' is 0 but buffers are only saved after a step", prefix));
+            for (const std::string& buffer : names) {
+                const auto it = entries.find(prefix + buffer);
+                if (it == entries.end()) fail(op, fmt::format("the state_dict has no entry '{}{}'", prefix, buffer));
+                if (shape_of(*it->second) != p.shape()) {
+                    fail(op, fmt::format("entry '{}{}' has shape {} but parameter {} has shape {}", prefix, buffer,
+                                         shape_str(shape_of(*it->second)), index - 1, shape_str(p.shape())));
+                }
+                s.buffers.push_back(*it->second);
+                expected.insert(prefix + buffer);
+            }
+        }
+    }
+    for (const auto& entry : state) {
+        if (!expected.count(entry.first)) {
+            fail(op, fmt::format("unexpected entry '{}' (state of a different optimizer or model?)", entry.first));
+        }
+    }
+    return states;
+}
+
+void Optimizer::validate_state_dict(const NamedArrays& state) const { parse_states(state); }
+
+void Optimizer::load_state_dict(const NamedArrays& state) {
+    std::vector<ParamState> states = parse_states(state);
+    std::map<std::string, double> values;
+    for (const auto& [key, value] : state) {
+        if (key.rfind("param_groups.", 0) == 0) values[key] = value.data()[0];
+    }
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+        const std::string prefix = fmt::format("param_groups.{}.", g);
+        groups_[g].lr = values.at(prefix + "lr");
+        groups_[g].initial_lr = values.at(prefix + "initial_lr");
+        groups_[g].weight_decay = values.at(prefix + "weight_decay");
+    }
+    states_ = std::move(states);
+}
+
+}  // namespace xg::optim

@@ -1,0 +1,108 @@
+// The optimizer base: parameter groups, zero_grad, step and a state_dict of named Arrays.
+//
+// Update rules follow torch.optim (1.13) operation for operation, so a trajectory here matches
+// PyTorch's step by step; see docs/training.md. Per-parameter state (step count, moment buffers)
+// is created lazily on the first step a parameter has a gradient, as in PyTorch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace xg::optim {
+
+/// Arrays keyed by name, in order: the format of every state_dict here (and of .npz files).
+using NamedArrays = std::vector<std::pair<std::string, Array>>;
+
+/// Defines a fluent option, like torch's TORCH_ARG: `opts.lr(0.1)` sets, `opts.lr()` reads.
+#define XG_OPTIM_ARG(Self, T, name, default_value)        \
+public:                                                  \
+    Self& name(T value) {                                \
+        name##_ = value;                                 \
+        return *this;                                    \
+    }                                                    \
+    T name() const { return name##_; }                   \
+                                                         \
+private:                                                 \
+    T name##_ = default_value
+
+/// A set of parameters sharing a learning rate and weight decay (e.g. "no decay on biases").
+/// Schedules rescale `lr` from `initial_lr`, the lr the group was created with.
+struct ParamGroup {
+    std::vector<Tensor> params;
+    double lr = 0.0;
+    double weight_decay = 0.0;
+    double initial_lr = 0.0;
+};
+
+/// A group as given to an optimizer's constructor; unset options take the optimizer's defaults.
+struct ParamGroupSpec {
+    std::vector<Tensor> params;
+    std::optional<double> lr;
+    std::optional<double> weight_decay;
+};
+
+/// Per-parameter state: how many updates it has had and the optimizer's buffers (named by
+/// Optimizer::buffer_names(), same shape as the parameter).
+struct ParamState {
+    std::int64_t step = 0;
+    std::vector<Array> buffers;
+    bool initialized() const { return step > 0; }
+};
+
+class Optimizer {
+public:
+    virtual ~Optimizer() = default;
+    Optimizer(const Optimizer&) = delete;
+    Optimizer& operator=(const Optimizer&) = delete;
+
+    /// One update of every parameter that has a gradient; parameters without one are skipped.
+    void step();
+    /// Clears every parameter's gradient (PyTorch's set_to_none=True behaviour).
+    void zero_grad();
+
+    std::vector<ParamGroup>& param_groups() { return groups_; }
+    const std::vector<ParamGroup>& param_groups() const { return groups_; }
+    /// Adds a group after construction (its unset options take the optimizer's defaults).
+    void add_param_group(const ParamGroupSpec& spec);
+    /// Number of parameters over all groups.
+    std::size_t num_params() const;
+
+    /// Everything needed to continue training bit-for-bit:
+    ///   "param_groups.<g>.lr" / ".initial_lr" / ".weight_decay" / ".num_params" (0-d arrays),
+    ///   "state.<i>.step" (0-d) and "state.<i>.<buffer>" for every parameter i (numbered across
+    ///   groups in order) that has been updated at least once.
+    NamedArrays state_dict() const;
+    /// Checks `state` against this optimizer (groups, parameter counts, buffer names and shapes)
+    /// and throws xg::Error naming the first problem; changes nothing.
+    void validate_state_dict(const NamedArrays& state) const;
+    /// Validates, then replaces all state; on error nothing is changed.
+    void load_state_dict(const NamedArrays& state);
+
+    /// The name used in error messages and docs ("SGD", "Adam", "AdamW").
+    virtual std::string name() const = 0;
+    /// Names of the per-parameter buffers this optimizer keeps (e.g. {"exp_avg", "exp_avg_sq"}).
+    virtual std::vector<std::string> buffer_names() const = 0;
+
+protected:
+    Optimizer(std::vector<ParamGroupSpec> groups, double default_lr, double default_weight_decay);
+    /// Updates one parameter in place. `grad` is its gradient (same number of elements);
+    /// `state.step` has already been incremented and `state.buffers` allocated (zero-filled).
+    virtual void update(const ParamGroup& group, Tensor& param, const Array& grad, ParamState& state) = 0;
+
+private:
+    std::vector<ParamGroup> groups_;
+    std::vector<ParamState> states_; ///< one per parameter, numbered across groups
+    double default_lr_, default_weight_decay_;
+    std::vector<ParamState> parse_states(const NamedArrays& state) const;
+};
+
+/// A single group holding `params` (the common case: `SGD(model.parameters(), ...)`).
+std::vector<ParamGroupSpec> single_group(std::vector<Tensor> params);
+
+}  // namespace xg::optim
