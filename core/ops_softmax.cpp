@@ -41,8 +41,9 @@ Array log_softmax_forward(const Array& x, const AxisView& v) {
         for (std::size_t j = 0; j < v.len; ++j) m = std::max(m, px[base + j * v.inner]);
         double s = 0.0;
         for (std::size_t j = 0; j < v.len; ++j) s += std::exp(px[base + j * v.inner] - m);
-        const double lse = m + std::log(s);
-        for (std::size_t j = 0; j < v.len; ++j) po[base + j * v.inner] = px[base + j * v.inner] - lse;
+        // (x - max) - log(s), not x - (max + log(s)): rounding max + log(s) at |x| ~ 1000 costs ~1e-13.
+        const double log_s = std::log(s);
+        for (std::size_t j = 0; j < v.len; ++j) po[base + j * v.inner] = (px[base + j * v.inner] - m) - log_s;
     });
     return out;
 }
