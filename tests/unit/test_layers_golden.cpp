@@ -1,6 +1,9 @@
 // nn modules and losses against PyTorch golden values (tests/fixtures/README.md). Each check
 // prints the worst relative error |a - b| / max(1, |b|) so the test log shows how close we are.
+// MultiheadAttention has no fixture; it is checked against a plain-loop reference instead.
+#include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -158,5 +161,86 @@ TEST_CASE("BatchNorm1d module matches PyTorch: training, running stats, cumulati
         expect_close("BatchNorm1d " + fx + " out_eval", out_eval.value(), fixture(fx, "out_eval"));
         backward_with(out_eval, fixture(fx, "grad_out_eval"));
         expect_close("BatchNorm1d " + fx + " grad_x_eval", xe.grad_value(), fixture(fx, "grad_x_eval"));
+    }
+}
+
+namespace {
+
+// Attention written out element by element, independent of the module's reshapes and permutes.
+// w (3E, E), b (3E): packed q/k/v projections; wo (E, E), bo (E): output projection.
+Array attention_reference(const Array& xq, const Array& xkv, const Array& w, const Array& b, const Array& wo,
+                          const Array& bo, std::size_t heads, const Mask* mask) {
+    const std::size_t B = xq.shape()[0], T = xq.shape()[1], S = xkv.shape()[1], E = xq.shape()[2], D = E / heads;
+    auto project = [&](const Array& x, std::size_t part, std::size_t bi, std::size_t t, std::size_t i) {
+        double acc = b(part * E + i);
+        for (std::size_t j = 0; j < E; ++j) acc += w(part * E + i, j) * x(bi, t, j);
+        return acc;
+    };
+    Array ctx = xt::zeros<double>({B, T, E});
+    for (std::size_t bi = 0; bi < B; ++bi) {
+        for (std::size_t h = 0; h < heads; ++h) {
+            for (std::size_t t = 0; t < T; ++t) {
+                std::vector<double> score(S, -std::numeric_limits<double>::infinity());
+                double top = -std::numeric_limits<double>::infinity();
+                for (std::size_t s = 0; s < S; ++s) {
+                    if (mask && (*mask)(t, s)) continue;
+                    double dot = 0.0;
+                    for (std::size_t d = 0; d < D; ++d) dot += project(xq, 0, bi, t, h * D + d) * project(xkv, 1, bi, s, h * D + d);
+                    score[s] = dot / std::sqrt(static_cast<double>(D));
+                    top = std::max(top, score[s]);
+                }
+                double total = 0.0;
+                for (double& sc : score) total += (sc = std::exp(sc - top));
+                for (std::size_t s = 0; s < S; ++s) {
+                    for (std::size_t d = 0; d < D; ++d) ctx(bi, t, h * D + d) += score[s] / total * project(xkv, 2, bi, s, h * D + d);
+                }
+            }
+        }
+    }
+    Array out = Array::from_shape({B, T, E});
+    for (std::size_t bi = 0; bi < B; ++bi) {
+        for (std::size_t t = 0; t < T; ++t) {
+            for (std::size_t i = 0; i < E; ++i) {
+                double acc = bo(i);
+                for (std::size_t j = 0; j < E; ++j) acc += wo(i, j) * ctx(bi, t, j);
+                out(bi, t, i) = acc;
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("MultiheadAttention matches a plain-loop reference; causal outputs ignore the future", "[nn][attention]") {
+    manual_seed(41);
+    nn::MultiheadAttention mha(6, 3);
+    for (Tensor& p : mha.parameters()) p.mutable_value() = randn(p.shape()).value();  // non-zero biases too
+    CHECK(mha.named_parameters().size() == 4);
+    CHECK(mha.named_parameters()[0].first == "in_proj_weight");
+    CHECK(mha.named_parameters()[3].first == "out_proj.bias");
+    const Tensor q = randn({2, 4, 6}), kv = randn({2, 5, 6}), x = randn({2, 4, 6});
+    const Array w = mha.in_proj_weight.value(), b = mha.in_proj_bias.value();
+    const Array wo = mha.out_proj->weight.value(), bo = mha.out_proj->bias.value();
+
+    expect_close("MHA cross vs reference", mha.forward(q, kv, kv).value(),
+                 attention_reference(q.value(), kv.value(), w, b, wo, bo, 3, nullptr));
+    const Mask causal = nn::causal_mask(4);
+    CHECK(causal(0, 1));
+    CHECK_FALSE(causal(1, 1));
+    const Tensor y = mha.forward(x, x, x, true);
+    expect_close("MHA causal vs reference", y.value(), attention_reference(x.value(), x.value(), w, b, wo, bo, 3, &causal));
+
+    // Changing the last position must leave every earlier output bit-for-bit unchanged.
+    Tensor x2(x.value());
+    for (std::size_t bi = 0; bi < 2; ++bi) {
+        for (std::size_t e = 0; e < 6; ++e) x2.mutable_value()(bi, 3, e) += 1.0;
+    }
+    const Tensor y2 = mha.forward(x2, x2, x2, true);
+    for (std::size_t bi = 0; bi < 2; ++bi) {
+        for (std::size_t t = 0; t < 3; ++t) {
+            for (std::size_t e = 0; e < 6; ++e) CHECK(y2(bi, t, e) == y(bi, t, e));
+        }
+        CHECK(y2(bi, 3, 0) != y(bi, 3, 0));
     }
 }
