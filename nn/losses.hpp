@@ -1,5 +1,6 @@
 // Loss functions (torch.nn.functional names). Each is one fused graph node with a hand-derived
-// backward; derivations in docs/derivations/ (cross_entropy: softmax minus the smoothed one-hot).
+// backward; derivations in docs/derivations/embedding.md (cross_entropy: softmax minus the
+// smoothed one-hot target).
 #pragma once
 
 #include "core/ops.hpp"
