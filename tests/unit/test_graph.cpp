@@ -180,3 +180,27 @@ TEST_CASE("anomaly mode names the op that produced a NaN or inf", "[graph]") {
     // Outside anomaly mode the NaN propagates silently, as in PyTorch.
     CHECK(std::isnan(xg::log(Tensor(xg::Array{-1.0}))(0)));
 }
+
+TEST_CASE("the worked example of docs/autograd.md", "[graph]") {
+    // L = sum(tanh(a*b + c)); the numbers below are quoted in the document.
+    Tensor a(xg::Array{0.5, -1.0}, true), b(xg::Array{2.0, 0.5}, true);
+    Tensor c = xg::scalar(0.25, true);
+    Tensor m = a * b, s = m + c, t = xg::tanh(s), L = xg::sum(t);
+    for (Tensor* n : {&m, &s, &t}) n->retain_grad();
+    CHECK(m.op() == "mul");
+    CHECK(s.op() == "add");
+    CHECK(t.op() == "tanh");
+    CHECK(L.op() == "sum");
+    CHECK(s.value() == xg::Array{1.25, -0.25});
+    CHECK(L.item() == Approx(0.60336497755380369).epsilon(1e-15));
+    L.backward();
+    CHECK(t.grad_value() == xg::Array{1.0, 1.0});
+    CHECK(s.grad_value()(0) == Approx(0.28041486618043265).epsilon(1e-15));
+    CHECK(s.grad_value()(1) == Approx(0.94001484880637798).epsilon(1e-15));
+    CHECK(m.grad_value() == s.grad_value());
+    CHECK(c.grad_value()() == Approx(1.2204297149868106).epsilon(1e-15));
+    CHECK(a.grad_value()(0) == Approx(0.56082973236086531).epsilon(1e-15));
+    CHECK(a.grad_value()(1) == Approx(0.47000742440318899).epsilon(1e-15));
+    CHECK(b.grad_value()(0) == Approx(0.14020743309021633).epsilon(1e-15));
+    CHECK(b.grad_value()(1) == Approx(-0.94001484880637798).epsilon(1e-15));
+}
