@@ -50,18 +50,19 @@ TEST_CASE("gradcheck: random projection on a large input", "[gradcheck]") {
 
 TEST_CASE("gradcheck: random projection catches a wrong backward", "[gradcheck]") {
     xg::GradcheckOptions options;
-    options.name = "wrong_mul projected";
+    options.name = "wrong_mul projected (must FAIL)";
     options.random_projection = true;
     auto r = xg::gradcheck([](const Inputs& in) { return wrong_mul(in[0], in[1]); }, {randn_leaf({20, 30}, 3), randn_leaf({20, 30}, 4)},
                            options);
     INFO(r.report());
     CHECK_FALSE(r.ok);
     CHECK(r.report().find("random projection") != std::string::npos);
+    std::puts(r.summary().c_str());
 }
 
 TEST_CASE("gradcheck: a deliberately wrong backward fails with a precise report", "[gradcheck]") {
     const Tensor a = randn_leaf({2, 3}, 5), b = randn_leaf({2, 3}, 6);
-    auto r = xg::gradcheck([](const Inputs& in) { return wrong_mul(in[0], in[1]); }, {a, b}, {"wrong_mul"});
+    auto r = xg::gradcheck([](const Inputs& in) { return wrong_mul(in[0], in[1]); }, {a, b}, {"wrong_mul (must FAIL)"});
     const std::string report = r.report();
     INFO(report);
     CHECK_FALSE(r.ok);
@@ -77,7 +78,7 @@ TEST_CASE("gradcheck: a deliberately wrong backward fails with a precise report"
     CHECK(r.worst_ratio > 1.0);
 
     // The report names the op, the verdict, the input, the element and both values.
-    CHECK(report.find("'wrong_mul' FAILED") != std::string::npos);
+    CHECK(report.find("'wrong_mul (must FAIL)' FAILED") != std::string::npos);
     CHECK(report.find("#1") != std::string::npos);
     CHECK(report.find(fmt::format("[{}, {}]", i, j)) != std::string::npos);
     CHECK(report.find(fmt::format("{:.9e}", r.worst_analytic)) != std::string::npos);
