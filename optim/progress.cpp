@@ -31,7 +31,9 @@ ProgressBar::~ProgressBar() {
 }
 
 double ProgressBar::elapsed_seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    // Frozen at the last step, so evaluation after the epoch does not count as training time.
+    const auto stop = done_ >= total_ && total_ > 0 ? end_ : std::chrono::steady_clock::now();
+    return std::chrono::duration<double>(stop - start_).count();
 }
 
 std::string ProgressBar::line() const {
@@ -51,6 +53,7 @@ std::string ProgressBar::line() const {
 void ProgressBar::update(double loss) {
     ++done_;
     loss_sum_ += loss;
+    if (done_ == total_) end_ = std::chrono::steady_clock::now();
     if (!terminal_ || !out_) return;
     const auto now = std::chrono::steady_clock::now();
     if (done_ < total_ && now - last_draw_ < std::chrono::milliseconds(100)) return;

@@ -33,6 +33,7 @@ public:
     std::size_t steps() const { return done_; }
     /// Mean of the losses passed to update().
     double mean_loss() const { return done_ ? loss_sum_ / static_cast<double>(done_) : 0.0; }
+    /// Seconds from construction to now, or to the last step once all `total` are done.
     double elapsed_seconds() const;
     /// The current line (without '\r' or newline).
     std::string line() const;
@@ -44,7 +45,7 @@ private:
     std::FILE* out_;
     double loss_sum_ = 0.0;
     bool finished_ = false;
-    std::chrono::steady_clock::time_point start_, last_draw_;
+    std::chrono::steady_clock::time_point start_, last_draw_, end_;
 };
 
 /// "m:ss" or "h:mm:ss".
