@@ -62,6 +62,9 @@ public:
     DataLoader(const TensorDataset& dataset, const DataLoaderOptions& options);
     DataLoader(const TensorDataset& dataset, std::size_t batch_size, bool shuffle = false, std::uint64_t seed = 0,
                bool drop_last = false);
+    // The loader keeps a reference: a temporary dataset would dangle, so it does not compile.
+    DataLoader(TensorDataset&&, const DataLoaderOptions&) = delete;
+    DataLoader(TensorDataset&&, std::size_t, bool = false, std::uint64_t = 0, bool = false) = delete;
 
     /// Batches per epoch.
     std::size_t size() const;

@@ -101,6 +101,13 @@ void Optimizer::step() {
                                                    shape_str(p.shape()), shape_str(shape_of(grad))));
             }
             if (!state.initialized()) state.buffers.assign(num_buffers, Array(xt::zeros<double>(p.shape())));
+            for (const Array& buffer : state.buffers) {
+                // A parameter whose storage was replaced by one of another size would be updated out of bounds.
+                if (buffer.size() != p.numel()) {
+                    fail(name() + ".step", fmt::format("parameter {} now has shape {} but its optimizer state has shape {}",
+                                                       index - 1, shape_str(p.shape()), shape_str(shape_of(buffer))));
+                }
+            }
             ++state.step;
             update(group, p, grad, state);
         }

@@ -166,3 +166,14 @@ TEST_CASE("optimizer load_state_dict validates before changing anything", "[opti
     const bool unchanged = opt.state_dict() == good;
     CHECK(unchanged);
 }
+
+TEST_CASE("a parameter resized after its state was created is refused, not overrun", "[optim]") {
+    Tensor w(Array{1.0, 2.0}, true);
+    optim::Adam opt({w});
+    sum(w * w).backward();
+    opt.step();
+    w.mutable_value() = Array{1.0, 2.0, 3.0};
+    w.zero_grad();
+    sum(w * w).backward();
+    CHECK_THROWS_WITH(opt.step(), Catch::Contains("now has shape (3,)") && Catch::Contains("(2,)"));
+}
