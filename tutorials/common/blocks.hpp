@@ -1,0 +1,101 @@
+// The Transformer blocks of the articles as xg::nn modules (A0.4, A0.5, A2.3, A2.6, A4.4, A4.7,
+// A4.8), written the way a user of the library would, with the articles' attribute names so
+// PyTorch state_dicts load directly. Used by tutorials 07, 10 and 11.
+#pragma once
+
+#include <memory>
+
+#include "nn/nn.hpp"
+
+namespace tutorial_values {
+
+using xg::Tensor;
+namespace nn = xg::nn;
+
+/// Article 002's Sublayer: Linear(d, 2d) -> GELU -> Linear(2d, d) (attribute `fc`).
+class Sublayer : public nn::Module {
+public:
+    explicit Sublayer(std::size_t d);
+    Tensor forward(const Tensor& x) override { return fc->forward(x); }
+    std::shared_ptr<nn::Sequential> fc;
+};
+
+/// Article 002's PostLNBlock: y = LN(x + F(x)).
+class PostLNBlock : public nn::Module {
+public:
+    explicit PostLNBlock(std::size_t d);
+    Tensor forward(const Tensor& x) override;
+    std::shared_ptr<Sublayer> sub;
+    std::shared_ptr<nn::LayerNorm> ln;
+};
+
+/// Article 002's PreLNBlock: y = x + F(LN(x)).
+class PreLNBlock : public nn::Module {
+public:
+    explicit PreLNBlock(std::size_t d);
+    Tensor forward(const Tensor& x) override;
+    std::shared_ptr<Sublayer> sub;
+    std::shared_ptr<nn::LayerNorm> ln;
+};
+
+/// Article 002's MiniPreLNModel: blocks -> ln_f -> head (x is already embedded: (B, T, d)).
+class MiniPreLNModel : public nn::Module {
+public:
+    MiniPreLNModel(std::size_t d, std::size_t n_layers, std::size_t vocab_size, bool use_ln_f = true);
+    Tensor forward(const Tensor& x) override;
+    std::shared_ptr<nn::ModuleList> blocks;
+    std::shared_ptr<nn::LayerNorm> ln_f;
+    std::shared_ptr<nn::Linear> head;
+    bool use_ln_f;
+};
+
+/// Article 000's FFN: Linear(d, 4d) -> GELU -> Linear(4d, d).
+std::shared_ptr<nn::Sequential> make_ffn(std::size_t d, std::size_t hidden);
+
+/// Article 000's Transformer blocks with multi-head self-attention (batch first).
+/// Post-LN: x = norm1(x + attn(x, x, x)); x = norm2(x + ffn(x)).
+/// Pre-LN:  x = x + attn(norm1(x)); x = x + ffn(norm2(x)).
+/// `causal` masks future positions (GPT); `rms` swaps LayerNorm for RMSNorm (A3.5).
+class TransformerBlock : public nn::Module {
+public:
+    TransformerBlock(std::size_t d_model, std::size_t nhead, bool pre_ln, bool causal = false, bool rms = false);
+    Tensor forward(const Tensor& x) override;
+    /// A4.7: zero the last Linear of both residual branches, so a Pre-LN block starts as identity.
+    void zero_init_residual();
+    std::shared_ptr<nn::MultiheadAttention> attn;
+    std::shared_ptr<nn::Sequential> ffn;
+    std::shared_ptr<nn::Module> norm1, norm2;
+    bool pre_ln, causal;
+};
+
+/// A4.4: a LayerNorm whose gamma/beta are created from the first input's last axis, like the
+/// Keras layer's build(input_shape).
+class LazyLayerNorm : public nn::Module {
+public:
+    explicit LazyLayerNorm(double eps = 1e-5) : eps(eps) {}
+    Tensor forward(const Tensor& x) override;
+    bool built() const { return gamma.defined(); }
+    double eps;
+    Tensor gamma, beta;
+};
+
+/// A4.8: ScaleNorm (Nguyen & Salazar 2019): g * x / ||x|| over the last axis, one scalar g.
+class ScaleNorm : public nn::Module {
+public:
+    explicit ScaleNorm(double g0, double eps = 1e-5);
+    Tensor forward(const Tensor& x) override;
+    Tensor g;
+    double eps;
+};
+
+/// A4.8: DeepNorm residual (Wang et al. 2022): y = LN(alpha * x + F(x)), alpha > 1.
+class DeepNormBlock : public nn::Module {
+public:
+    DeepNormBlock(std::size_t d, double alpha);
+    Tensor forward(const Tensor& x) override;
+    std::shared_ptr<Sublayer> sub;
+    std::shared_ptr<nn::LayerNorm> ln;
+    double alpha;
+};
+
+}  // namespace tutorial_values

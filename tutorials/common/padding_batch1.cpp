@@ -1,0 +1,87 @@
+#include "tutorials/common/padding_batch1.hpp"
+
+#include <memory>
+
+#include <xtensor/xview.hpp>
+
+#include "core/ops.hpp"
+#include "core/random.hpp"
+#include "nn/layers.hpp"
+#include "tutorials/common/tutorial.hpp"
+
+namespace tutorial_values {
+
+using namespace xg;
+using xg::tutorial::max_abs_diff;
+
+namespace {
+
+// (B, T, H) -> BatchNorm1d over H: BatchNorm1d wants (N, C, L), so run on (B, H, T).
+Array batchnorm_tokens(const Array& x, Array& batch_mean) {
+    auto bn = std::make_shared<nn::BatchNorm1d>(x.shape()[2]);
+    const Tensor t = permute(Tensor(x), {0, 2, 1});
+    batch_mean = mean(t, {0, 2}).value();
+    return permute(bn->forward(t), {0, 2, 1}).value();
+}
+
+Array layernorm_tokens(const Array& x) { return std::make_shared<nn::LayerNorm>(x.shape()[2])->forward(Tensor(x)).value(); }
+
+}  // namespace
+
+Padding a4_5_padding() {
+    Padding p;
+    Generator gen(45);
+    const Array seq0 = randn({3, 4}, gen).value() + 1.0, seq1 = randn({5, 4}, gen).value() + 1.0;
+    auto padded = [&](std::size_t T) {
+        Array x = xt::zeros<double>({std::size_t{2}, T, std::size_t{4}});
+        xt::view(x, 0, xt::range(0, 3), xt::all()) = seq0;
+        xt::view(x, 1, xt::range(0, 5), xt::all()) = seq1;
+        return x;
+    };
+    const Array x5 = padded(5), x8 = padded(8);
+    const Array bn5 = batchnorm_tokens(x5, p.bn_mean_pad5), bn8 = batchnorm_tokens(x8, p.bn_mean_pad8);
+    const Array ln5 = layernorm_tokens(x5), ln8 = layernorm_tokens(x8);
+    auto real_change = [](const Array& a, const Array& b) {
+        return std::max(max_abs_diff(xt::view(a, 0, xt::range(0, 3), xt::all()), xt::view(b, 0, xt::range(0, 3), xt::all())),
+                        max_abs_diff(xt::view(a, 1, xt::range(0, 5), xt::all()), xt::view(b, 1, xt::range(0, 5), xt::all())));
+    };
+    p.bn_real_token_change = real_change(bn5, bn8);
+    p.ln_real_token_change = real_change(ln5, ln8);
+    p.bn_first_token_pad5 = xt::view(bn5, 0, 0, xt::all());
+    p.bn_first_token_pad8 = xt::view(bn8, 0, 0, xt::all());
+    p.ln_first_token = xt::view(ln5, 0, 0, xt::all());
+    return p;
+}
+
+BatchOfOne a4_6_batch_of_one() {
+    BatchOfOne r;
+    Generator gen(46);
+    auto bn = std::make_shared<nn::BatchNorm1d>(4);
+    auto ln = std::make_shared<nn::LayerNorm>(4);
+    const Tensor shift({{5.0, -2.0, 0.0, 10.0}});
+    Tensor last_batch;
+    for (int i = 0; i < 20; ++i) {  // a short "training" run fills the running statistics
+        last_batch = randn({16, 4}, gen) * 2.0 + shift;
+        bn->forward(last_batch);
+    }
+    r.running_mean = bn->running_mean.value();
+    r.running_var = bn->running_var.value();
+    const Tensor one = narrow(last_batch, 0, 0, 1);  // a batch of one: (1, 4)
+    try {
+        bn->forward(one);
+    } catch (const Error& e) {
+        r.bn_train_error = e.what();
+    }
+    const Array bn_in_batch_train = narrow(bn->forward(last_batch), 0, 0, 1).value();
+    bn->eval();
+    r.bn_eval_out = bn->forward(one).value();
+    r.bn_alone_eval_vs_in_batch_train = max_abs_diff(r.bn_eval_out, bn_in_batch_train);
+
+    r.ln_train_out = ln->forward(one).value();
+    r.ln_alone_vs_in_batch = max_abs_diff(r.ln_train_out, narrow(ln->forward(last_batch), 0, 0, 1).value());
+    ln->eval();
+    r.ln_train_vs_eval = max_abs_diff(r.ln_train_out, ln->forward(one).value());
+    return r;
+}
+
+}  // namespace tutorial_values
