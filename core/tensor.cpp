@@ -195,10 +195,11 @@ void run_backward(const NodePtr& root, Array seed, BackwardOptions options) {
         Array g = std::move(found->second);
         pending.erase(found);
         if (g_anomaly_mode) check_finite(g, "backward into '" + node->op + "'");
-        if (node->is_leaf() || node->retains_grad) {
-            accumulate(*node, Array(g), node->op);
+        if (node->is_leaf()) {
+            accumulate(*node, std::move(g), node->op);  // a leaf is the end of the line: no copy
+            continue;
         }
-        if (node->is_leaf()) continue;
+        if (node->retains_grad) accumulate(*node, Array(g), node->op);
         if (node->freed) {
             fail("backward", "trying to backward through the graph a second time: the graph of '" + node->op +
                                  "' was freed by an earlier backward(); pass retain_graph=true to the first call");
