@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     tut.step("mean", s.mean);
     tut.step("variance", s.variance);
     tut.step("sigma = sqrt(variance + 1e-5)", s.sigma, 7);
-    tut.article_note(num(s.article_sigma), num(s.sigma), "1.1180384 rounds to 1.11804; the article truncated it");
+    tut.article_note(num(s.article_sigma), num(s.sigma), "1.1180385 rounds to 1.11804; the article truncated it");
     tut.step("output with gamma = 1, beta = 0", vec(s.plain));
     tut.step("output with gamma = 2, beta = 1", vec(s.affine));
     tut.say("to 7 decimals: " + vec(s.affine, 7));

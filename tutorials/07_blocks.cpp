@@ -7,8 +7,8 @@
 #include "tutorials/common/blocks_demo.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_FIXTURES_DIR
-#define XGRAD_FIXTURES_DIR "tests/fixtures"
+#ifndef XGRAD_TUTORIAL_FIXTURES_DIR
+#define XGRAD_TUTORIAL_FIXTURES_DIR "tests/fixtures"
 #endif
 
 using namespace xg::tutorial;
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     tut.say("scale the residual stream reaches in a deep or trained stack");
 
     tut.section("A2.6", "the runnable MiniPreLNModel(d=32, n_layers=4, vocab=1000)");
-    const tv::MiniModelRun m = tv::a2_6_mini_model(XGRAD_FIXTURES_DIR);
+    const tv::MiniModelRun m = tv::a2_6_mini_model(XGRAD_TUTORIAL_FIXTURES_DIR);
     tut.step("logits shape", shape(m.logits_shape));
     tut.step(fmt::format("loss = {}   (ln 1000 = {})", num(m.loss, 4), num(m.ln_vocab, 4)));
     tut.say("finite and near ln 1000; random logits of std s add about s^2/2, so it sits a little above 6.91");

@@ -1,0 +1,314 @@
+// The tutorials' numbers (tutorials/common/*), asserted; and the guide-drift check: each
+// deterministic tutorial is rerun and its output must match the output pasted in its guide.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "tutorials/common/blocks_demo.hpp"
+#include "tutorials/common/bn_vs_ln_axes.hpp"
+#include "tutorials/common/graph_dump.hpp"
+#include "tutorials/common/invariance.hpp"
+#include "tutorials/common/layernorm_by_hand.hpp"
+#include "tutorials/common/manual_vs_builtin.hpp"
+#include "tutorials/common/padding_batch1.hpp"
+#include "tutorials/common/tutorial.hpp"
+#include "tutorials/common/variance.hpp"
+
+namespace tv = tutorial_values;
+using Catch::Matchers::Contains;
+
+namespace {
+
+void check_values(const xg::Array& got, const std::vector<double>& want, double tol) {
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) CHECK(got.data()[i] == Approx(want[i]).margin(tol));
+}
+
+}  // namespace
+
+TEST_CASE("A0.1 A2.1 A2.2: LayerNorm of (2, 4, 6, 8) by hand, by core ops, by nn::LayerNorm", "[tutorials]") {
+    const tv::HandCalculation h = tv::a2_1_hand_calculation();
+    CHECK(h.mean == 5.0);
+    CHECK(h.variance == 5.0);
+    CHECK(h.sigma == Approx(2.2360680).margin(1e-7));
+    check_values(h.normalized, {-1.3416408, -0.4472136, 0.4472136, 1.3416408}, 1e-7);
+    CHECK(std::fabs(h.sum_of_outputs) < 1e-12);
+
+    const tv::FormulaSteps f = tv::a0_1_formula();
+    CHECK(f.gamma_shape == xg::Shape{4});
+    check_values(f.gamma, {1, 1, 1, 1}, 0);
+    check_values(f.beta, {0, 0, 0, 0}, 0);
+
+    const tv::Builtin b = tv::a2_2_builtin();
+    check_values(b.out, {-1.3416394, -0.4472131, 0.4472131, 1.3416394}, 1e-7);  // the article's exact values
+    CHECK(b.max_diff_vs_formula < 1e-15);
+    CHECK(b.max_diff_vs_hand > 1e-6);  // eps = 1e-5 is visible in the 6th decimal
+    CHECK(b.max_diff_vs_hand < 2e-6);
+}
+
+TEST_CASE("A3.1: single vector, rounding vs the article's truncation", "[tutorials]") {
+    const tv::SingleVector s = tv::a3_1_single_vector();
+    CHECK(s.mean == 2.5);
+    CHECK(s.variance == Approx(1.25).epsilon(1e-15));
+    CHECK(s.sigma == Approx(1.1180385).margin(1e-7));
+    check_values(tv::round_to(s.plain, 5), {-1.34164, -0.44721, 0.44721, 1.34164}, 1e-12);
+    check_values(tv::round_to(s.affine, 5), {-1.68327, 0.10558, 1.89442, 3.68327}, 1e-12);
+    // The article's -1.6832 and 3.6832 are truncations; rounding gives -1.6833 and 3.6833.
+    CHECK(s.affine_trunc4(0) == Approx(s.article_affine(0)).margin(1e-12));
+    CHECK(s.affine_trunc4(3) == Approx(s.article_affine(3)).margin(1e-12));
+    check_values(s.affine_round4, {-1.6833, 0.1056, 1.8944, 3.6833}, 1e-12);
+}
+
+TEST_CASE("A3.2: without eps a constant vector gives NaN; with eps beta and a finite gradient", "[tutorials]") {
+    const tv::EpsPitfall p = tv::a3_2_eps_pitfall();
+    for (double v : p.out_without_eps) CHECK(std::isnan(v));
+    for (double v : p.grad_without_eps) CHECK(std::isnan(v));
+    CHECK_THAT(p.anomaly_message, Contains("div"));
+    check_values(p.out_with_eps, {0.5, -0.5, 0.25, 0.0}, 1e-15);
+    const double k = 1.0 / std::sqrt(1e-5);
+    check_values(p.grad_with_eps, {-1.5 * k, -0.5 * k, 0.5 * k, 1.5 * k}, 1e-9);
+    check_values(p.near_constant_with_eps, {0, 0, 0}, 1e-12);
+}
+
+TEST_CASE("A0.2 A1.1 A3.3: BatchNorm statistics per feature, LayerNorm per sample", "[tutorials]") {
+    const tv::AxisStats s = tv::a1_1_scores();
+    check_values(s.bn_mean, {75, 65, 55}, 1e-12);
+    check_values(s.ln_mean, {80, 50}, 1e-12);
+    check_values(s.bn_out, {1, 1, 1, -1, -1, -1}, 1e-6);
+    check_values(s.ln_out, {1.2247449, 0, -1.2247449, 1.2247449, 0, -1.2247449}, 1e-6);
+
+    const tv::AxesComparison c = tv::a0_2_axes();
+    CHECK(c.ln_change_from_other_sample == 0.0);
+    CHECK(c.bn_change_from_other_sample > 0.1);
+    CHECK(c.ln_train_vs_eval == 0.0);
+    CHECK(c.bn_train_vs_eval > 0.1);
+
+    const tv::AxisPitfall p = tv::a3_3_axis_pitfall();
+    CHECK(p.axis0_vs_batchnorm < 1e-12);
+    CHECK(p.last_vs_layernorm < 1e-12);
+    CHECK(p.axis0_vs_layernorm > 0.1);
+}
+
+TEST_CASE("A4.1 A4.2: (batch, seq, hidden) layout and the comparison table", "[tutorials]") {
+    const tv::LayoutCheck l = tv::a4_1_layout();
+    for (double m : l.max_token_mean) CHECK(m < 1e-12);
+    for (double v : l.max_token_var_err) CHECK(v < 1e-4);
+    CHECK(l.same_token_other_batch == 0.0);
+    const tv::ComparisonTable t = tv::a4_2_table();
+    CHECK(t.ln_saved_stats == 2 * 4 * 16);  // mean and rstd per token
+    CHECK(t.bn_saved_stats == 2 * 32);      // per feature
+}
+
+TEST_CASE("A0.3: composed LayerNorm equals the fused one in value and gradient", "[tutorials]") {
+    const tv::ManualVsBuiltin m = tv::a0_3_manual_vs_builtin();
+    CHECK(m.x_shape == xg::Shape{2, 4, 8});
+    CHECK(m.gamma_shape == xg::Shape{8});
+    CHECK(m.max_out_diff < 1e-14);
+    CHECK(m.max_grad_x_diff < 1e-13);
+    CHECK(m.max_grad_gamma_diff < 1e-13);
+    CHECK(m.max_grad_beta_diff < 1e-13);
+    CHECK(m.manual_nodes == 8);
+    CHECK(m.builtin_nodes == 1);
+}
+
+TEST_CASE("A1.4: NumPy-style backward == autograd == finite differences", "[tutorials]") {
+    const tv::NumpyStyleCheck c = tv::a1_4_numpy_style();
+    CHECK(c.grad_gamma_shape == xg::Shape{768});
+    CHECK(c.max_diff_forward < 1e-12);
+    CHECK(c.max_diff_grad_input < 1e-12);
+    CHECK(c.max_diff_grad_gamma < 1e-12);
+    CHECK(c.max_diff_grad_beta < 1e-12);
+    CHECK(c.fd_directional_rel_err_x < 1e-6);
+    CHECK(c.fd_directional_rel_err_gamma < 1e-6);
+    CHECK(c.fd_directional_rel_err_beta < 1e-6);
+    CHECK(c.update_vs_sgd < 1e-15);
+    CHECK(c.max_update_gamma > 0.0);
+    INFO(c.gradcheck_summary);
+    CHECK(c.gradcheck_ok);
+}
+
+TEST_CASE("Tutorial 04: two-pass and Welford keep the variance at large means, E[x^2]-E[x]^2 does not", "[tutorials]") {
+    for (const tv::OffsetRow& r : tv::offset_rows()) {
+        INFO("offset " << r.offset);
+        CHECK(r.two_pass == Approx(5.0).epsilon(1e-9));
+        CHECK(r.welford == Approx(5.0).epsilon(1e-9));
+        CHECK(r.library_var == Approx(5.0).epsilon(1e-9));
+        CHECK(r.ln_first_library == Approx(-1.3416394).margin(1e-6));
+        if (r.offset >= 1e8) CHECK(std::fabs(r.one_pass - 5.0) > 0.5);
+    }
+    const auto wide = tv::wide_rows();
+    CHECK(wide.back().err_one_pass > 1.0);
+    CHECK(wide.back().err_library_var < 1e-12);
+    CHECK(wide.back().ln_max_abs_err < 1e-7);
+}
+
+TEST_CASE("Tutorial 05: the composed graph has 8 op nodes, the fused one 1; gradcheck catches a broken backward", "[tutorials]") {
+    const tv::GraphComparison g = tv::graph_comparison();
+    CHECK(g.composed_nodes == 8);
+    CHECK(g.fused_nodes == 1);
+    CHECK(g.composed_kept == 102);
+    CHECK(g.fused_kept == 12);
+    CHECK(g.max_out_diff < 1e-14);
+    CHECK(g.max_grad_diff < 1e-13);
+    CHECK_THAT(g.fused_text, Contains("layer_norm(x, gamma, beta)"));
+    const tv::BrokenBackward b = tv::broken_backward_check();
+    CHECK_FALSE(b.broken_ok);
+    CHECK(b.fused_ok);
+}
+
+TEST_CASE("A1.2: the invariance table matches the paper's Table 1", "[tutorials]") {
+    const auto rows = tv::a1_2_invariance_table();
+    REQUIRE(rows.size() == 7);
+    for (const tv::InvarianceRow& r : rows) {
+        INFO(r.transformation);
+        if (!r.in_paper) continue;
+        CHECK((r.bn_change < tv::kInvariantTol) == r.paper_bn);
+        CHECK((r.wn_change < tv::kInvariantTol) == r.paper_wn);
+        CHECK((r.ln_change < tv::kInvariantTol) == r.paper_ln);
+    }
+    CHECK(rows.back().ln_change > 0.01);  // shifting one sample is NOT an invariance of LN on W x
+}
+
+TEST_CASE("A0.4 A0.5 A2.3 A2.5: blocks, residual stream, ln_f", "[tutorials]") {
+    const tv::TransformerBlocks b = tv::a0_4_a0_5_blocks();
+    CHECK(b.post_shape == xg::Shape{2, 5, 16});
+    CHECK(b.pre_shape == xg::Shape{2, 5, 16});
+    CHECK(b.post_max_token_mean < 1e-12);
+    CHECK(b.pre_token_std_max > 1.1);
+    INFO(b.post_gradcheck << "\n" << b.pre_gradcheck);
+    CHECK(b.gradchecks_ok);
+    const tv::ResidualStream s = tv::a2_3_a2_5_residual_stream();
+    for (std::size_t i = 1; i < s.post_std.size(); ++i) CHECK(s.post_std[i] == Approx(1.0).margin(1e-4));
+    CHECK(s.pre_std.back() > s.pre_std.front());
+}
+
+TEST_CASE("A2.6: the mini Pre-LN model runs, and with PyTorch's weights matches PyTorch", "[tutorials]") {
+    const tv::MiniModelRun m = tv::a2_6_mini_model(XGRAD_FIXTURES_DIR);
+    CHECK(m.logits_shape == xg::Shape{2, 6, 1000});
+    CHECK(std::isfinite(m.loss));
+    CHECK(std::fabs(m.loss - m.ln_vocab) < 0.5);
+    CHECK(m.parameter_tensors == 28);
+    CHECK(m.scalars == 50088);
+    CHECK(m.all_grads_finite);
+    REQUIRE(m.fixture_found);
+    CHECK(m.our_loss_torch_weights == Approx(m.torch_loss).epsilon(1e-9));
+    CHECK(m.max_logits_diff < 1e-9);
+    CHECK(m.max_grad_rel_diff < 1e-9);
+}
+
+TEST_CASE("A4.4 A4.7 A4.8: lazy LayerNorm, identity at init, RMSNorm/ScaleNorm/DeepNorm", "[tutorials]") {
+    const tv::LazyBuild l = tv::a4_4_lazy();
+    CHECK_FALSE(l.built_before);
+    CHECK(l.gamma_shape == xg::Shape{10});
+    CHECK(l.max_diff_vs_layernorm < 1e-14);
+    CHECK_THAT(l.mismatch_error, Contains("(2, 4)"));
+
+    const tv::IdentityInit id = tv::a4_7_identity_init();
+    CHECK(id.default_change > 0.1);
+    CHECK(id.zero_residual_change == 0.0);
+    CHECK(id.zeroed_weight_grad_norm > 0.0);
+
+    const tv::Relatives r = tv::a4_8_relatives();
+    CHECK(r.rms_vs_formula < 1e-15);
+    CHECK(r.scale_vs_rms < 1e-15);
+    CHECK(r.ln_vs_rms_zero_mean < 1e-15);
+    CHECK(r.deepnorm_alpha == Approx(std::pow(24.0, 0.25)));
+    CHECK(r.branch_ratio_deep < r.branch_ratio_post);
+}
+
+TEST_CASE("A4.5 A4.6: padding and a batch of one", "[tutorials]") {
+    const tv::Padding p = tv::a4_5_padding();
+    CHECK(p.ln_real_token_change == 0.0);
+    CHECK(p.bn_real_token_change > 0.1);
+    const tv::BatchOfOne b = tv::a4_6_batch_of_one();
+    CHECK_THAT(b.bn_train_error, Contains("Expected more than 1 value per channel when training"));
+    CHECK(b.ln_train_vs_eval == 0.0);
+    CHECK(b.ln_alone_vs_in_batch == 0.0);
+    CHECK(b.bn_alone_eval_vs_in_batch_train > 0.01);
+}
+
+// ---- guide drift ---------------------------------------------------------------------------------
+
+namespace {
+
+// Rounding-level numbers (|v| < 1e-12 printed in scientific notation, e.g. "2.2e-16") change with
+// any reordering of a kernel's floating-point operations; they are compared as "~0". Everything
+// else must match character for character.
+std::string normalise_rounding(const std::string& line) {
+    static const std::regex tiny(R"(\b(\d\.\d+e-(1[2-9]|[2-9]\d)|0\.0+e\+00)\b)");
+    return std::regex_replace(line, tiny, "~0");
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        if (!xg::tutorial::is_volatile_line(line)) out.push_back(normalise_rounding(line));
+    }
+    while (!out.empty() && out.back().empty()) out.pop_back();
+    while (!out.empty() && out.front().empty()) out.erase(out.begin());
+    return out;
+}
+
+// The text between <!-- output:begin --> and <!-- output:end -->, without the ``` fence lines.
+std::string pasted_output(const std::string& guide_path) {
+    std::ifstream in(guide_path);
+    REQUIRE(in.good());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string doc = ss.str();
+    const std::string begin = "<!-- output:begin -->", end = "<!-- output:end -->";
+    const auto b = doc.find(begin), e = doc.find(end);
+    REQUIRE(b != std::string::npos);
+    REQUIRE(e != std::string::npos);
+    std::string block = doc.substr(b + begin.size(), e - b - begin.size());
+    std::string kept;
+    std::istringstream lines(block);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("```", 0) == 0) continue;
+        kept += line + "\n";
+    }
+    return kept;
+}
+
+std::string run_program(const std::string& path) {
+    const std::string cmd = "'" + path + "' --out '" + XGRAD_TUTORIAL_OUT_DIR + "' < /dev/null 2>/dev/null";
+    FILE* pipe = popen(cmd.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+    CHECK(pclose(pipe) == 0);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("Tutorial guides show the output the programs print now", "[tutorials][guides]") {
+    const std::vector<std::pair<std::string, std::string>> programs{
+        {"01_layernorm_by_hand", "01-layernorm-by-hand.md"}, {"02_bn_vs_ln_axes", "02-bn-vs-ln-axes.md"},
+        {"03_manual_vs_builtin", "03-manual-vs-builtin.md"}, {"04_variance", "04-variance.md"},
+        {"05_graph", "05-graph.md"},                           {"06_invariance", "06-invariance.md"},
+        {"07_blocks", "07-blocks.md"},                         {"08_padding_and_batch1", "08-padding-and-batch1.md"},
+    };
+    for (const auto& [program, guide] : programs) {
+        SECTION(program) {
+            const auto expected = lines_of(pasted_output(std::string(XGRAD_TUTORIAL_DOCS_DIR) + "/" + guide));
+            const auto actual = lines_of(run_program(std::string(XGRAD_TUTORIAL_BIN_DIR) + "/" + program));
+            INFO("guide docs/tutorials/" << guide << " vs a fresh run of " << program
+                                         << " (paste the new output into the guide if the change is intended)");
+            const std::size_t n = std::min(expected.size(), actual.size());
+            for (std::size_t i = 0; i < n; ++i) {
+                INFO("line " << i + 1);
+                REQUIRE(actual[i] == expected[i]);
+            }
+            CHECK(actual.size() == expected.size());
+        }
+    }
+}
