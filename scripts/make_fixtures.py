@@ -794,9 +794,17 @@ def write_readme():
 
 
 def main():
-    if os.path.isdir(OUT_DIR):
-        shutil.rmtree(OUT_DIR)
-    os.makedirs(OUT_DIR)
+    # Start clean, but keep fixtures that other scripts own (idx/: scripts/make_idx_sample.py).
+    keep = {"idx"}
+    os.makedirs(OUT_DIR, exist_ok=True)
+    for entry in os.listdir(OUT_DIR):
+        path = os.path.join(OUT_DIR, entry)
+        if entry in keep:
+            continue
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
     for fn in (op_broadcast_mul_add, op_matmul_batched, op_var_unbiased, op_softmax,
                op_log_softmax, op_gather, op_max, op_elementwise,
                linear, gelu_none, gelu_tanh, layernorm_1d, layernorm_2d,
