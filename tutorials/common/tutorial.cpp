@@ -222,24 +222,6 @@ double now_seconds() {
     return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-Progress::Progress(std::string label, std::size_t total) : label_(std::move(label)), total_(total), start_(now_seconds()) {}
-
-void Progress::update(std::size_t done, const std::string& extra) {
-    if (!isatty(STDERR_FILENO) && done != total_) return;  // logs get only the final line
-    const int width = 30;
-    const int filled = total_ ? static_cast<int>(width * done / total_) : width;
-    const double elapsed = now_seconds() - start_;
-    const double eta = done ? elapsed * static_cast<double>(total_ - done) / static_cast<double>(done) : 0.0;
-    fmt::print(stderr, "\r  {} [{}{}] {}/{} {:.0f}s eta {:.0f}s {}", label_, std::string(filled, '#'),
-               std::string(width - filled, '.'), done, total_, elapsed, eta, extra);
-    std::fflush(stderr);
-}
-
-void Progress::finish(const std::string& extra) {
-    update(total_, extra);
-    fmt::print(stderr, "\n");
-}
-
 bool is_volatile_line(const std::string& line) {
     const auto first = line.find_first_not_of(' ');
     if (first == std::string::npos) return false;

@@ -1,6 +1,6 @@
 // The tutorial support every tutorials/NN_name.cpp program uses: command-line flags, labelled
 // step printing ("Step 2: variance = 5.00000"), article notes, number formatting, CSV files,
-// gnuplot plots and a progress bar for the long experiments.
+// gnuplot plots (the long experiments use optim::ProgressBar).
 //
 // Output is meant to be pasted into docs/tutorials/*.md and compared by a test, so everything
 // printed here is deterministic except lines that start with "time:" or contain a progress bar
@@ -89,19 +89,6 @@ void write_csv(const std::string& path, const std::vector<std::string>& header,
 /// Runs gnuplot on `script` (written next to `png_path` as .gp). Returns false, after printing
 /// why, when gnuplot is missing or fails; the CSV stays either way.
 bool gnuplot(const std::string& script, const std::string& png_path);
-
-/// A one-line progress bar on stderr (so it never mixes into compared stdout).
-class Progress {
-public:
-    Progress(std::string label, std::size_t total);
-    void update(std::size_t done, const std::string& extra = "");
-    void finish(const std::string& extra = "");
-
-private:
-    std::string label_;
-    std::size_t total_;
-    double start_;
-};
 
 /// Seconds since an arbitrary epoch (for timing lines).
 double now_seconds();
