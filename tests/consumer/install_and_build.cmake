@@ -1,0 +1,72 @@
+# The `install` test: installs the current build into a fresh prefix, then configures, builds and
+# runs docs/template (find_package(xgrad) + xgrad::xgrad) against that prefix only, for a few
+# steps. Proves the exported package is complete: headers, libraries, config and dependencies.
+#   cmake -DBUILD_DIR=<xgrad build> -DSOURCE_DIR=<xgrad source> -DWORK_DIR=<scratch> -P install_and_build.cmake
+foreach(var IN ITEMS BUILD_DIR SOURCE_DIR WORK_DIR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "install_and_build.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+
+set(prefix ${WORK_DIR}/prefix)
+set(consumer_build ${WORK_DIR}/template-build)
+set(run_dir ${WORK_DIR}/run)
+file(REMOVE_RECURSE ${prefix} ${run_dir})  # keep template-build: an unchanged train.cpp is not rebuilt
+
+function(run_step what)
+  string(TIMESTAMP start "%s")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(TIMESTAMP stop "%s")
+  math(EXPR seconds "${stop} - ${start}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (exit ${rc}):\n${out}\n${err}")
+  endif()
+  message(STATUS "${what}: ok (${seconds} s)")
+  set(step_output "${out}${err}" PARENT_SCOPE)
+endfunction()
+
+run_step("install to ${prefix}" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+foreach(f include/xgrad/xgrad.hpp include/xgrad/core/tensor.hpp include/xgrad/nn/nn.hpp
+          include/xgrad/optim/optim.hpp lib/cmake/xgrad/xgradConfig.cmake
+          lib/cmake/xgrad/xgradConfigVersion.cmake lib/cmake/xgrad/xgradTargets.cmake)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "install: ${prefix}/${f} is missing")
+  endif()
+endforeach()
+
+# Public headers must not drag in the libraries' private heavy headers.
+file(GLOB_RECURSE installed_headers ${prefix}/include/*.hpp)
+foreach(h IN LISTS installed_headers)
+  file(STRINGS ${h} heavy REGEX "#include[ \t]*[<\"](xtensor-blas/|zip\\.h|zlib\\.h)")
+  if(heavy)
+    message(FATAL_ERROR "install: ${h} includes a private dependency: ${heavy}")
+  endif()
+endforeach()
+
+set(launcher "")
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM)
+  set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${CCACHE_PROGRAM})
+endif()
+# CMAKE_FIND_USE_PACKAGE_REGISTRY off and only our prefix: the build tree cannot leak in.
+run_step("configure docs/template" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/docs/template -B ${consumer_build}
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF ${launcher})
+run_step("build docs/template" ${CMAKE_COMMAND} --build ${consumer_build} -j2)
+run_step("run train --steps 3" ${consumer_build}/train --steps 3 --out ${run_dir})
+message(STATUS "train output:\n${step_output}")
+foreach(expected "Sequential(" "starting at epoch 0, step 0" "done: epoch 0, step 3")
+  string(FIND "${step_output}" "${expected}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "train output lacks '${expected}'")
+  endif()
+endforeach()
+if(NOT EXISTS ${run_dir}/checkpoint.npz)
+  message(FATAL_ERROR "train wrote no ${run_dir}/checkpoint.npz")
+endif()
+
+# Rerunning resumes from the checkpoint (same order of batches, step counter continues).
+run_step("resume train --steps 5" ${consumer_build}/train --steps 5 --out ${run_dir})
+string(FIND "${step_output}" "starting at epoch 0, step 3" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "the rerun did not resume from step 3:\n${step_output}")
+endif()
