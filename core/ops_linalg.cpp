@@ -31,7 +31,11 @@ struct BatchPlan {
 BatchPlan plan_batches(const Shape& a, const Shape& b) {
     const Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
     BatchPlan p;
-    p.batch = broadcast_shapes(ba, bb, "matmul");
+    try {
+        p.batch = broadcast_shapes(ba, bb, "matmul");
+    } catch (const Error&) {  // rethrown with the full shapes: the batch axes alone do not say which operands
+        fail("matmul", fmt::format("batch axes of {} and {} cannot be broadcast together", shape_str(a), shape_str(b)));
+    }
     const Strides sa = broadcast_strides(ba, p.batch), sb = broadcast_strides(bb, p.batch);
     for_each_index2(p.batch, sa, sb, [&](std::size_t, std::size_t ia, std::size_t ib) {
         p.a_off.push_back(ia);

@@ -29,7 +29,9 @@ Reduction plan(const Shape& in, const Axes& axes, bool keepdim, const char* op) 
     std::vector<bool> reduce(in.size(), axes.empty());
     for (int a : axes) {
         const std::size_t ax = normalize_axis(a, in.size(), op);
-        if (reduce[ax] && !axes.empty()) fail(op, fmt::format("axis {} appears twice in the axes list", a));
+        if (reduce[ax] && !axes.empty()) {
+            fail(op, fmt::format("axis {} appears twice in the axes list of input {}", a, shape_str(in)));
+        }
         reduce[ax] = true;
     }
     for (std::size_t i = 0; i < in.size(); ++i) {

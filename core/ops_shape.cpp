@@ -42,10 +42,14 @@ Tensor reshape(const Tensor& a, const std::vector<long>& shape) {
     std::size_t known = 1;
     for (std::size_t i = 0; i < shape.size(); ++i) {
         if (shape[i] == -1) {
-            if (infer >= 0) fail("reshape", "only one dimension can be -1, got " + longs_str(shape));
+            if (infer >= 0) {
+                fail("reshape", fmt::format("only one dimension can be -1, got {} for input of shape {}", longs_str(shape),
+                                            shape_str(in)));
+            }
             infer = static_cast<long>(i);
         } else if (shape[i] < 0) {
-            fail("reshape", "invalid dimension in " + longs_str(shape));
+            fail("reshape", fmt::format("invalid dimension {} in {} for input of shape {}", shape[i], longs_str(shape),
+                                        shape_str(in)));
         } else {
             out[i] = static_cast<std::size_t>(shape[i]);
             known *= out[i];
@@ -76,7 +80,10 @@ Tensor permute(const Tensor& a, const Axes& order) {
     std::vector<bool> seen(n, false);
     for (std::size_t i = 0; i < n; ++i) {
         perm[i] = normalize_axis(order[i], n, "permute");
-        if (seen[perm[i]]) fail("permute", fmt::format("axis {} repeated in the permutation", order[i]));
+        if (seen[perm[i]]) {
+            fail("permute", fmt::format("axis {} repeated in the permutation {} of a tensor of shape {}", order[i],
+                                        longs_str(std::vector<long>(order.begin(), order.end())), shape_str(a.shape())));
+        }
         seen[perm[i]] = true;
         inverse[perm[i]] = i;
     }
@@ -175,6 +182,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int axis) {
 Tensor stack(const std::vector<Tensor>& tensors, int axis) {
     if (tensors.empty()) fail("stack", "needs at least one tensor");
     const Shape first = tensors[0].shape();
+    normalize_axis(axis, first.size() + 1, "stack");  // checked here so the error blames stack, not unsqueeze
     std::vector<Tensor> expanded;
     for (std::size_t k = 0; k < tensors.size(); ++k) {
         if (tensors[k].shape() != first) {

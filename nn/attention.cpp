@@ -89,7 +89,9 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
     const Tensor v = split_heads(project(value, in_proj_weight, in_proj_bias, 2, embed_dim), num_heads, head_dim);
     // softmax(q k^T / sqrt(D)) v per head
     Tensor scores = matmul(q, transpose(k, -1, -2)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
-    if (attn_mask) scores = masked_fill(scores, *attn_mask, -std::numeric_limits<double>::infinity());
+    // The most negative finite double, not -inf: exp() still gives exactly 0 (no row is fully
+    // masked, so the row max is finite), and anomaly mode does not mistake the mask for a fault.
+    if (attn_mask) scores = masked_fill(scores, *attn_mask, std::numeric_limits<double>::lowest());
     const Tensor context = matmul(softmax(scores, -1), v);  // (B, H, T, D)
     const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {static_cast<long>(B), static_cast<long>(T),
                                                                     static_cast<long>(embed_dim)});
