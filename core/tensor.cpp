@@ -178,7 +178,9 @@ void accumulate(Node& node, Array&& g, const std::string& from_op) {
     }
 }
 
-void run_backward(const NodePtr& root, Array seed, BackwardOptions options) {
+// The root's closure reads `seed` by reference, so a caller's gradient is never copied; every
+// other gradient is owned by `pending` and moved into the leaf it ends in.
+void run_backward(const NodePtr& root, const Array& seed, BackwardOptions options) {
     if (!root->requires_grad) {
         fail("backward", "this tensor does not require grad and has no grad_fn "
                          "(no input of the computation had requires_grad set, or it ran under NoGradGuard)");
@@ -186,17 +188,21 @@ void run_backward(const NodePtr& root, Array seed, BackwardOptions options) {
     std::vector<Node*> order = topological_order(root.get());
     // Gradients of non-leaves live only during this walk unless retain_grad() was called.
     std::unordered_map<Node*, Array> pending;
-    pending.emplace(root.get(), std::move(seed));
     NoGradGuard no_grad;  // closures compute plain arrays; nothing they do is recorded
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         Node* node = *it;
-        auto found = pending.find(node);
-        if (found == pending.end()) continue;  // no gradient reached this node
-        Array g = std::move(found->second);
-        pending.erase(found);
+        const bool is_root = node == root.get();
+        Array owned;
+        if (!is_root) {
+            auto found = pending.find(node);
+            if (found == pending.end()) continue;  // no gradient reached this node
+            owned = std::move(found->second);
+            pending.erase(found);
+        }
+        const Array& g = is_root ? seed : owned;
         if (g_anomaly_mode) check_finite(g, "backward into '" + node->op + "'");
         if (node->is_leaf()) {
-            accumulate(*node, std::move(g), node->op);  // a leaf is the end of the line: no copy
+            accumulate(*node, is_root ? Array(g) : std::move(owned), node->op);  // a leaf is the end of the line
             continue;
         }
         if (node->retains_grad) accumulate(*node, Array(g), node->op);
@@ -240,8 +246,8 @@ void Tensor::backward(BackwardOptions options) const {
                                      "pass a gradient of that shape",
                                      shape_str(shape())));
     }
-    Array seed = xt::ones<double>(n.value.shape());
-    run_backward(node_, std::move(seed), options);
+    const Array seed = xt::ones<double>(n.value.shape());
+    run_backward(node_, seed, options);
 }
 
 void Tensor::backward(const Tensor& gradient, BackwardOptions options) const {

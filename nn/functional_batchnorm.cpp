@@ -1,5 +1,7 @@
 // BatchNorm over (N, C) or (N, C, L) as one graph node. Channel c's M = N*L values sit in N
-// contiguous segments of length L (x[(n*C + c)*L + l]); every loop walks those segments.
+// contiguous segments of length L (x[(n*C + c)*L + l]). Every loop walks memory in order: 2-D
+// input (L = 1) row by row, vectorised across the C channels of a row; 3-D input segment by
+// segment, vectorised along L. The statistics take one pass over memory (see batch_stats).
 // Derivation of the backward (through the batch statistics): docs/derivations/batchnorm.md.
 #include <algorithm>
 #include <cmath>
@@ -55,12 +57,58 @@ Array flat(Array a) {
     return a;
 }
 
-// Calls f(channel, pointer to a segment of `length` values) for every (n, c), in memory order.
+// Samples [begin, end) along N.
+struct Rows {
+    std::size_t begin, end;
+};
+
+// Calls f(channel, offset of a segment of `length` values) for every (n, c) of the rows, in memory order.
 template <class F>
-void for_each_segment(const BatchLayout& l, F&& f) {
-    for (std::size_t i = 0; i < l.n; ++i) {
+void for_each_segment(const BatchLayout& l, Rows r, F&& f) {
+    for (std::size_t i = r.begin; i < r.end; ++i) {
         for (std::size_t c = 0; c < l.channels; ++c) f(c, (i * l.channels + c) * l.length);
     }
+}
+
+// sum_a[c] and sum_b[c] accumulate the two values term(c, k, a, b) adds for every element k of
+// channel c. With L = 1 a segment is one element, so the loop runs across a row's channels
+// instead (one segment call per element was 2.4x slower than libtorch at (4096, 768)).
+template <class Term>
+void channel_sums(const BatchLayout& l, Rows r, double* sum_a, double* sum_b, Term&& term) {
+    const std::size_t C = l.channels, L = l.length;
+    if (L == 1) {
+        for (std::size_t i = r.begin; i < r.end; ++i) {
+            const std::size_t row = i * C;
+#pragma omp simd
+            for (std::size_t c = 0; c < C; ++c) term(c, row + c, sum_a[c], sum_b[c]);
+        }
+        return;
+    }
+    for_each_segment(l, r, [&](std::size_t c, std::size_t off) {
+        double a = 0.0, s = 0.0;
+#pragma omp simd reduction(+ : a, s)
+        for (std::size_t j = 0; j < L; ++j) term(c, off + j, a, s);
+        sum_a[c] += a;
+        sum_b[c] += s;
+    });
+}
+
+// out[k] = f(c, k) for every element k (of channel c), in memory order.
+template <class F>
+void channel_map(const BatchLayout& l, double* out, F&& f) {
+    const std::size_t C = l.channels, L = l.length;
+    if (L == 1) {
+        for (std::size_t i = 0; i < l.n; ++i) {
+            const std::size_t row = i * C;
+#pragma omp simd
+            for (std::size_t c = 0; c < C; ++c) out[row + c] = f(c, row + c);
+        }
+        return;
+    }
+    for_each_segment(l, Rows{0, l.n}, [&](std::size_t c, std::size_t off) {
+#pragma omp simd
+        for (std::size_t j = 0; j < L; ++j) out[off + j] = f(c, off + j);
+    });
 }
 
 struct ChannelStats {
@@ -68,35 +116,37 @@ struct ChannelStats {
     Array batch_var;      // biased batch variance (training only)
 };
 
-// Corrected two-pass statistics per channel (as in layer_norm): sum(d) of the second pass is
-// the rounding error of the first-pass mean; adding it back makes constant channels exact.
+// Statistics in one pass over memory: d = x - K with K per channel the exact mean of the first
+// rows (corrected two-pass over a block that stays in cache), then mean = K + sum(d)/M and
+// var = (sum(d^2) - sum(d)^2/M)/M over all rows - layer_norm's corrected two-pass with the
+// first rows standing in for the first pass. Constant channels stay exact (d = 0). Because
+// the first rows are 1/B of the data, (mean - K)^2 <= (B - 1) var: at most log10(B) digits of
+// var can cancel, none when the first block is everything (small inputs).
+constexpr std::size_t kFirstBlockBytes = std::size_t{256} << 10;
 ChannelStats batch_stats(const double* x, const BatchLayout& l, double eps) {
-    const std::size_t C = l.channels, L = l.length;
-    const double count = static_cast<double>(l.per_channel());
-    std::vector<double> sum(C, 0.0), sd(C, 0.0), sd2(C, 0.0);
-    for_each_segment(l, [&](std::size_t c, std::size_t off) {
-        double s = 0.0;
-#pragma omp simd reduction(+ : s)
-        for (std::size_t j = 0; j < L; ++j) s += x[off + j];
-        sum[c] += s;
-    });
-    for (std::size_t c = 0; c < C; ++c) sum[c] /= count;
-    for_each_segment(l, [&](std::size_t c, std::size_t off) {
-        const double m = sum[c];
-        double a = 0.0, b = 0.0;
-#pragma omp simd reduction(+ : a, b)
-        for (std::size_t j = 0; j < L; ++j) {
-            const double d = x[off + j] - m;
-            a += d;
-            b += d * d;
+    const std::size_t C = l.channels;
+    const std::size_t first = std::clamp<std::size_t>(kFirstBlockBytes / (sizeof(double) * C * l.length), 1, l.n);
+    const double first_count = static_cast<double>(first * l.length), count = static_cast<double>(l.per_channel());
+    std::vector<double> k(C, 0.0), unused(C, 0.0), sd(C, 0.0), sd2(C, 0.0);
+    channel_sums(l, Rows{0, first}, k.data(), unused.data(), [x](std::size_t, std::size_t i, double& a, double&) { a += x[i]; });
+    for (std::size_t c = 0; c < C; ++c) k[c] /= first_count;
+    const auto deviations = [x, m = k.data()](std::size_t c, std::size_t i, double& a, double& d2) {
+        const double d = x[i] - m[c];
+        a += d;
+        d2 += d * d;
+    };
+    if (first < l.n) {
+        channel_sums(l, Rows{0, first}, sd.data(), sd2.data(), deviations);
+        for (std::size_t c = 0; c < C; ++c) {
+            k[c] += sd[c] / first_count;
+            sd[c] = sd2[c] = 0.0;
         }
-        sd[c] += a;
-        sd2[c] += b;
-    });
+    }
+    channel_sums(l, Rows{0, l.n}, sd.data(), sd2.data(), deviations);
     ChannelStats s{Array::from_shape({C}), Array::from_shape({C}), Array::from_shape({C})};
     for (std::size_t c = 0; c < C; ++c) {
         s.batch_var(c) = std::max(0.0, (sd2[c] - sd[c] * sd[c] / count) / count);
-        s.mean(c) = sum[c] + sd[c] / count;
+        s.mean(c) = k[c] + sd[c] / count;
         s.rstd(c) = 1.0 / std::sqrt(s.batch_var(c) + eps);
     }
     return s;
@@ -133,20 +183,15 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
     ChannelStats s = training ? batch_stats(x.data(), l, eps) : running_stats(running_mean, running_var, eps);
     if (training) update_running(running_mean, running_var, s.mean, s.batch_var, l, momentum);
 
-    const std::size_t C = l.channels, L = l.length;
+    const std::size_t C = l.channels;
     std::vector<double> scale(C), shift(C);  // y = (x - mean) * rstd * w + b = (x - mean) * scale + shift
     for (std::size_t c = 0; c < C; ++c) {
         scale[c] = s.rstd(c) * (weight.defined() ? weight.value()(c) : 1.0);
         shift[c] = bias.defined() ? bias.value()(c) : 0.0;
     }
     Array y = Array::from_shape(x.value().shape());
-    const double* px = x.data();
-    double* py = y.data();
-    for_each_segment(l, [&](std::size_t c, std::size_t off) {
-        const double m = s.mean(c), a = scale[c], b = shift[c];
-#pragma omp simd
-        for (std::size_t j = 0; j < L; ++j) py[off + j] = (px[off + j] - m) * a + b;
-    });
+    const double *px = x.data(), *pm = s.mean.data(), *pa = scale.data(), *pb = shift.data();
+    channel_map(l, y.data(), [=](std::size_t c, std::size_t k) { return (px[k] - pm[c]) * pa[c] + pb[c]; });
 
     std::vector<Tensor> inputs{x};
     const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
@@ -159,33 +204,28 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
     return record(
         "batch_norm", std::move(y), std::move(inputs),
         [l, wi, bi, training, mean = std::move(s.mean), rstd = std::move(s.rstd)](const GradContext& c) -> Grads {
-            const std::size_t C = l.channels, L = l.length;
-            const double *px = c.input(0).data(), *pg = c.grad.data();
+            const std::size_t C = l.channels;
+            const double *px = c.input(0).data(), *pg = c.grad.data(), *pm = mean.data(), *pr = rstd.data();
             std::vector<double> sum_g(C, 0.0), sum_g_xhat(C, 0.0);
-            for_each_segment(l, [&](std::size_t ch, std::size_t off) {
-                const double m = mean(ch), r = rstd(ch);
-                double a = 0.0, b = 0.0;
-#pragma omp simd reduction(+ : a, b)
-                for (std::size_t j = 0; j < L; ++j) {
-                    a += pg[off + j];
-                    b += pg[off + j] * (px[off + j] - m) * r;
-                }
-                sum_g[ch] += a;
-                sum_g_xhat[ch] += b;
+            channel_sums(l, Rows{0, l.n}, sum_g.data(), sum_g_xhat.data(), [=](std::size_t ch, std::size_t k, double& a, double& s) {
+                a += pg[k];
+                s += pg[k] * (px[k] - pm[ch]) * pr[ch];
             });
             Grads g(c.inputs.size());
             if (c.needs_grad(0)) {
                 const double inv_count = 1.0 / static_cast<double>(l.per_channel());
+                // Per channel: dx = scale * (dy - mg - (x - mean) * rstd * mgx); in eval mode the
+                // statistics are constants, so mg = mgx = 0 and only the direct term remains.
+                std::vector<double> scale(C), mg(C), mgx(C);
+                for (std::size_t ch = 0; ch < C; ++ch) {
+                    scale[ch] = pr[ch] * (wi >= 0 ? c.input(static_cast<std::size_t>(wi))(ch) : 1.0);
+                    mg[ch] = training ? sum_g[ch] * inv_count : 0.0;
+                    mgx[ch] = training ? sum_g_xhat[ch] * inv_count : 0.0;
+                }
                 Array dx = Array::from_shape(c.input(0).shape());
-                double* pd = dx.data();
-                for_each_segment(l, [&](std::size_t ch, std::size_t off) {
-                    const double m = mean(ch), r = rstd(ch);
-                    const double k = r * (wi >= 0 ? c.input(static_cast<std::size_t>(wi))(ch) : 1.0);
-                    // In eval mode the statistics are constants: only the direct term remains.
-                    const double mg = training ? sum_g[ch] * inv_count : 0.0;
-                    const double mgx = training ? sum_g_xhat[ch] * inv_count : 0.0;
-#pragma omp simd
-                    for (std::size_t j = 0; j < L; ++j) pd[off + j] = k * (pg[off + j] - mg - (px[off + j] - m) * r * mgx);
+                const double *ps = scale.data(), *pmg = mg.data(), *pmgx = mgx.data();
+                channel_map(l, dx.data(), [=](std::size_t ch, std::size_t k) {
+                    return ps[ch] * (pg[k] - pmg[ch] - (px[k] - pm[ch]) * pr[ch] * pmgx[ch]);
                 });
                 g[0] = std::move(dx);
             }

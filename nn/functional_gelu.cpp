@@ -18,8 +18,13 @@ constexpr double kKappa = 0.044715;
 inline double normal_cdf(double x) { return 0.5 * std::erfc(-x * kInvSqrt2); }
 
 inline double gelu_exact(double x) { return x * normal_cdf(x); }
-// d/dx [x Phi(x)] = Phi(x) + x phi(x)
-inline double gelu_exact_grad(double x) { return normal_cdf(x) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x); }
+// d/dx [x Phi(x)] = Phi(x) + x phi(x), with Phi(x) = y / x from the forward output y = x Phi(x):
+// a division instead of a second erfc (2x slower than the exp), within 2 ulp of Phi. Near 0
+// (where y / x would lose bits or divide by zero) Phi = 0.5 to double precision.
+inline double gelu_exact_grad_from_output(double x, double y) {
+    const double cdf = std::fabs(x) > 1e-17 ? y / x : 0.5;
+    return cdf + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
+}
 
 inline double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + kKappa * x * x * x))); }
 // d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 kappa x^2), t = tanh(sqrt(2/pi)(x + kappa x^3))
@@ -43,7 +48,7 @@ Tensor gelu(const Tensor& x, GeluApproximate approximate) {
     if (!x.defined()) fail("gelu", "input must be a defined tensor");
     const bool exact = approximate == GeluApproximate::none;
     Array y = exact ? map(x.value(), gelu_exact) : map(x.value(), gelu_tanh);
-    // dx = dy * gelu'(x); gelu' recomputed from x (cheaper to keep nothing than a second array)
+    // dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x); exact: Phi = y / x read back from the output
     return record(exact ? "gelu" : "gelu_tanh", std::move(y), {x}, [exact](const GradContext& c) -> Grads {
         const Array& x = c.input(0);
         Array gx = Array::from_shape(x.shape());
@@ -51,7 +56,8 @@ Tensor gelu(const Tensor& x, GeluApproximate approximate) {
         double* po = gx.data();
         const std::size_t n = x.size();
         if (exact) {
-            for (std::size_t i = 0; i < n; ++i) po[i] = pg[i] * gelu_exact_grad(px[i]);
+            const double* py = c.output.data();
+            for (std::size_t i = 0; i < n; ++i) po[i] = pg[i] * gelu_exact_grad_from_output(px[i], py[i]);
         } else {
             for (std::size_t i = 0; i < n; ++i) po[i] = pg[i] * gelu_tanh_grad(px[i]);
         }

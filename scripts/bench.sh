@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The xgrad vs libtorch benchmark of docs/performance.md, in one command:
+#
+#   scripts/bench.sh                 # both tables: glibc's default allocation, then kernel-only
+#   scripts/bench.sh --quick         # any xgrad_bench options: --quick, --filter=LayerNorm,
+#                                    #   --no-torch, --mmap-threshold=<bytes> (one run only)
+#
+# Installs libtorch-dev if it is missing (apt-get; root or sudo), configures a separate build
+# directory ($XGRAD_BENCH_BUILD_DIR, default build-bench/) with -DXGRAD_BUILD_BENCH=ON, builds
+# the xgrad_bench target and runs it single-threaded (OPENBLAS_NUM_THREADS=1; the benchmark
+# itself calls torch::set_num_threads(1)). Timings need a quiet machine: it warns when the
+# 1-minute load average is above 0.5.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${XGRAD_BENCH_BUILD_DIR:-$root/build-bench}
+
+if ! dpkg -s libtorch-dev >/dev/null 2>&1; then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo=sudo
+  echo "bench.sh: installing libtorch-dev (the benchmark's reference; optional for xgrad itself)"
+  $sudo apt-get update && $sudo apt-get install -y libtorch-dev
+fi
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DXGRAD_BUILD_BENCH=ON >/dev/null
+cmake --build "$build" -j2 --target xgrad_bench
+
+load=$(cut -d' ' -f1 /proc/loadavg)
+if awk -v l="$load" 'BEGIN { exit !(l > 0.5) }'; then
+  echo "bench.sh: warning: load average $load > 0.5 - other processes share the cores; timings will be noisy" >&2
+fi
+
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+bench=$build/tests/bench/xgrad_bench
+if [[ $# -gt 0 ]]; then
+  exec "$bench" "$@"
+fi
+"$bench"
+echo
+echo "---- kernel-only: large buffers recycled from the heap for both sides (no mmap page faults) ----"
+"$bench" --mmap-threshold=1073741824

@@ -1,0 +1,38 @@
+// Shared between the benchmark's translation units: the list of workloads and how each side
+// builds one. The libtorch side lives in its own file so <torch/torch.h> (slow to compile) is
+// only parsed when libtorch was found.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace xg::bench {
+
+enum class Kind { layer_norm, batch_norm, gelu, linear, mlp_layer_norm, mlp_batch_norm, transformer_block };
+
+/// One row of the table. dims: (rows, width) for the element-wise/norm kernels,
+/// (batch, in, out) for linear, (batch, ...) for the models.
+struct Workload {
+    Kind kind;
+    std::string name;
+    std::vector<std::size_t> dims;
+    double target_ratio;    ///< xgrad/libtorch must stay at or below this
+    double bytes = 0.0;     ///< bytes a fwd+bwd must move (0: not a bandwidth-bound kernel)
+};
+
+/// One timed call: a fresh forward + backward (and, for the training steps, zero_grad and the
+/// optimizer step). Built once per workload with its inputs and parameters captured.
+using Run = std::function<void()>;
+
+/// Same input data for both sides: values drawn once from a seeded generator.
+std::vector<double> bench_data(std::size_t n, unsigned seed);
+
+Run make_xgrad_run(const Workload& w);
+/// Only defined when libtorch was found (XGRAD_BENCH_HAVE_TORCH).
+Run make_torch_run(const Workload& w);
+/// "libtorch 1.13.1 (OpenBLAS ...)" or similar, for the machine line.
+std::string torch_description();
+
+}  // namespace xg::bench

@@ -1,0 +1,137 @@
+// The libtorch side of every workload, written the way a libtorch user would (torch::nn modules,
+// torch::optim::Adam), double precision, on the same input values as the xgrad side.
+#include <torch/torch.h>
+
+#include <cstring>
+
+#include "tests/bench/bench.hpp"
+
+namespace xg::bench {
+
+namespace {
+
+torch::Tensor random_tensor(at::IntArrayRef shape, unsigned seed, bool requires_grad = false) {
+    std::int64_t n = 1;
+    for (std::int64_t d : shape) n *= d;
+    const std::vector<double> values = bench_data(static_cast<std::size_t>(n), seed);
+    torch::Tensor t = torch::empty(shape, torch::kFloat64);
+    std::memcpy(t.data_ptr<double>(), values.data(), values.size() * sizeof(double));
+    return t.requires_grad_(requires_grad);
+}
+
+void clear_grads(std::vector<torch::Tensor>& leaves) {
+    for (torch::Tensor& t : leaves) t.mutable_grad().reset();
+}
+
+template <class Forward>
+Run forward_backward(std::vector<torch::Tensor> leaves, torch::Tensor dy, Forward forward) {
+    return [leaves, dy, forward]() mutable {
+        clear_grads(leaves);
+        forward(leaves).backward(dy);
+    };
+}
+
+// Works in (T, B, E) layout, libtorch's MultiheadAttention convention; LayerNorm and Linear do
+// not care, so the work equals xgrad's (B, T, E) block.
+struct PreLNTransformerBlockImpl : torch::nn::Module {
+    PreLNTransformerBlockImpl(std::int64_t d, std::int64_t heads)
+        : ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})))),
+          attn(register_module("attn", torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(d, heads)))),
+          ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})))),
+          fc1(register_module("fc1", torch::nn::Linear(d, 4 * d))),
+          fc2(register_module("fc2", torch::nn::Linear(4 * d, d))) {}
+    torch::Tensor forward(const torch::Tensor& x) {
+        const torch::Tensor a = ln1(x);
+        const torch::Tensor h = x + std::get<0>(attn->forward(a, a, a, torch::Tensor(), /*need_weights=*/false));
+        return h + fc2(torch::gelu(fc1(ln2(h))));
+    }
+    torch::nn::LayerNorm ln1;
+    torch::nn::MultiheadAttention attn;
+    torch::nn::LayerNorm ln2;
+    torch::nn::Linear fc1, fc2;
+};
+TORCH_MODULE(PreLNTransformerBlock);
+
+Run mlp_training_step(bool batch_norm, std::int64_t batch) {
+    auto norm = [batch_norm]() -> torch::nn::AnyModule {
+        if (batch_norm) return torch::nn::AnyModule(torch::nn::BatchNorm1d(256));
+        return torch::nn::AnyModule(torch::nn::LayerNorm(torch::nn::LayerNormOptions({256})));
+    };
+    torch::nn::Sequential model;
+    model->push_back(torch::nn::Linear(784, 256));
+    model->push_back(norm());
+    model->push_back(torch::nn::GELU());
+    model->push_back(torch::nn::Linear(256, 256));
+    model->push_back(norm());
+    model->push_back(torch::nn::GELU());
+    model->push_back(torch::nn::Linear(256, 10));
+    model->to(torch::kFloat64);
+    auto optimizer = std::make_shared<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(1e-3));
+    const torch::Tensor x = random_tensor({batch, 784}, 11);
+    torch::Tensor targets = torch::empty({batch}, torch::kInt64);
+    for (std::int64_t i = 0; i < batch; ++i) targets[i] = (i * 7) % 10;
+    return [model, optimizer, x, targets]() mutable {
+        optimizer->zero_grad();
+        const torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), targets);
+        loss.backward();
+        optimizer->step();
+    };
+}
+
+}  // namespace
+
+std::string torch_description() {
+    return "libtorch " TORCH_VERSION;
+}
+
+Run make_torch_run(const Workload& w) {
+    torch::set_num_threads(1);
+    torch::manual_seed(5);
+    std::vector<std::int64_t> d(w.dims.begin(), w.dims.end());
+    switch (w.kind) {
+    case Kind::layer_norm: {
+        const std::int64_t width = d[1];
+        return forward_backward({random_tensor({d[0], width}, 1, true), random_tensor({width}, 2, true),
+                                 random_tensor({width}, 3, true)},
+                                random_tensor({d[0], width}, 4), [width](const std::vector<torch::Tensor>& t) {
+                                    return torch::layer_norm(t[0], {width}, t[1], t[2], 1e-5);
+                                });
+    }
+    case Kind::batch_norm: {
+        const std::int64_t channels = d[1];
+        const torch::Tensor running_mean = torch::zeros({channels}, torch::kFloat64);
+        const torch::Tensor running_var = torch::ones({channels}, torch::kFloat64);
+        return forward_backward({random_tensor({d[0], channels}, 1, true), random_tensor({channels}, 2, true),
+                                 random_tensor({channels}, 3, true)},
+                                random_tensor({d[0], channels}, 4), [running_mean, running_var](const std::vector<torch::Tensor>& t) {
+                                    return torch::batch_norm(t[0], t[1], t[2], running_mean, running_var, true, 0.1, 1e-5, false);
+                                });
+    }
+    case Kind::gelu:
+        return forward_backward({random_tensor({d[0], d[1]}, 1, true)}, random_tensor({d[0], d[1]}, 4),
+                                [](const std::vector<torch::Tensor>& t) { return torch::gelu(t[0]); });
+    case Kind::linear:
+        return forward_backward({random_tensor({d[0], d[1]}, 1, true), random_tensor({d[2], d[1]}, 2, true),
+                                 random_tensor({d[2]}, 3, true)},
+                                random_tensor({d[0], d[2]}, 4),
+                                [](const std::vector<torch::Tensor>& t) { return torch::linear(t[0], t[1], t[2]); });
+    case Kind::mlp_layer_norm: return mlp_training_step(false, d[0]);
+    case Kind::mlp_batch_norm: return mlp_training_step(true, d[0]);
+    case Kind::transformer_block: {
+        const std::int64_t batch = d[0], seq = d[1], model_dim = d[2], heads = d[3];
+        PreLNTransformerBlock block(model_dim, heads);
+        block->to(torch::kFloat64);
+        std::vector<torch::Tensor> leaves = block->parameters();
+        const torch::Tensor x = random_tensor({seq, batch, model_dim}, 1, true);
+        leaves.push_back(x);
+        const torch::Tensor dy = random_tensor({seq, batch, model_dim}, 4);
+        return [block, leaves, x, dy]() mutable {
+            clear_grads(leaves);
+            block->forward(x).backward(dy);
+        };
+    }
+    }
+    return {};
+}
+
+}  // namespace xg::bench

@@ -1,0 +1,129 @@
+// The xgrad side of every workload: each Run does what a user's code would do.
+#include <algorithm>
+#include <memory>
+
+#include "nn/nn.hpp"
+#include "optim/optim.hpp"
+#include "tests/bench/bench.hpp"
+
+namespace xg::bench {
+
+namespace {
+
+Tensor tensor_from(const std::vector<double>& values, const Shape& shape, bool requires_grad) {
+    Array a = Array::from_shape(shape);
+    std::copy(values.begin(), values.end(), a.begin());
+    return Tensor(std::move(a), requires_grad);
+}
+
+Tensor random_tensor(const Shape& shape, unsigned seed, bool requires_grad = false) {
+    std::size_t n = 1;
+    for (std::size_t d : shape) n *= d;
+    return tensor_from(bench_data(n, seed), shape, requires_grad);
+}
+
+void clear_grads(std::vector<Tensor>& leaves) {
+    for (Tensor& t : leaves) t.zero_grad();
+}
+
+// y = op(leaves...) then y.backward(dy); gradients are cleared (set to none) before each call.
+template <class Forward>
+Run forward_backward(std::vector<Tensor> leaves, Tensor dy, Forward forward) {
+    return [leaves, dy, forward]() mutable {
+        clear_grads(leaves);
+        forward(leaves).backward(dy);
+    };
+}
+
+class PreLNTransformerBlock : public nn::Module {
+public:
+    PreLNTransformerBlock(std::size_t d, std::size_t heads)
+        : ln1(register_module("ln1", std::make_shared<nn::LayerNorm>(d))),
+          attn(register_module("attn", std::make_shared<nn::MultiheadAttention>(d, heads))),
+          ln2(register_module("ln2", std::make_shared<nn::LayerNorm>(d))),
+          fc1(register_module("fc1", std::make_shared<nn::Linear>(d, 4 * d))),
+          fc2(register_module("fc2", std::make_shared<nn::Linear>(4 * d, d))) {}
+    Tensor forward(const Tensor& x) override {
+        const Tensor h = x + attn->forward(ln1->forward(x));
+        return h + fc2->forward(nn::functional::gelu(fc1->forward(ln2->forward(h))));
+    }
+
+    std::shared_ptr<nn::LayerNorm> ln1;
+    std::shared_ptr<nn::MultiheadAttention> attn;
+    std::shared_ptr<nn::LayerNorm> ln2;
+    std::shared_ptr<nn::Linear> fc1, fc2;
+};
+
+Run mlp_training_step(bool batch_norm, std::size_t batch) {
+    auto norm = [batch_norm]() -> std::shared_ptr<nn::Module> {
+        if (batch_norm) return std::make_shared<nn::BatchNorm1d>(256);
+        return std::make_shared<nn::LayerNorm>(256);
+    };
+    auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Linear>(784, 256), norm(), std::make_shared<nn::GELU>(),
+        std::make_shared<nn::Linear>(256, 256), norm(), std::make_shared<nn::GELU>(), std::make_shared<nn::Linear>(256, 10)});
+    auto optimizer = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions(1e-3));
+    const Tensor x = random_tensor({batch, 784}, 11);
+    IndexArray targets = IndexArray::from_shape({batch});
+    for (std::size_t i = 0; i < batch; ++i) targets(i) = static_cast<std::int64_t>((i * 7) % 10);
+    return [model, optimizer, x, targets]() {
+        optimizer->zero_grad();
+        const Tensor loss = nn::cross_entropy(model->forward(x), targets);
+        loss.backward();
+        optimizer->step();
+    };
+}
+
+}  // namespace
+
+Run make_xgrad_run(const Workload& w) {
+    namespace F = nn::functional;
+    const auto& d = w.dims;
+    switch (w.kind) {
+    case Kind::layer_norm: {
+        const std::size_t rows = d[0], width = d[1];
+        return forward_backward({random_tensor({rows, width}, 1, true), random_tensor({width}, 2, true),
+                                 random_tensor({width}, 3, true)},
+                                random_tensor({rows, width}, 4), [width](const std::vector<Tensor>& t) {
+                                    return F::layer_norm(t[0], {width}, t[1], t[2]);
+                                });
+    }
+    case Kind::batch_norm: {
+        const std::size_t rows = d[0], channels = d[1];
+        const Tensor running_mean = zeros({channels}), running_var = ones({channels});
+        return forward_backward({random_tensor({rows, channels}, 1, true), random_tensor({channels}, 2, true),
+                                 random_tensor({channels}, 3, true)},
+                                random_tensor({rows, channels}, 4), [running_mean, running_var](const std::vector<Tensor>& t) {
+                                    return F::batch_norm(t[0], running_mean, running_var, t[1], t[2], true);
+                                });
+    }
+    case Kind::gelu:
+        return forward_backward({random_tensor({d[0], d[1]}, 1, true)}, random_tensor({d[0], d[1]}, 4),
+                                [](const std::vector<Tensor>& t) { return F::gelu(t[0]); });
+    case Kind::linear: {
+        const std::size_t batch = d[0], in = d[1], out = d[2];
+        return forward_backward({random_tensor({batch, in}, 1, true), random_tensor({out, in}, 2, true),
+                                 random_tensor({out}, 3, true)},
+                                random_tensor({batch, out}, 4),
+                                [](const std::vector<Tensor>& t) { return F::linear(t[0], t[1], t[2]); });
+    }
+    case Kind::mlp_layer_norm: return mlp_training_step(false, d[0]);
+    case Kind::mlp_batch_norm: return mlp_training_step(true, d[0]);
+    case Kind::transformer_block: {
+        const std::size_t batch = d[0], seq = d[1], model_dim = d[2], heads = d[3];
+        manual_seed(5);
+        auto block = std::make_shared<PreLNTransformerBlock>(model_dim, heads);
+        std::vector<Tensor> leaves = block->parameters();
+        const Tensor x = random_tensor({batch, seq, model_dim}, 1, true);
+        leaves.push_back(x);
+        const Tensor dy = random_tensor({batch, seq, model_dim}, 4);
+        return [block, leaves, x, dy]() mutable {
+            clear_grads(leaves);
+            block->forward(x).backward(dy);
+        };
+    }
+    }
+    return {};
+}
+
+}  // namespace xg::bench
