@@ -18,11 +18,15 @@ struct PrintOptions {
     std::size_t edgeitems = 3;  ///< items kept at each end of a summarised axis
 };
 
-/// The PyTorch-style text of a tensor (value only; gradients print via t.grad()).
+/// The PyTorch-style text of a tensor (value only; gradients print via t.grad()). fmt::print("{}", t)
+/// prints the same text with default options.
 std::string to_string(const Tensor& t, const PrintOptions& options = {});
 
 }  // namespace xg
 
+/// \cond FMT_INTERNALS
+// fmt's customisation point (usage at the top of this file); hidden from the API reference,
+// which does not document namespace fmt.
 template <>
 struct fmt::formatter<xg::Tensor> : fmt::formatter<std::string_view> {
     template <class FormatContext>
@@ -31,3 +35,4 @@ struct fmt::formatter<xg::Tensor> : fmt::formatter<std::string_view> {
         return fmt::formatter<std::string_view>::format(s, ctx);
     }
 };
+/// \endcond

@@ -39,16 +39,20 @@ IndexArray parse_npy_int64(const std::string& bytes, const std::string& what);
 
 /// Saves atomically (see write_file_atomic).
 void save_npy(const std::string& path, const Array& a);
+/// Saves an int64 array as '<i8', atomically.
 void save_npy(const std::string& path, const IndexArray& a);
 /// Saves the tensor's value.
 void save_npy(const std::string& path, const Tensor& t);
 
+/// Reads a .npy file as doubles (see parse_npy); throws xg::Error naming the file on any problem.
 Array load_npy(const std::string& path);
+/// Reads an integer .npy file (see parse_npy_int64); throws xg::Error naming the file.
 IndexArray load_npy_int64(const std::string& path);
 
 // ---- .npz -------------------------------------------------------------------------------------
 // A zip of '<key>.npy' entries, as numpy.savez writes and numpy.load reads. Entry order is kept.
 
+/// Arrays keyed by name, in file order (the contents of an .npz file, a state_dict).
 using NamedArrays = std::vector<std::pair<std::string, Array>>;
 
 /// The complete .npz file contents. Keys must be non-empty and unique; dots are fine
@@ -59,13 +63,17 @@ void save_npz(const std::string& path, const NamedArrays& arrays, bool compress 
 
 /// Parses .npz bytes; `what` names the source in error messages.
 NamedArrays load_npz_bytes(const std::string& bytes, const std::string& what);
+/// Reads an .npz file (stored or deflated `<key>.npy` entries); throws xg::Error naming the
+/// file and entry on any problem.
 NamedArrays load_npz(const std::string& path);
 
 // ---- IDX (MNIST / Fashion-MNIST) --------------------------------------------------------------
 
 /// An unsigned-byte IDX array: `bytes` holds the product of `shape` values in row-major order.
 struct IdxData {
+    /// Extents, outermost first (e.g. (60000, 28, 28) for images).
     std::vector<std::size_t> shape;
+    /// The values in row-major order.
     std::vector<std::uint8_t> bytes;
 };
 

@@ -14,6 +14,7 @@ namespace xg {
 using IndexArray = xt::xarray<std::int64_t>;
 /// Boolean masks (masked_fill); broadcast against the tensor.
 using Mask = xt::xarray<bool>;
+/// Axes for reductions and permute; negative values count from the end.
 using Axes = std::vector<int>;
 
 // ---- broadcasting helpers (shared by ops and modules) -------------------------------------
@@ -27,36 +28,63 @@ std::size_t normalize_axis(int axis, std::size_t ndim, const char* op);
 
 // ---- element-wise binary (NumPy broadcasting) ---------------------------------------------
 
+/// a + b with NumPy broadcasting; throws xg::Error naming both shapes when they do not broadcast.
 Tensor add(const Tensor& a, const Tensor& b);
+/// a - b, broadcast.
 Tensor sub(const Tensor& a, const Tensor& b);
+/// a * b element-wise, broadcast.
 Tensor mul(const Tensor& a, const Tensor& b);
+/// a / b element-wise, broadcast (division by zero gives inf/NaN as in IEEE arithmetic).
 Tensor div(const Tensor& a, const Tensor& b);
 
+/// add(a, b).
 Tensor operator+(const Tensor& a, const Tensor& b);
+/// sub(a, b).
 Tensor operator-(const Tensor& a, const Tensor& b);
+/// mul(a, b).
 Tensor operator*(const Tensor& a, const Tensor& b);
+/// div(a, b).
 Tensor operator/(const Tensor& a, const Tensor& b);
+/// a + b with b a constant (no gradient).
 Tensor operator+(const Tensor& a, double b);
+/// a - b with b a constant.
 Tensor operator-(const Tensor& a, double b);
+/// a * b with b a constant.
 Tensor operator*(const Tensor& a, double b);
+/// a / b with b a constant.
 Tensor operator/(const Tensor& a, double b);
+/// a + b with a a constant.
 Tensor operator+(double a, const Tensor& b);
+/// a - b with a a constant.
 Tensor operator-(double a, const Tensor& b);
+/// a * b with a a constant.
 Tensor operator*(double a, const Tensor& b);
+/// a / b with a a constant.
 Tensor operator/(double a, const Tensor& b);
+/// neg(a).
 Tensor operator-(const Tensor& a);
 
 // ---- element-wise unary -------------------------------------------------------------------
 
+/// -a (same shape).
 Tensor neg(const Tensor& a);
+/// a^exponent element-wise, constant exponent.
 Tensor pow(const Tensor& a, double exponent);
+/// e^a element-wise.
 Tensor exp(const Tensor& a);
+/// Natural logarithm element-wise (log 0 = -inf, negative -> NaN, as IEEE).
 Tensor log(const Tensor& a);
+/// Square root element-wise.
 Tensor sqrt(const Tensor& a);
+/// Hyperbolic tangent element-wise.
 Tensor tanh(const Tensor& a);
+/// The error function element-wise.
 Tensor erf(const Tensor& a);
+/// max(a, 0) element-wise; gradient 0 at a = 0 (as PyTorch).
 Tensor relu(const Tensor& a);
+/// 1 / (1 + e^-a) element-wise.
 Tensor sigmoid(const Tensor& a);
+/// |a| element-wise; gradient sign(a), 0 at a = 0.
 Tensor abs(const Tensor& a);
 
 // ---- linear algebra -----------------------------------------------------------------------
@@ -68,21 +96,28 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 
 /// Sum of all elements (a 0-D tensor).
 Tensor sum(const Tensor& a);
+/// Sum over `axes` (kept as extent 1 when keepdim); throws on an out-of-range or repeated axis.
 Tensor sum(const Tensor& a, const Axes& axes, bool keepdim = false);
+/// Mean of all elements (a 0-D tensor).
 Tensor mean(const Tensor& a);
+/// Mean over `axes` (kept as extent 1 when keepdim).
 Tensor mean(const Tensor& a, const Axes& axes, bool keepdim = false);
 /// Variance over `axes`; divides by N-1 when unbiased, else by N (two-pass, robust to large means).
 Tensor var(const Tensor& a, const Axes& axes, bool unbiased = true, bool keepdim = false);
 /// Maximum over all elements; ties share the gradient equally (like torch.amax).
 Tensor max(const Tensor& a);
+/// Maximum over `axes`; ties share the gradient equally.
 Tensor max(const Tensor& a, const Axes& axes, bool keepdim = false);
 
 // ---- shape --------------------------------------------------------------------------------
 
 /// New shape with the same number of elements; one entry may be -1 (inferred).
 Tensor reshape(const Tensor& a, const std::vector<long>& shape);
+/// Swaps two axes.
 Tensor transpose(const Tensor& a, int axis0, int axis1);
+/// Reorders all axes: output axis i is input axis order[i]; order must be a permutation.
 Tensor permute(const Tensor& a, const Axes& order);
+/// Inserts an axis of extent 1 at `axis` (may be dim() for the end).
 Tensor unsqueeze(const Tensor& a, int axis);
 /// Removes `axis`, which must have extent 1.
 Tensor squeeze(const Tensor& a, int axis);

@@ -15,10 +15,13 @@ namespace xg {
 /// A seeded 64-bit Mersenne Twister with uniform and normal samplers.
 class Generator {
 public:
+    /// A generator seeded with `seed` (same seed, same stream on every platform).
     explicit Generator(std::uint64_t seed = 0) : engine_(seed) {}
+    /// Restarts the stream from seed `s`.
     void seed(std::uint64_t s) { engine_.seed(s); }
     /// Uniform in [0, 1) with 53 random bits.
     double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+    /// Uniform in [low, high).
     double uniform(double low, double high) { return low + (high - low) * uniform(); }
     /// Standard normal (Box-Muller, one value per two uniforms).
     double normal();
@@ -26,6 +29,7 @@ public:
     std::uint64_t randint(std::uint64_t n);
     /// Serialises the full engine state (for checkpoints).
     std::string state() const;
+    /// Restores a state() string; throws xg::Error if it is not one.
     void set_state(const std::string& state);
 
 private:
@@ -39,6 +43,7 @@ void manual_seed(std::uint64_t seed);
 
 /// Standard normal samples of `shape` from the default generator (or `gen`).
 Tensor randn(const Shape& shape, bool requires_grad = false);
+/// Standard normal samples of `shape` drawn from `gen`.
 Tensor randn(const Shape& shape, Generator& gen, bool requires_grad = false);
 /// Uniform samples in [0, 1).
 Tensor rand(const Shape& shape, bool requires_grad = false);

@@ -34,6 +34,7 @@ std::string shape_str(const Shape& shape);
 [[noreturn]] void fail(const std::string& op, const std::string& message);
 
 struct Node;
+/// Shared ownership of a graph node: tensors and their children's parent lists hold these.
 using NodePtr = std::shared_ptr<Node>;
 
 /// What a backward closure sees: the gradient flowing into the op's output, the output value,
@@ -42,6 +43,7 @@ struct GradContext {
     const Array& grad;                  ///< dLoss/dOutput, same shape as output
     const Array& output;                ///< the op's forward result
     const std::vector<NodePtr>& inputs; ///< the op's parents, in the order given to record()
+    /// The value of input i (i < inputs.size()).
     const Array& input(std::size_t i) const;
     bool needs_grad(std::size_t i) const; ///< false when input i needs no gradient: skip its work
 };
@@ -55,22 +57,31 @@ using BackwardFn = std::function<Grads(const GradContext&)>;
 
 /// A saved quantity a node keeps for backward, for graph pictures (xg::to_dot) and docs.
 struct SavedInfo {
+    /// What the closure keeps, e.g. "mean" or "rstd".
     std::string name;
+    /// Its shape (bytes = 8 * elements, shown by to_dot).
     Shape shape;
 };
 
 /// A vertex of the autograd graph. Users hold it through xg::Tensor.
 struct Node {
+    /// The forward result.
     Array value;
+    /// dLoss/dValue once backward reached this node (kept on leaves and retain_grad nodes).
     std::optional<Array> grad;
+    /// Whether backward computes a gradient for this node.
     bool requires_grad = false;
     bool retains_grad = false;     ///< keep .grad on a non-leaf after backward
     bool freed = false;            ///< backward already released this node's closure
+    /// The op that made it ("add", "layer_norm", ...), or "leaf".
     std::string op = "leaf";
+    /// The op's inputs, in the order given to record().
     std::vector<NodePtr> parents;
+    /// Maps dLoss/dValue to the parents' gradients; empty on leaves and once freed.
     BackwardFn backward;
     std::vector<SavedInfo> saved;  ///< extra tensors the closure keeps (beyond inputs/output)
 
+    /// True for tensors not made by an op (inputs, parameters).
     bool is_leaf() const { return op == "leaf"; }
     Node() = default;
     Node(const Node&) = delete;
@@ -89,21 +100,34 @@ struct BackwardOptions {
 class Tensor {
 public:
     Tensor() = default; ///< an undefined tensor; defined() is false
+    /// A leaf holding `value` (any shape, including 0-D).
     explicit Tensor(Array value, bool requires_grad = false);
+    /// A leaf from a braced list: {1, 2, 3} is (3,), {{1, 2}, {3, 4}} is (2, 2); up to 4-D, and
+    /// every row must have the same length.
     Tensor(xt::nested_initializer_list_t<double, 1> values);
+    /// A 2-D leaf from nested braces.
     Tensor(xt::nested_initializer_list_t<double, 2> values);
+    /// A 3-D leaf from nested braces.
     Tensor(xt::nested_initializer_list_t<double, 3> values);
+    /// A 4-D leaf from nested braces.
     Tensor(xt::nested_initializer_list_t<double, 4> values);
 
+    /// False for a default-constructed Tensor (e.g. an absent bias).
     bool defined() const { return node_ != nullptr; }
+    /// The stored values; throws xg::Error on an undefined tensor.
     const Array& value() const;
     /// Writable storage for in-place updates outside the graph (optimizers, initialisers).
     Array& mutable_value();
+    /// The shape, outermost axis first (empty for 0-D).
     Shape shape() const;
+    /// Number of axes.
     std::size_t dim() const { return shape().size(); }
     std::size_t size(std::size_t axis) const; ///< extent of one axis
+    /// Number of elements.
     std::size_t numel() const { return value().size(); }
+    /// Row-major contiguous storage, for plain loops.
     double* data() { return mutable_value().data(); }
+    /// Read-only row-major contiguous storage.
     const double* data() const { return value().data(); }
     /// The value of a one-element tensor.
     double item() const;
@@ -113,10 +137,13 @@ public:
     /// Element access by a full index vector.
     double at(const std::vector<std::size_t>& index) const;
 
+    /// Whether backward computes a gradient for this tensor.
     bool requires_grad() const;
     /// Sets requires_grad on a leaf (returns *this for chaining).
     Tensor& requires_grad_(bool on = true);
+    /// True unless an op that recorded a graph node made this tensor.
     bool is_leaf() const;
+    /// The name of the op that made it ("leaf" for leaves).
     const std::string& op() const;
 
     /// True once a gradient has been accumulated into this tensor.
@@ -140,7 +167,9 @@ public:
     /// A new leaf sharing nothing with the graph (value copied, requires_grad false).
     Tensor detach() const;
 
+    /// The underlying graph node (for graph walkers such as to_dot).
     const NodePtr& node() const { return node_; }
+    /// Wraps an existing node (shares it).
     explicit Tensor(NodePtr node) : node_(std::move(node)) {}
 
 private:
@@ -165,6 +194,7 @@ private:
 /// Anomaly mode: when on, every op's forward result and every gradient are checked for NaN/inf
 /// and the first one found throws xg::Error naming the op that produced it.
 void set_anomaly_mode(bool on);
+/// Whether anomaly mode is on.
 bool anomaly_mode_enabled();
 
 /// Enables anomaly mode in its scope.
@@ -189,15 +219,21 @@ std::size_t live_node_count();
 
 // ---- creation -----------------------------------------------------------------------------
 
+/// A leaf of zeros of `shape`.
 Tensor zeros(const Shape& shape, bool requires_grad = false);
+/// A leaf of ones of `shape`.
 Tensor ones(const Shape& shape, bool requires_grad = false);
+/// A leaf of `shape` filled with `fill`.
 Tensor full(const Shape& shape, double fill, bool requires_grad = false);
+/// Zeros of t's shape (no gradient).
 Tensor zeros_like(const Tensor& t);
+/// Ones of t's shape (no gradient).
 Tensor ones_like(const Tensor& t);
 /// 0, 1, ..., end-1 (as doubles).
 Tensor arange(double end);
 /// start, start+step, ... below end.
 Tensor arange(double start, double end, double step = 1.0);
+/// A 0-D leaf holding `value`.
 Tensor scalar(double value, bool requires_grad = false);
 
 }  // namespace xg

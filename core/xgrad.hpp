@@ -18,3 +18,22 @@
 #include "core/tensor.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
+
+/// \namespace xg
+/// Core (core/): xg::Tensor and the autograd graph, primitive differentiable ops, gradcheck,
+/// random numbers, printing, file I/O (.npy/.npz/IDX) and graph pictures (to_dot).
+
+/// \namespace xg::nn
+/// Modules and layers (nn/): Module, Sequential, Linear, LayerNorm, BatchNorm1d, RMSNorm, GELU,
+/// Embedding, Dropout, MultiheadAttention, losses; PyTorch's names and defaults.
+
+/// \namespace xg::nn::functional
+/// The fused ops as functions (each one graph node with a hand-derived backward) and their
+/// *_composed twins built from core ops.
+
+/// \namespace xg::nn::init
+/// Parameter initialisers with torch.nn.init's names and formulas; each fills a tensor in place.
+
+/// \namespace xg::optim
+/// Training (optim/): optimizers, learning-rate schedules, gradient clipping, datasets and
+/// loaders, progress bar, CSV log and checkpoints.
