@@ -12,13 +12,17 @@ namespace xg::nn {
 /// (T, T) mask that is true above the diagonal: position t may not attend to positions > t.
 Mask causal_mask(std::size_t T);
 
+/// Multi-head scaled dot-product attention, batch first, as torch.nn.MultiheadAttention
+/// (batch_first=True, no dropout): softmax(Q K^T / sqrt(head_dim) masked) V per head, then out_proj.
 class MultiheadAttention : public Module {
 public:
+    /// embed_dim must be a positive multiple of num_heads (else xg::Error).
     MultiheadAttention(std::size_t embed_dim, std::size_t num_heads, bool bias = true);
 
     /// query (B, T, E), key and value (B, S, E) -> (B, T, E); unbatched (T, E) / (S, E) also work.
     /// attn_mask: true marks a position that may NOT be attended to; shape (T, S) or anything that
-    /// broadcasts to (B, num_heads, T, S). A query row with every key masked is an error.
+    /// broadcasts to (B, num_heads, T, S). A query row with every key masked, a mask that does not
+    /// broadcast or inputs whose last axis is not embed_dim throw xg::Error naming the shapes.
     Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const Mask* attn_mask = nullptr);
     /// With causal = true, query t attends only to keys 0..t (needs T == S).
     Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, bool causal);
@@ -26,8 +30,13 @@ public:
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
+    ///@{
+    /// Model width E, number of heads, and E / num_heads.
     std::size_t embed_dim, num_heads, head_dim;
+    ///@}
+    /// Packed q, k, v projection weights (3E, E); in_proj_bias (3E).
     Tensor in_proj_weight, in_proj_bias;  ///< in_proj_bias undefined when bias = false
+    /// The output projection Linear(E, E).
     std::shared_ptr<Linear> out_proj;
 };
 

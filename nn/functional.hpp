@@ -11,19 +11,27 @@
 namespace xg::nn::functional {
 
 /// y = x W^T + b for x (..., in), weight (out, in), bias (out) or undefined: any leading dims.
+/// Output (..., out). Throws xg::Error naming the shapes when weight is not 2-D, x's last axis is
+/// not `in` or bias is not (out).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+/// linear() built from core ops (matmul, transpose, add): same value and gradient, several nodes.
 Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+/// Which GELU formula: none = exact x * Phi(x) with erf; tanh = PyTorch's tanh approximation.
 enum class GeluApproximate { none, tanh };
 
-/// GELU: x * Phi(x) with the exact erf form, or PyTorch's tanh approximation.
+/// GELU: x * Phi(x) with the exact erf form, or PyTorch's tanh approximation. Any shape, kept.
 Tensor gelu(const Tensor& x, GeluApproximate approximate = GeluApproximate::none);
+/// gelu() built from core ops (erf or tanh, mul, add).
 Tensor gelu_composed(const Tensor& x, GeluApproximate approximate = GeluApproximate::none);
 
 /// LayerNorm over the trailing axes given by normalized_shape (jointly), biased variance, eps
 /// inside the square root; weight/bias of shape normalized_shape, or undefined for no affine.
+/// Output has x's shape. Throws xg::Error naming the shapes when normalized_shape is empty or not
+/// x's trailing axes, or weight/bias do not have shape normalized_shape.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
+/// layer_norm() built from core ops (mean, sub, var, add, sqrt, div, mul, add); same errors.
 Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                            const Tensor& bias = Tensor(), double eps = 1e-5);
 
@@ -34,11 +42,14 @@ Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const
 /// Throws "Expected more than 1 value per channel when training" like PyTorch.
 Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight, const Tensor& bias,
                   bool training, double momentum = 0.1, double eps = 1e-5);
+/// batch_norm() built from core ops; same running-statistics update and errors.
 Tensor batch_norm_composed(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight,
                            const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5);
 
 /// RMSNorm: x / sqrt(mean(x^2 over normalized_shape) + eps) * weight (weight may be undefined).
+/// Output has x's shape; shape errors as layer_norm.
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(), double eps = 1e-6);
+/// rms_norm() built from core ops (mul, mean, add, sqrt, div, mul); same errors.
 Tensor rms_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                          double eps = 1e-6);
 

@@ -12,10 +12,15 @@
 
 namespace xg::nn::init {
 
+/// Fills t with U(low, high) samples; throws xg::Error when low > high.
 Tensor uniform_(Tensor t, double low = 0.0, double high = 1.0, Generator& gen = default_generator());
+/// Fills t with N(mean, std^2) samples; throws xg::Error when std < 0.
 Tensor normal_(Tensor t, double mean = 0.0, double std = 1.0, Generator& gen = default_generator());
+/// Fills t with `value`.
 Tensor constant_(Tensor t, double value);
+/// Fills t with 0.
 Tensor zeros_(Tensor t);
+/// Fills t with 1.
 Tensor ones_(Tensor t);
 
 /// (fan_in, fan_out) of a weight: dims 1 and 0 times the product of any trailing dims.

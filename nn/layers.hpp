@@ -28,33 +28,48 @@ Tensor dropout(const Tensor& x, double p, bool training = true, Generator& gen =
 /// Init as PyTorch: weight and bias ~ U(-1/sqrt(in), 1/sqrt(in)) from the default generator.
 class Linear : public Module {
 public:
+    /// Throws xg::Error when in_features or out_features is 0. forward() takes (..., in_features) and
+    /// gives (..., out_features); another last extent throws naming both shapes.
     Linear(std::size_t in_features, std::size_t out_features, bool bias = true);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
+    ///@{
+    /// Sizes of the input's and output's last axis.
     std::size_t in_features, out_features;
+    ///@}
+    /// Weight (out_features, in_features); bias (out_features).
     Tensor weight, bias;  ///< bias is undefined when constructed with bias = false
 };
 
+/// GELU activation, element-wise on any shape: x * Phi(x) (exact erf form or tanh approximation).
 class GELU : public Module {
 public:
+    /// `approximate` none (erf) or tanh, as torch.nn.GELU.
     explicit GELU(functional::GeluApproximate approximate = functional::GeluApproximate::none);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
+    /// Which formula forward() uses.
     functional::GeluApproximate approximate;
 };
 
 /// Normalises over the trailing normalized_shape axes (jointly); weight ones, bias zeros.
 class LayerNorm : public Module {
 public:
+    /// Normalises jointly over the trailing axes `normalized_shape` (non-empty, positive extents, else
+    /// xg::Error). forward() keeps the input's shape; an input not ending in normalized_shape throws.
     explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+    /// LayerNorm over the last axis of extent `normalized_shape`.
     explicit LayerNorm(std::size_t normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
+    /// The trailing axes normalised together.
     Shape normalized_shape;
+    /// Added to the variance inside the square root.
     double eps;
+    /// Gain (ones) and shift (zeros), both of shape normalized_shape.
     Tensor weight, bias;  ///< undefined without elementwise_affine
 };
 
@@ -64,28 +79,46 @@ public:
 /// statistics, or the batch's own when they are not tracked (as PyTorch does).
 class BatchNorm1d : public Module {
 public:
+    /// Throws xg::Error when num_features is 0 or momentum is outside [0, 1]. forward() takes
+    /// (N, num_features) or (N, num_features, L) and keeps the shape; training needs more than one
+    /// value per channel.
     explicit BatchNorm1d(std::size_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                          bool affine = true, bool track_running_stats = true);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
+    /// Channels C.
     std::size_t num_features;
+    /// Added to the variance inside the square root.
     double eps;
+    /// Running-statistics update factor; nullopt for a cumulative average.
     std::optional<double> momentum;
+    ///@{
+    /// Whether the module has weight/bias, and whether it keeps running statistics.
     bool affine, track_running_stats;
+    ///@}
+    /// Per-channel gain (ones) and shift (zeros), shape (C).
     Tensor weight, bias;                                    ///< undefined without affine
+    ///@{
+    /// Running statistics (C) each, and the number of training batches seen (0-D).
     Tensor running_mean, running_var, num_batches_tracked;  ///< undefined without track_running_stats
+    ///@}
 };
 
 /// x / sqrt(mean(x^2 over normalized_shape) + eps) * weight; weight ones.
 class RMSNorm : public Module {
 public:
+    /// Normalises by the root mean square over the trailing axes `normalized_shape` (non-empty, else
+    /// xg::Error); forward() keeps the shape and throws when the input does not end in normalized_shape.
     explicit RMSNorm(Shape normalized_shape, double eps = 1e-6, bool elementwise_affine = true);
+    /// RMSNorm over the last axis of extent `normalized_shape`.
     explicit RMSNorm(std::size_t normalized_shape, double eps = 1e-6, bool elementwise_affine = true);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
+    /// The trailing axes normalised together.
     Shape normalized_shape;
+    /// Added to the mean square inside the square root.
     double eps;
     Tensor weight;  ///< undefined without elementwise_affine
 };
@@ -93,23 +126,32 @@ public:
 /// A lookup table of num_embeddings rows of size embedding_dim; weight ~ N(0, 1).
 class Embedding : public Module {
 public:
+    /// Throws xg::Error when either size is 0.
     Embedding(std::size_t num_embeddings, std::size_t embedding_dim);
+    /// Rows of weight at `indices` (any shape): indices.shape + (embedding_dim). An index outside
+    /// [0, num_embeddings) throws xg::Error naming it and its position.
     Tensor forward(const IndexArray& indices);
     /// Indices given as a tensor of whole numbers (so Embedding can sit first in a Sequential).
     Tensor forward(const Tensor& indices) override;
     std::string extra_repr() const override;
 
+    ///@{
+    /// Rows in the table, and the size of each row.
     std::size_t num_embeddings, embedding_dim;
+    ///@}
+    /// The table (num_embeddings, embedding_dim).
     Tensor weight;
 };
 
 /// Inverted dropout in training; the identity in eval. Masks come from the default generator.
 class Dropout : public Module {
 public:
+    /// `p` is the probability of zeroing an element, in [0, 1) (else xg::Error).
     explicit Dropout(double p = 0.5);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
+    /// Probability of zeroing an element in training.
     double p;
 };
 

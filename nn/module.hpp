@@ -20,6 +20,9 @@ namespace xg::nn {
 /// Parameters and buffers by dotted name ("blocks.0.ln.weight"); same type as xg::NamedArrays.
 using StateDict = std::vector<std::pair<std::string, Array>>;
 
+/// The base of every layer and model: named parameters, buffers and children in registration
+/// order, train/eval mode, state_dict save/load and PyTorch-style printing. Registration errors
+/// (empty or dotted names, duplicates, undefined or non-leaf parameters) throw xg::Error.
 class Module {
 public:
     Module() = default;
@@ -46,18 +49,26 @@ public:
 
     // ---- traversal (registration order, depth first: own entries before children's) ----------
 
+    /// Every parameter (own first, then children's when recurse), in registration order.
     std::vector<Tensor> parameters(bool recurse = true) const;
+    /// parameters() with dotted names ("0.weight", "blocks.1.ln.bias").
     std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+    /// Every buffer (e.g. running statistics), own first, then children's.
     std::vector<Tensor> buffers(bool recurse = true) const;
+    /// buffers() with dotted names.
     std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+    /// The direct children, in registration order.
     std::vector<std::shared_ptr<Module>> children() const;
+    /// The direct children with their names.
     const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
 
     // ---- mode and gradients --------------------------------------------------------------------
 
     /// Sets training mode on this module and every descendant.
     virtual void train(bool on = true);
+    /// train(false): evaluation mode for this module and every descendant.
     void eval() { train(false); }
+    /// True in training mode (the default).
     bool is_training() const { return training_; }
     /// Clears the gradient of every parameter.
     void zero_grad();
@@ -100,9 +111,13 @@ private:
 class Sequential : public Module {
 public:
     Sequential() = default;
+    /// The given modules, named "0", "1", ... in order.
     Sequential(std::initializer_list<std::shared_ptr<Module>> modules);
+    /// Appends `module` under the next number; a null module throws xg::Error.
     void push_back(std::shared_ptr<Module> module);
+    /// Number of modules.
     std::size_t size() const { return named_children().size(); }
+    /// Module i; throws xg::Error when i >= size().
     std::shared_ptr<Module> operator[](std::size_t i) const;
     Tensor forward(const Tensor& x) override;
 };
@@ -111,9 +126,13 @@ public:
 class ModuleList : public Module {
 public:
     ModuleList() = default;
+    /// The given modules, named "0", "1", ... in order.
     ModuleList(std::initializer_list<std::shared_ptr<Module>> modules);
+    /// Appends `module` under the next number; a null module throws xg::Error.
     void push_back(std::shared_ptr<Module> module);
+    /// Number of modules.
     std::size_t size() const { return named_children().size(); }
+    /// Module i; throws xg::Error when i >= size().
     std::shared_ptr<Module> operator[](std::size_t i) const;
     /// Element i as its concrete type; throws if it is something else.
     template <class M>
