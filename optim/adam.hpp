@@ -9,29 +9,44 @@ namespace xg::optim {
 /// Options of Adam, e.g. `AdamOptions(3e-4).betas(0.9, 0.95).weight_decay(0.1)`.
 class AdamOptions {
 public:
+    /// Defaults of torch.optim.Adam with learning rate `lr`.
     explicit AdamOptions(double lr = 1e-3) : lr_(lr) {}
+    /// Learning rate (default 1e-3); lr() reads it.
     XG_OPTIM_ARG(AdamOptions, double, lr, 1e-3);
+    /// Decay of the first-moment average, in [0, 1) (default 0.9).
     XG_OPTIM_ARG(AdamOptions, double, beta1, 0.9);
+    /// Decay of the second-moment average, in [0, 1) (default 0.999).
     XG_OPTIM_ARG(AdamOptions, double, beta2, 0.999);
+    /// Added to the denominator sqrt(v_hat) (default 1e-8).
     XG_OPTIM_ARG(AdamOptions, double, eps, 1e-8);
+    /// L2 penalty added to the gradient (default 0).
     XG_OPTIM_ARG(AdamOptions, double, weight_decay, 0.0);
 
 public:
+    /// Sets beta1 and beta2 together, like torch's betas=(b1, b2).
     AdamOptions& betas(double b1, double b2) { return beta1(b1).beta2(b2); }
 };
 
 /// Options of AdamW: as Adam's, but weight decay defaults to 1e-2 (PyTorch's default).
 class AdamWOptions {
 public:
+    /// Defaults of torch.optim.AdamW with learning rate `lr`.
     explicit AdamWOptions(double lr = 1e-3) : lr_(lr) {}
+    /// Learning rate (default 1e-3); lr() reads it.
     XG_OPTIM_ARG(AdamWOptions, double, lr, 1e-3);
+    /// Decay of the first-moment average, in [0, 1) (default 0.9).
     XG_OPTIM_ARG(AdamWOptions, double, beta1, 0.9);
+    /// Decay of the second-moment average, in [0, 1) (default 0.999).
     XG_OPTIM_ARG(AdamWOptions, double, beta2, 0.999);
+    /// Added to the denominator (default 1e-8).
     XG_OPTIM_ARG(AdamWOptions, double, eps, 1e-8);
+    /// Decoupled decay: w *= 1 - lr * weight_decay each step (default 1e-2).
     XG_OPTIM_ARG(AdamWOptions, double, weight_decay, 1e-2);
 
 public:
+    /// Sets beta1 and beta2 together.
     AdamWOptions& betas(double b1, double b2) { return beta1(b1).beta2(b2); }
+    /// The same numbers as AdamOptions (AdamW passes them to Adam's machinery).
     operator AdamOptions() const {
         return AdamOptions(lr()).betas(beta1(), beta2()).eps(eps()).weight_decay(weight_decay());
     }
@@ -43,14 +58,19 @@ public:
 ///   w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 class Adam : public Optimizer {
 public:
+    /// One group of `params`. Throws xg::Error for beta1/beta2 outside [0, 1), a negative or
+    /// non-finite eps or lr, or a parameter that is undefined, not a leaf or listed twice.
     Adam(std::vector<Tensor> params, const AdamOptions& options = AdamOptions());
+    /// Several groups; a group's unset lr / weight_decay take `options`' values. Errors as above.
     Adam(std::vector<ParamGroupSpec> groups, const AdamOptions& options = AdamOptions());
 
+    /// The defaults given at construction.
     const AdamOptions& options() const { return options_; }
     std::string name() const override { return decoupled_ ? "AdamW" : "Adam"; }
     std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
 
 protected:
+    /// For AdamW: decoupled_weight_decay applies the decay to the weights instead of the gradient.
     Adam(std::vector<ParamGroupSpec> groups, const AdamOptions& options, bool decoupled_weight_decay);
     void update(const ParamGroup& group, Tensor& param, const Array& grad, ParamState& state) override;
 
@@ -59,9 +79,12 @@ private:
     bool decoupled_ = false;
 };
 
+/// Adam with decoupled weight decay (torch.optim.AdamW); see Adam for the update.
 class AdamW : public Adam {
 public:
+    /// One group of `params`; errors as Adam.
     AdamW(std::vector<Tensor> params, const AdamWOptions& options = AdamWOptions());
+    /// Several groups; errors as Adam.
     AdamW(std::vector<ParamGroupSpec> groups, const AdamWOptions& options = AdamWOptions());
 };
 

@@ -20,7 +20,9 @@ namespace xg::optim {
 
 /// Where training stands: optimizer steps taken and epochs completed.
 struct TrainingProgress {
+    /// Optimizer steps taken so far.
     std::int64_t step = 0;
+    /// Epochs completed so far.
     std::int64_t epoch = 0;
 };
 
@@ -28,6 +30,7 @@ struct TrainingProgress {
 /// The scheduler and loader are optional (nullptr): what is bound is what is saved and required.
 class Checkpoint {
 public:
+    /// Binds the run's objects by reference; they must outlive the Checkpoint.
     Checkpoint(nn::Module& model, Optimizer& optimizer, LRScheduler* scheduler = nullptr, DataLoader* loader = nullptr);
 
     /// Everything as named arrays (the file's contents).

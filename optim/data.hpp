@@ -17,7 +17,9 @@ namespace xg::optim {
 
 /// A mini-batch: inputs (batch, ...) as a leaf tensor (no gradient) and integer labels (batch).
 struct Batch {
+    /// Inputs (batch, ...), no gradient.
     Tensor x;
+    /// Labels (batch).
     IndexArray y;
 };
 
@@ -25,12 +27,17 @@ struct Batch {
 class TensorDataset {
 public:
     TensorDataset() = default;
+    /// features (N, ...) and labels (N); throws xg::Error naming both shapes when they disagree or
+    /// features is 0-D.
     TensorDataset(Array features, IndexArray labels);
 
+    /// Number of samples N.
     std::size_t size() const { return labels_.size(); }
     /// Shape of one sample (features' shape without the leading N).
     Shape sample_shape() const;
+    /// All features (N, ...).
     const Array& features() const { return features_; }
+    /// All labels (N).
     const IndexArray& labels() const { return labels_; }
     /// Samples [start, start + count) as a new dataset (e.g. a quick run on the first 10000).
     TensorDataset subset(std::size_t start, std::size_t count) const;
@@ -46,10 +53,15 @@ private:
 /// Options of DataLoader, e.g. `DataLoaderOptions(128).shuffle(true).seed(42)`.
 class DataLoaderOptions {
 public:
+    /// Batches of `batch_size`, in order, keeping the last partial batch.
     explicit DataLoaderOptions(std::size_t batch_size) : batch_size_(batch_size) {}
+    /// Samples per batch (positive).
     XG_OPTIM_ARG(DataLoaderOptions, std::size_t, batch_size, 1);
+    /// Draw a new random order every epoch (default false: dataset order).
     XG_OPTIM_ARG(DataLoaderOptions, bool, shuffle, false);
+    /// Seed of the loader's own shuffling generator.
     XG_OPTIM_ARG(DataLoaderOptions, std::uint64_t, seed, 0);
+    /// Skip the last batch when it is smaller than batch_size.
     XG_OPTIM_ARG(DataLoaderOptions, bool, drop_last, false);
 };
 
@@ -59,7 +71,9 @@ public:
 /// batch is smaller unless drop_last. The loader refers to the dataset, which must outlive it.
 class DataLoader {
 public:
+    /// Throws xg::Error for batch_size 0 or an empty dataset.
     DataLoader(const TensorDataset& dataset, const DataLoaderOptions& options);
+    /// The same with the options spelled out.
     DataLoader(const TensorDataset& dataset, std::size_t batch_size, bool shuffle = false, std::uint64_t seed = 0,
                bool drop_last = false);
     // The loader keeps a reference: a temporary dataset would dangle, so it does not compile.
@@ -68,23 +82,36 @@ public:
 
     /// Batches per epoch.
     std::size_t size() const;
+    /// The dataset iterated.
     const TensorDataset& dataset() const { return dataset_; }
+    /// The options given at construction.
     const DataLoaderOptions& options() const { return options_; }
     /// Epochs started so far.
     std::int64_t epoch() const { return epoch_; }
 
+    /// Input iterator over one epoch's batches (from begin()); valid while the loader lives.
     class iterator {
     public:
+        /// Single pass: each batch is produced once.
         using iterator_category = std::input_iterator_tag;
+        /// What *it gives.
         using value_type = Batch;
+        /// Standard iterator member type.
         using difference_type = std::ptrdiff_t;
+        /// Standard iterator member type.
         using pointer = const Batch*;
+        /// Standard iterator member type.
         using reference = const Batch&;
 
+        /// The current batch.
         const Batch& operator*() const { return batch_; }
+        /// Member access to the current batch.
         const Batch* operator->() const { return &batch_; }
+        /// Fetches the next batch (becomes end() after the last).
         iterator& operator++();
+        /// True when both are end() or both iterate the same loader.
         bool operator==(const iterator& other) const { return loader_ == other.loader_; }
+        /// Negation of ==.
         bool operator!=(const iterator& other) const { return !(*this == other); }
 
     private:
@@ -96,13 +123,17 @@ public:
 
     /// Starts the next epoch (or continues the epoch a load_state_dict left unfinished).
     iterator begin();
+    /// The end of the epoch.
     iterator end() { return iterator(nullptr); }
 
     /// {"generator": the generator state before this epoch's shuffle (bytes as doubles),
     ///  "epoch", "position": batches handed out in this epoch}. Saved inside an epoch, the
     /// restored loader continues with the next batch of that same order.
     NamedArrays state_dict() const;
+    /// Checks a state_dict() against this loader and throws xg::Error naming the first problem (wrong
+    /// keys, non-integer values, a position past this loader's epoch); changes nothing.
     void validate_state_dict(const NamedArrays& state) const;
+    /// Validates, then restores the shuffle order and position: the next begin() continues there.
     void load_state_dict(const NamedArrays& state);
 
 private:
@@ -125,8 +156,8 @@ Array bytes_to_array(const std::string& bytes);
 std::string array_to_bytes(const Array& a, const std::string& what);
 
 /// Fashion-MNIST (or MNIST) from `dir`: split "train" (60000) or "test" (10000). Features are
-/// (N, 784) doubles pixel/255 in [0, 1], labels 0..9. Reads <prefix>-images-idx3-ubyte[.gz] and
-/// <prefix>-labels-idx1-ubyte[.gz] with prefix "train" / "t10k". A missing, truncated or
+/// (N, 784) doubles pixel/255 in [0, 1], labels 0..9. Reads `<prefix>-images-idx3-ubyte[.gz]` and
+/// `<prefix>-labels-idx1-ubyte[.gz]` with prefix "train" / "t10k". A missing, truncated or
 /// inconsistent file throws xg::Error naming the file.
 TensorDataset load_fashion_mnist(const std::string& split, const std::string& dir = "/usr/share/datasets/fashion-mnist");
 

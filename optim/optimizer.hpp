@@ -34,27 +34,39 @@ private:                                                 \
 /// A set of parameters sharing a learning rate and weight decay (e.g. "no decay on biases").
 /// Schedules rescale `lr` from `initial_lr`, the lr the group was created with.
 struct ParamGroup {
+    /// The leaf tensors this group updates.
     std::vector<Tensor> params;
+    /// Current learning rate (schedules change it).
     double lr = 0.0;
+    /// This group's weight decay.
     double weight_decay = 0.0;
+    /// The lr the group was created with; schedules scale it.
     double initial_lr = 0.0;
 };
 
 /// A group as given to an optimizer's constructor; unset options take the optimizer's defaults.
 struct ParamGroupSpec {
+    /// The leaf tensors of the group.
     std::vector<Tensor> params;
+    /// Learning rate, or nullopt for the optimizer's default.
     std::optional<double> lr;
+    /// Weight decay, or nullopt for the optimizer's default.
     std::optional<double> weight_decay;
 };
 
 /// Per-parameter state: how many updates it has had and the optimizer's buffers (named by
 /// Optimizer::buffer_names(), same shape as the parameter).
 struct ParamState {
+    /// Updates applied to this parameter so far.
     std::int64_t step = 0;
+    /// One array per Optimizer::buffer_names() entry, shaped like the parameter.
     std::vector<Array> buffers;
+    /// True once the parameter has been updated (its buffers exist).
     bool initialized() const { return step > 0; }
 };
 
+/// The base of SGD, Adam and AdamW: parameter groups, zero_grad(), step() and a state_dict that
+/// resumes training bit for bit. Subclasses implement update() for one parameter.
 class Optimizer {
 public:
     virtual ~Optimizer() = default;
@@ -62,11 +74,15 @@ public:
     Optimizer& operator=(const Optimizer&) = delete;
 
     /// One update of every parameter that has a gradient; parameters without one are skipped.
+    /// Throws xg::Error when a gradient's shape differs from its parameter's, or a parameter
+    /// was resized after its state was created.
     void step();
     /// Clears every parameter's gradient (PyTorch's set_to_none=True behaviour).
     void zero_grad();
 
+    /// The groups; their lr and weight_decay may be changed between steps.
     std::vector<ParamGroup>& param_groups() { return groups_; }
+    /// The groups (read-only).
     const std::vector<ParamGroup>& param_groups() const { return groups_; }
     /// Adds a group after construction (its unset options take the optimizer's defaults).
     void add_param_group(const ParamGroupSpec& spec);
@@ -90,6 +106,8 @@ public:
     virtual std::vector<std::string> buffer_names() const = 0;
 
 protected:
+    /// Validates and stores the groups; unset options take the defaults. Throws xg::Error for an
+    /// invalid lr or weight_decay, or a parameter that is undefined, not a leaf, or listed twice.
     Optimizer(std::vector<ParamGroupSpec> groups, double default_lr, double default_weight_decay);
     /// Updates one parameter in place. `grad` is its gradient (same number of elements);
     /// `state.step` has already been incremented and `state.buffers` allocated (zero-filled).

@@ -12,10 +12,12 @@ namespace xg::optim {
 
 /// A one-line progress bar for one epoch:
 ///   epoch 2/5 [##########..........] 120/469  312.4 it/s  ETA 0:01  loss 0.5123
-/// On a terminal it redraws in place with '\r' (at most ~10 times a second); otherwise (logs,
+/// On a terminal it redraws in place with `\r` (at most ~10 times a second); otherwise (logs,
 /// CI) it stays quiet and prints the final line once, from finish().
 class ProgressBar {
 public:
+    /// Where to draw: automatic (terminal if `out` is a TTY, else quiet), terminal (redraw in place),
+    /// quiet (only the final line).
     enum class Mode { automatic, terminal, quiet };
 
     /// `total` steps; `label` such as "epoch 2/5"; output goes to `out` (default stderr).
@@ -30,12 +32,13 @@ public:
     /// "test acc 0.8512". Called by the destructor if you do not.
     void finish(const std::string& extra = "");
 
+    /// Steps done (calls to update()).
     std::size_t steps() const { return done_; }
     /// Mean of the losses passed to update().
     double mean_loss() const { return done_ ? loss_sum_ / static_cast<double>(done_) : 0.0; }
     /// Seconds from construction to now, or to the last step once all `total` are done.
     double elapsed_seconds() const;
-    /// The current line (without '\r' or newline).
+    /// The current line (without `\r` or newline).
     std::string line() const;
 
 private:
@@ -56,11 +59,16 @@ std::string format_duration(double seconds);
 /// is continued (resumed runs); a different header is an error.
 class CsvLogger {
 public:
+    /// Opens `path` and writes the header (unless continuing a file with append). Throws xg::Error
+    /// for no columns, a column name with a comma, quote or newline, a file that cannot be
+    /// opened, or (append) an existing file with a different header.
     CsvLogger(const std::string& path, std::vector<std::string> columns, bool append = false);
     /// One row; the number of values must match the columns. Numbers are written with up to 17
     /// significant digits (round-trip exact).
     void log(const std::vector<double>& values);
+    /// The column names.
     const std::vector<std::string>& columns() const { return columns_; }
+    /// The file written.
     const std::string& path() const { return path_; }
 
 private:

@@ -9,6 +9,7 @@
 
 namespace xg::optim {
 
+/// The base of the schedules: every group's lr = initial_lr * factor(step), like LambdaLR.
 class LRScheduler {
 public:
     virtual ~LRScheduler() = default;
@@ -23,10 +24,14 @@ public:
 
     /// {"last_step"}: restoring it (after the optimizer's own state) recomputes every group's lr.
     NamedArrays state_dict() const;
+    /// Checks a state_dict() (one whole non-negative 'last_step') and throws xg::Error if it is not
+    /// one; changes nothing.
     void validate_state_dict(const NamedArrays& state) const;
+    /// Validates, then restores last_step and recomputes every group's lr.
     void load_state_dict(const NamedArrays& state);
 
 protected:
+    /// Binds `optimizer` (which must outlive the scheduler); throws xg::Error if it has no groups.
     explicit LRScheduler(Optimizer& optimizer);
     /// Subclasses call this at the end of their constructor (factor() is virtual).
     void apply();
@@ -39,6 +44,7 @@ private:
 /// factor = `factor` for the first total_iters steps, then 1 (torch's ConstantLR; defaults: always 1).
 class ConstantLR : public LRScheduler {
 public:
+    /// Throws xg::Error for a negative or non-finite factor or negative total_iters.
     explicit ConstantLR(Optimizer& optimizer, double factor = 1.0, std::int64_t total_iters = 0);
     double factor(std::int64_t step) const override;
 
@@ -50,6 +56,7 @@ private:
 /// factor = min(1, (step + 1) / warmup_steps).
 class LinearWarmup : public LRScheduler {
 public:
+    /// Throws xg::Error unless warmup_steps > 0.
     LinearWarmup(Optimizer& optimizer, std::int64_t warmup_steps);
     double factor(std::int64_t step) const override;
 
@@ -64,6 +71,7 @@ private:
 ///                  min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + cos(pi * p))
 class WarmupCosine : public LRScheduler {
 public:
+    /// Throws xg::Error unless 0 <= warmup_steps < total_steps and min_lr_ratio is in [0, 1].
     WarmupCosine(Optimizer& optimizer, std::int64_t warmup_steps, std::int64_t total_steps, double min_lr_ratio = 0.0);
     double factor(std::int64_t step) const override;
 
@@ -77,6 +85,7 @@ private:
 /// Use it with initial lr 1 (or a multiplier of the paper's rate).
 class InverseSqrtWarmup : public LRScheduler {
 public:
+    /// Throws xg::Error unless d_model and warmup_steps are positive.
     InverseSqrtWarmup(Optimizer& optimizer, std::int64_t d_model, std::int64_t warmup_steps);
     double factor(std::int64_t step) const override;
 

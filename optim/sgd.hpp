@@ -9,11 +9,17 @@ namespace xg::optim {
 /// Options of SGD, e.g. `SGDOptions(0.1).momentum(0.9).nesterov(true)`.
 class SGDOptions {
 public:
+    /// SGD with learning rate `lr` (no default, as torch.optim.SGD).
     explicit SGDOptions(double lr) : lr_(lr) {}
+    /// Learning rate; lr() reads it.
     XG_OPTIM_ARG(SGDOptions, double, lr, 0.0);
+    /// Momentum factor, >= 0 (default 0: plain SGD).
     XG_OPTIM_ARG(SGDOptions, double, momentum, 0.0);
+    /// Dampening of the momentum buffer's new gradient (default 0).
     XG_OPTIM_ARG(SGDOptions, double, dampening, 0.0);
+    /// L2 penalty added to the gradient (default 0).
     XG_OPTIM_ARG(SGDOptions, double, weight_decay, 0.0);
+    /// Nesterov momentum; needs momentum > 0 and dampening 0 (default false).
     XG_OPTIM_ARG(SGDOptions, bool, nesterov, false);
 };
 
@@ -24,9 +30,13 @@ public:
 ///   w -= lr * g.
 class SGD : public Optimizer {
 public:
+    /// One group of `params`. Throws xg::Error for a negative momentum, nesterov without momentum or
+    /// with dampening, an invalid lr, or a parameter that is undefined, not a leaf or listed twice.
     SGD(std::vector<Tensor> params, const SGDOptions& options);
+    /// Several groups; a group's unset lr / weight_decay take `options`' values. Errors as above.
     SGD(std::vector<ParamGroupSpec> groups, const SGDOptions& options);
 
+    /// The defaults given at construction.
     const SGDOptions& options() const { return options_; }
     std::string name() const override { return "SGD"; }
     std::vector<std::string> buffer_names() const override;
