@@ -3,6 +3,7 @@
 #   scripts/setup.sh run    install what is missing, build, run the tutorials (the main job)
 #   scripts/setup.sh test   install what is missing, build, run the whole test suite
 #   scripts/setup.sh build  install what is missing and build only
+#   scripts/setup.sh docs   as build, plus Doxygen/Graphviz and the API reference (target `docs`)
 # BUILD_DIR (default: build) and JOBS (default: nproc) may be set in the environment.
 set -euo pipefail
 
@@ -15,6 +16,8 @@ packages=(cmake make g++ ccache
           xtensor-dev xtl-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
           catch2 libfmt-dev libzip-dev zipcmp zipmerge ziptool zlib1g-dev pkg-config
           gnuplot-nox dataset-fashion-mnist)
+# Only the API reference needs these; run and test do not.
+if [ "$mode" = docs ]; then packages+=(doxygen graphviz); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -36,5 +39,6 @@ case "$mode" in
   run)   cmake --build "$build_dir" --target tutorials ;;
   test)  ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure --timeout 600 ;;
   build) ;;
-  *) echo "usage: scripts/setup.sh [run|test|build]" >&2; exit 2 ;;
+  docs)  cmake --build "$build_dir" --target docs ;;
+  *) echo "usage: scripts/setup.sh [run|test|build|docs]" >&2; exit 2 ;;
 esac
