@@ -26,6 +26,12 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 Array sum_to(const Array& grad, const Shape& shape) {
     if (Shape(grad.shape().begin(), grad.shape().end()) == shape) return grad;
     Array out = xt::zeros<double>(shape);
+    if (out.size() == 1) {  // a scalar operand: one running sum, same order as the strided walk
+        double total = 0.0;
+        for (std::size_t i = 0, n = grad.size(); i < n; ++i) total += grad.data()[i];
+        out.data()[0] = total;
+        return out;
+    }
     const Shape gshape(grad.shape().begin(), grad.shape().end());
     const Strides so = broadcast_strides(shape, gshape);
     const double* g = grad.data();
@@ -53,6 +59,21 @@ Array broadcast_apply(const Array& a, const Array& b, const char* op, F f) {
         const double *pa = a.data(), *pb = b.data();
         double* po = out.data();
         for (std::size_t i = 0, n = out.size(); i < n; ++i) po[i] = f(pa[i], pb[i]);
+        return out;
+    }
+    // A one-element operand of no higher rank (x * 0.5, 1.0 - x): a plain loop with a constant.
+    if (b.size() == 1 && sb.size() <= sa.size()) {
+        Array out = Array::from_shape(sa);
+        const double *pa = a.data(), vb = b.data()[0];
+        double* po = out.data();
+        for (std::size_t i = 0, n = out.size(); i < n; ++i) po[i] = f(pa[i], vb);
+        return out;
+    }
+    if (a.size() == 1 && sa.size() <= sb.size()) {
+        Array out = Array::from_shape(sb);
+        const double va = a.data()[0], *pb = b.data();
+        double* po = out.data();
+        for (std::size_t i = 0, n = out.size(); i < n; ++i) po[i] = f(va, pb[i]);
         return out;
     }
     const Shape so = broadcast_shapes(sa, sb, op);
@@ -87,11 +108,33 @@ Array zip_grad(const Array& g, const Array& x, F f) {
 Array expand_to(const Array& a, const Shape& shape) {
     if (shape_of(a) == shape) return a;
     Array out = Array::from_shape(shape);
+    if (a.size() == 1) {
+        out.fill(a.data()[0]);
+        return out;
+    }
     const Strides t = broadcast_strides(shape_of(a), shape);
     const double* pa = a.data();
     double* po = out.data();
     for_each_index(shape, t, [&](std::size_t i, std::size_t ia) { po[i] = pa[ia]; });
     return out;
+}
+
+// f(g_i, v_i) with v = `other` read as if broadcast to g's shape, without copying it when it
+// already has that shape or is a single value.
+template <class F>
+Array zip_broadcast(const Array& g, const Array& other, F f) {
+    if (shape_of(other) == shape_of(g)) return zip_grad(g, other, f);
+    if (other.size() == 1 && other.dimension() <= g.dimension()) {
+        const double v = other.data()[0];
+        return map(g, [&](double gi) { return f(gi, v); });
+    }
+    return zip_grad(g, expand_to(other, shape_of(g)), f);
+}
+
+// sum_to for a gradient the closure owns: moved, not copied, when no axis was broadcast.
+Array reduce_to(Array&& g, const Shape& shape) {
+    if (shape_of(g) == shape) return std::move(g);
+    return sum_to(g, shape);
 }
 
 }  // namespace
@@ -115,7 +158,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
     return record("sub", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
         Grads g(2);
         if (c.needs_grad(0)) g[0] = sum_to(c.grad, shape_of(c.input(0)));
-        if (c.needs_grad(1)) g[1] = sum_to(map(c.grad, [](double v) { return -v; }), shape_of(c.input(1)));
+        if (c.needs_grad(1)) g[1] = reduce_to(map(c.grad, [](double v) { return -v; }), shape_of(c.input(1)));
         return g;
     });
 }
@@ -125,15 +168,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
     // d(ab)/da = b, d(ab)/db = a
     return record("mul", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
         Grads g(2);
-        const Shape so = shape_of(c.grad);
-        if (c.needs_grad(0)) {
-            g[0] = sum_to(zip_grad(c.grad, expand_to(c.input(1), so), [](double gi, double y) { return gi * y; }),
-                          shape_of(c.input(0)));
-        }
-        if (c.needs_grad(1)) {
-            g[1] = sum_to(zip_grad(c.grad, expand_to(c.input(0), so), [](double gi, double x) { return gi * x; }),
-                          shape_of(c.input(1)));
-        }
+        const auto times = [](double gi, double v) { return gi * v; };
+        if (c.needs_grad(0)) g[0] = reduce_to(zip_broadcast(c.grad, c.input(1), times), shape_of(c.input(0)));
+        if (c.needs_grad(1)) g[1] = reduce_to(zip_broadcast(c.grad, c.input(0), times), shape_of(c.input(1)));
         return g;
     });
 }
@@ -143,17 +180,13 @@ Tensor div(const Tensor& a, const Tensor& b) {
     // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2 = -out/b
     return record("div", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
         Grads g(2);
-        const Shape so = shape_of(c.grad);
-        const Array bb = expand_to(c.input(1), so);
         if (c.needs_grad(0)) {
-            g[0] = sum_to(zip_grad(c.grad, bb, [](double gi, double y) { return gi / y; }), shape_of(c.input(0)));
+            g[0] = reduce_to(zip_broadcast(c.grad, c.input(1), [](double gi, double y) { return gi / y; }), shape_of(c.input(0)));
         }
         if (c.needs_grad(1)) {
-            Array gb = Array::from_shape(so);
-            const double *pg = c.grad.data(), *po = c.output.data(), *pb = bb.data();
-            double* r = gb.data();
-            for (std::size_t i = 0, n = gb.size(); i < n; ++i) r[i] = -pg[i] * po[i] / pb[i];
-            g[1] = sum_to(gb, shape_of(c.input(1)));
+            // -g * out / b: out has g's shape, so fold it in first, then divide by b broadcast
+            Array gb = zip_grad(c.grad, c.output, [](double gi, double o) { return -gi * o; });
+            g[1] = reduce_to(zip_broadcast(gb, c.input(1), [](double v, double y) { return v / y; }), shape_of(c.input(1)));
         }
         return g;
     });
