@@ -17,6 +17,10 @@
 #define XGRAD_TUTORIAL_OUT_DIR "tutorials/out"
 #endif
 
+// OpenBLAS's worker threads spin on the small matrices of these models and burn system time on
+// 2 shared cores; one thread is faster here. Weak, so nothing breaks with another BLAS.
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+
 namespace xg::tutorial {
 
 Flags parse_flags(int argc, char** argv, const std::string& usage_extra) {
@@ -46,6 +50,7 @@ Flags parse_flags(int argc, char** argv, const std::string& usage_extra) {
 
 Tutorial::Tutorial(int argc, char** argv, std::string title, std::string ids, const std::string& usage_extra)
     : flags_(parse_flags(argc, argv, usage_extra)) {
+    if (openblas_set_num_threads != nullptr && std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
     fmt::print("=== {} ===\nArticle examples: {}\n", title, ids);
     if (flags_.step && !isatty(STDIN_FILENO)) flags_.step = false;  // piped input: run straight through
     if (flags_.step) fmt::print("(--step: press Enter after each step)\n");

@@ -1,0 +1,70 @@
+// Tutorial 11: a small character-level GPT (A3.4) trained on the GPL-3 text that ships with the
+// machine, then the same model with RMSNorm (A3.5). Quick by default; --full trains a bigger one.
+// Guide: docs/tutorials/11-char-gpt.md.
+#include <fmt/format.h>
+
+#include "tutorials/common/char_gpt_run.hpp"
+#include "tutorials/common/prepost.hpp"
+#include "tutorials/common/tutorial.hpp"
+
+using namespace xg::tutorial;
+namespace tv = tutorial_values;
+
+int main(int argc, char** argv) {
+    Tutorial tut(argc, argv, "11 A character-level GPT with LayerNorm and RMSNorm", "A3.4, A3.5");
+    tv::CharGptRunConfig cfg;
+    if (tut.full()) {
+        cfg.d_model = 64;
+        cfg.n_layers = 4;
+        cfg.context = 64;
+        cfg.steps = 3000;
+        cfg.warmup = 200;
+        cfg.lr = 2e-3;
+    }
+    tut.section("A3.4", "token + position embeddings -> Pre-LN blocks (causal attention, FFN) -> ln_f -> head");
+    const tv::CharGptRun r = tv::a3_4_a3_5_char_gpt(cfg);
+    tut.step(fmt::format("text {}: {} characters, vocabulary {}", cfg.text_path, r.text_chars, r.vocab));
+    tut.step(fmt::format("model (d {}, {} blocks, {} heads, context {}): {} parameters", cfg.d_model, cfg.n_layers, cfg.n_heads,
+                         cfg.context, r.parameters));
+    tut.show(r.architecture);
+    tut.step(fmt::format("training: {} steps of {} x {} characters, AdamW lr {} with {} warm-up steps, clip 1.0", cfg.steps,
+                         cfg.batch, cfg.context, cfg.lr, cfg.warmup));
+    auto report = [&](const tv::TrainCurve& c) {
+        tut.say(fmt::format("{}: loss {} at step 1 (ln {} = {}), {} over the last 20 steps{}", c.name, num(c.loss.front(), 3),
+                            r.vocab, num(r.initial_loss_expected, 3), num(tv::tail_mean(c.loss), 3), c.diverged ? " (DIVERGED)" : ""));
+        fmt::print("  time: {}: {:.1f} s\n", c.name, c.seconds);
+    };
+    report(r.layer_norm);
+    tut.step(fmt::format("sample (temperature {}, prompt \"{}\")", cfg.temperature, cfg.prompt));
+    tut.show("  | " + [&] {
+        std::string s;
+        for (char ch : r.sample_layer_norm) s += ch == '\n' ? std::string("\n  | ") : std::string(1, ch);
+        return s;
+    }());
+
+    tut.section("A3.5", "the same model with RMSNorm (x / sqrt(mean(x^2) + eps) * gamma: no mean, no beta)");
+    report(r.rms_norm);
+    tut.step("sample");
+    tut.show("  | " + [&] {
+        std::string s;
+        for (char ch : r.sample_rms_norm) s += ch == '\n' ? std::string("\n  | ") : std::string(1, ch);
+        return s;
+    }());
+    tut.step(fmt::format("last-20-step loss: LayerNorm {}, RMSNorm {}", num(tv::tail_mean(r.layer_norm.loss), 3),
+                         num(tv::tail_mean(r.rms_norm.loss), 3)));
+
+    std::vector<std::vector<double>> rows;
+    for (std::size_t s = 0; s < cfg.steps; ++s) {
+        rows.push_back({static_cast<double>(s + 1), s < r.layer_norm.loss.size() ? r.layer_norm.loss[s] : NAN,
+                        s < r.rms_norm.loss.size() ? r.rms_norm.loss[s] : NAN});
+    }
+    const std::string csv = tut.out_path("11_char_gpt_loss.csv"), png = tut.out_path("11_char_gpt_loss.png");
+    write_csv(csv, {"step", "layernorm", "rmsnorm"}, rows);
+    const std::string plot = fmt::format("set title 'char GPT on GPL-3: training loss'\nset xlabel 'step'\nset ylabel 'cross-entropy'\n"
+                                         "set datafile separator ','\nplot '{0}' using 1:2 with lines title 'LayerNorm', "
+                                         "'{0}' using 1:3 with lines title 'RMSNorm'",
+                                         csv);
+    if (gnuplot(plot, png)) tut.say("plot: " + png);
+    tut.say("csv: " + csv);
+    return 0;
+}
