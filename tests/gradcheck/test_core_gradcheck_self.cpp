@@ -8,16 +8,14 @@
 #include "core/gradcheck.hpp"
 #include "core/ops.hpp"
 #include "core/random.hpp"
+#include "tests/support/gradcheck_support.hpp"
 
 using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 
-namespace {
+using xg::test::randn_leaf;
 
-Tensor randn_leaf(const xg::Shape& shape, std::uint64_t seed) {
-    xg::Generator gen(seed);
-    return xg::randn(shape, gen, true);
-}
+namespace {
 
 // a * b whose backward for b is wrong on purpose: it returns g * b instead of g * a.
 Tensor wrong_mul(const Tensor& a, const Tensor& b) {

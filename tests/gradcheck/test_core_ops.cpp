@@ -9,16 +9,15 @@
 #include "core/gradcheck.hpp"
 #include "core/ops.hpp"
 #include "core/random.hpp"
+#include "tests/support/gradcheck_support.hpp"
 
 using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 
-namespace {
+using xg::test::randn_leaf;
+constexpr auto check = xg::test::check_gradient;
 
-Tensor randn_leaf(const xg::Shape& shape, std::uint64_t seed) {
-    xg::Generator gen(seed);
-    return xg::randn(shape, gen, true);
-}
+namespace {
 
 // Signed values with |v| >= 0.3, so a +-1e-6 probe never crosses a kink at 0.
 Tensor signed_leaf(const xg::Shape& shape, std::uint64_t seed) {
@@ -33,13 +32,6 @@ Tensor positive_leaf(const xg::Shape& shape, std::uint64_t seed) {
     xg::Array a = xg::Array::from_shape(shape);
     for (double& v : a) v = gen.uniform(0.5, 2.0);
     return Tensor(std::move(a), true);
-}
-
-void check(const xg::SingleFunction& f, const Inputs& inputs, const std::string& name) {
-    auto r = xg::gradcheck(f, inputs, {name});
-    INFO(r.report());
-    CHECK(r.ok);
-    std::puts(r.summary().c_str());
 }
 
 }  // namespace

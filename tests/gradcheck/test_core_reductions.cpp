@@ -9,16 +9,15 @@
 #include "core/gradcheck.hpp"
 #include "core/ops.hpp"
 #include "core/random.hpp"
+#include "tests/support/gradcheck_support.hpp"
 
 using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 
-namespace {
+using xg::test::randn_leaf;
+constexpr auto check = xg::test::check_gradient;
 
-Tensor randn_leaf(const xg::Shape& shape, std::uint64_t seed) {
-    xg::Generator gen(seed);
-    return xg::randn(shape, gen, true);
-}
+namespace {
 
 // Distinct values 0.1 apart in a seeded random order: max has no ties, and no +-1e-6 probe can
 // change which element is the maximum.
@@ -30,13 +29,6 @@ Tensor untied_leaf(const xg::Shape& shape, std::uint64_t seed) {
     for (std::size_t i = values.size(); i-- > 1;) std::swap(values[i], values[gen.randint(i + 1)]);
     for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = 0.1 * values[i] - 0.05 * static_cast<double>(a.size());
     return Tensor(std::move(a), true);
-}
-
-void check(const xg::SingleFunction& f, const Inputs& inputs, const std::string& name) {
-    auto r = xg::gradcheck(f, inputs, {name});
-    INFO(r.report());
-    CHECK(r.ok);
-    std::puts(r.summary().c_str());
 }
 
 }  // namespace

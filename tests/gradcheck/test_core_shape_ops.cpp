@@ -8,23 +8,15 @@
 #include "core/gradcheck.hpp"
 #include "core/ops.hpp"
 #include "core/random.hpp"
+#include "tests/support/gradcheck_support.hpp"
 
 using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 
+using xg::test::randn_leaf;
+constexpr auto check = xg::test::check_gradient;
+
 namespace {
-
-Tensor randn_leaf(const xg::Shape& shape, std::uint64_t seed) {
-    xg::Generator gen(seed);
-    return xg::randn(shape, gen, true);
-}
-
-void check(const xg::SingleFunction& f, const Inputs& inputs, const std::string& name) {
-    auto r = xg::gradcheck(f, inputs, {name});
-    INFO(r.report());
-    CHECK(r.ok);
-    std::puts(r.summary().c_str());
-}
 
 // A fixed non-uniform weighting, so a permuted gradient cannot pass by symmetry.
 Tensor weighted(const Tensor& t) {

@@ -8,19 +8,15 @@
 #include "core/gradcheck.hpp"
 #include "core/random.hpp"
 #include "nn/functional.hpp"
+#include "tests/support/gradcheck_support.hpp"
 
 namespace F = xg::nn::functional;
 using xg::Shape;
 using xg::Tensor;
 
-namespace {
+constexpr auto check = xg::test::check_gradient;
 
-void check(const xg::SingleFunction& f, const std::vector<Tensor>& inputs, const std::string& name) {
-    auto r = xg::gradcheck(f, inputs, {name});
-    INFO(r.report());
-    CHECK(r.ok);
-    std::puts(r.summary().c_str());
-}
+namespace {
 
 // Parameters near 1 (weights) or 0 (biases) but not exactly, so every term of the backward matters.
 Tensor around(double centre, const Shape& shape, xg::Generator& gen) {

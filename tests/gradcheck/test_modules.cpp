@@ -13,24 +13,15 @@
 #include "core/gradcheck.hpp"
 #include "nn/nn.hpp"
 #include "tests/support/mini_model.hpp"
+#include "tests/support/gradcheck_support.hpp"
 
 using namespace xg;
 using Inputs = std::vector<Tensor>;
 
+using xg::test::randn_leaf;
+constexpr auto report = xg::test::expect_passed;
+
 namespace {
-
-Tensor leaf(const Shape& shape, std::uint64_t seed, double scale = 1.0, double shift = 0.0) {
-    Generator gen(seed);
-    Tensor t = randn(shape, gen, true);
-    for (double& v : t.mutable_value()) v = v * scale + shift;
-    return t;
-}
-
-void report(const GradcheckResult& r) {
-    std::puts(r.summary().c_str());
-    INFO(r.report());
-    CHECK(r.ok);
-}
 
 // Checks forward(x) w.r.t. x and the tensors in `slots` (module members), which are restored after.
 void check_module(const std::string& name, const std::function<Tensor(const Tensor&)>& forward, const Tensor& x,
@@ -61,33 +52,33 @@ void perturb(nn::Module& m, std::uint64_t seed) {
 
 TEST_CASE("gradcheck Linear (2-D, 3-D, no bias)", "[gradcheck][nn]") {
     nn::Linear lin(4, 3);
-    check_module("Linear 2-D", [&](const Tensor& x) { return lin.forward(x); }, leaf({2, 4}, 1), {&lin.weight, &lin.bias});
-    check_module("Linear 3-D", [&](const Tensor& x) { return lin.forward(x); }, leaf({2, 3, 4}, 2), {&lin.weight, &lin.bias});
+    check_module("Linear 2-D", [&](const Tensor& x) { return lin.forward(x); }, randn_leaf({2, 4}, 1), {&lin.weight, &lin.bias});
+    check_module("Linear 3-D", [&](const Tensor& x) { return lin.forward(x); }, randn_leaf({2, 3, 4}, 2), {&lin.weight, &lin.bias});
     nn::Linear no_bias(4, 2, false);
-    check_module("Linear no bias", [&](const Tensor& x) { return no_bias.forward(x); }, leaf({3, 4}, 3), {&no_bias.weight});
+    check_module("Linear no bias", [&](const Tensor& x) { return no_bias.forward(x); }, randn_leaf({3, 4}, 3), {&no_bias.weight});
 }
 
 TEST_CASE("gradcheck GELU (exact and tanh)", "[gradcheck][nn]") {
     nn::GELU exact, approx(nn::functional::GeluApproximate::tanh);
-    check_module("GELU none 3-D", [&](const Tensor& x) { return exact.forward(x); }, leaf({2, 3, 4}, 4, 2.0), {});
-    check_module("GELU tanh 2-D", [&](const Tensor& x) { return approx.forward(x); }, leaf({3, 4}, 5, 2.0), {});
+    check_module("GELU none 3-D", [&](const Tensor& x) { return exact.forward(x); }, randn_leaf({2, 3, 4}, 4, 2.0), {});
+    check_module("GELU tanh 2-D", [&](const Tensor& x) { return approx.forward(x); }, randn_leaf({3, 4}, 5, 2.0), {});
 }
 
 TEST_CASE("gradcheck LayerNorm and RMSNorm (2-D, 3-D, joint normalized_shape)", "[gradcheck][nn]") {
     nn::LayerNorm ln(5);
     perturb(ln, 6);
-    check_module("LayerNorm 2-D", [&](const Tensor& x) { return ln.forward(x); }, leaf({3, 5}, 7), {&ln.weight, &ln.bias});
-    check_module("LayerNorm 3-D", [&](const Tensor& x) { return ln.forward(x); }, leaf({2, 2, 5}, 8), {&ln.weight, &ln.bias});
+    check_module("LayerNorm 2-D", [&](const Tensor& x) { return ln.forward(x); }, randn_leaf({3, 5}, 7), {&ln.weight, &ln.bias});
+    check_module("LayerNorm 3-D", [&](const Tensor& x) { return ln.forward(x); }, randn_leaf({2, 2, 5}, 8), {&ln.weight, &ln.bias});
     nn::LayerNorm ln2(Shape{2, 3});
     perturb(ln2, 9);
-    check_module("LayerNorm (2,3)", [&](const Tensor& x) { return ln2.forward(x); }, leaf({2, 2, 3}, 10), {&ln2.weight, &ln2.bias});
+    check_module("LayerNorm (2,3)", [&](const Tensor& x) { return ln2.forward(x); }, randn_leaf({2, 2, 3}, 10), {&ln2.weight, &ln2.bias});
     nn::LayerNorm plain(4, 1e-5, false);
-    check_module("LayerNorm no affine", [&](const Tensor& x) { return plain.forward(x); }, leaf({3, 4}, 11), {});
+    check_module("LayerNorm no affine", [&](const Tensor& x) { return plain.forward(x); }, randn_leaf({3, 4}, 11), {});
 
     nn::RMSNorm rms(5);
     perturb(rms, 12);
-    check_module("RMSNorm 2-D", [&](const Tensor& x) { return rms.forward(x); }, leaf({3, 5}, 13), {&rms.weight});
-    check_module("RMSNorm 3-D", [&](const Tensor& x) { return rms.forward(x); }, leaf({2, 2, 5}, 14), {&rms.weight});
+    check_module("RMSNorm 2-D", [&](const Tensor& x) { return rms.forward(x); }, randn_leaf({3, 5}, 13), {&rms.weight});
+    check_module("RMSNorm 3-D", [&](const Tensor& x) { return rms.forward(x); }, randn_leaf({2, 2, 5}, 14), {&rms.weight});
 }
 
 TEST_CASE("gradcheck BatchNorm1d (train and eval, 2-D and 3-D, without running stats)", "[gradcheck][nn]") {
@@ -95,17 +86,17 @@ TEST_CASE("gradcheck BatchNorm1d (train and eval, 2-D and 3-D, without running s
     perturb(bn, 15);
     {
         NoGradGuard no_grad;  // move the running stats away from (0, 1) before the eval check
-        bn.forward(Tensor(leaf({6, 3}, 16, 2.0, 1.0).value()));
+        bn.forward(Tensor(randn_leaf({6, 3}, 16, 2.0, 1.0).value()));
     }
-    check_module("BatchNorm1d train 2-D", [&](const Tensor& x) { return bn.forward(x); }, leaf({4, 3}, 17), {&bn.weight, &bn.bias});
-    check_module("BatchNorm1d train 3-D", [&](const Tensor& x) { return bn.forward(x); }, leaf({3, 3, 2}, 18), {&bn.weight, &bn.bias});
+    check_module("BatchNorm1d train 2-D", [&](const Tensor& x) { return bn.forward(x); }, randn_leaf({4, 3}, 17), {&bn.weight, &bn.bias});
+    check_module("BatchNorm1d train 3-D", [&](const Tensor& x) { return bn.forward(x); }, randn_leaf({3, 3, 2}, 18), {&bn.weight, &bn.bias});
     bn.eval();
-    check_module("BatchNorm1d eval 2-D", [&](const Tensor& x) { return bn.forward(x); }, leaf({4, 3}, 19), {&bn.weight, &bn.bias});
-    check_module("BatchNorm1d eval 3-D", [&](const Tensor& x) { return bn.forward(x); }, leaf({2, 3, 2}, 20), {&bn.weight, &bn.bias});
+    check_module("BatchNorm1d eval 2-D", [&](const Tensor& x) { return bn.forward(x); }, randn_leaf({4, 3}, 19), {&bn.weight, &bn.bias});
+    check_module("BatchNorm1d eval 3-D", [&](const Tensor& x) { return bn.forward(x); }, randn_leaf({2, 3, 2}, 20), {&bn.weight, &bn.bias});
     nn::BatchNorm1d batch_only(3, 1e-5, 0.1, true, false);
     perturb(batch_only, 21);
     batch_only.eval();  // no running stats: eval normalises with the batch's statistics
-    check_module("BatchNorm1d eval, no running stats", [&](const Tensor& x) { return batch_only.forward(x); }, leaf({4, 3}, 22),
+    check_module("BatchNorm1d eval, no running stats", [&](const Tensor& x) { return batch_only.forward(x); }, randn_leaf({4, 3}, 22),
                  {&batch_only.weight, &batch_only.bias});
 }
 
@@ -125,23 +116,23 @@ TEST_CASE("gradcheck Dropout with a fixed seed inside f", "[gradcheck][nn]") {
         manual_seed(123);  // the same mask on every evaluation
         return drop.forward(in[0]);
     };
-    report(gradcheck(f, {leaf({3, 4}, 23)}, {"Dropout train"}));
+    report(gradcheck(f, {randn_leaf({3, 4}, 23)}, {"Dropout train"}));
     drop.eval();
-    report(gradcheck(f, {leaf({3, 4}, 24)}, {"Dropout eval"}));
+    report(gradcheck(f, {randn_leaf({3, 4}, 24)}, {"Dropout eval"}));
 }
 
 TEST_CASE("gradcheck MultiheadAttention (self and cross, with and without causal mask)", "[gradcheck][nn]") {
     nn::MultiheadAttention mha(4, 2);
     perturb(mha, 25);
     std::vector<Tensor*> params{&mha.in_proj_weight, &mha.in_proj_bias, &mha.out_proj->weight, &mha.out_proj->bias};
-    check_module("MHA self", [&](const Tensor& x) { return mha.forward(x); }, leaf({2, 3, 4}, 26), params);
-    check_module("MHA self causal", [&](const Tensor& x) { return mha.forward(x, x, x, true); }, leaf({2, 3, 4}, 27), params);
-    check_module("MHA unbatched causal", [&](const Tensor& x) { return mha.forward(x, x, x, true); }, leaf({3, 4}, 28), params);
+    check_module("MHA self", [&](const Tensor& x) { return mha.forward(x); }, randn_leaf({2, 3, 4}, 26), params);
+    check_module("MHA self causal", [&](const Tensor& x) { return mha.forward(x, x, x, true); }, randn_leaf({2, 3, 4}, 27), params);
+    check_module("MHA unbatched causal", [&](const Tensor& x) { return mha.forward(x, x, x, true); }, randn_leaf({3, 4}, 28), params);
     // Cross attention: separate query, key and value tensors, and a custom (T, S) mask.
     Mask mask = Mask::from_shape({2, 3});
     mask(0, 0) = false, mask(0, 1) = true, mask(0, 2) = false, mask(1, 0) = true, mask(1, 1) = false, mask(1, 2) = false;
     auto f = [&](const Inputs& in) { return mha.forward(in[0], in[1], in[2], &mask); };
-    report(gradcheck(f, {leaf({2, 2, 4}, 29), leaf({2, 3, 4}, 30), leaf({2, 3, 4}, 31)}, {"MHA cross, masked"}));
+    report(gradcheck(f, {randn_leaf({2, 2, 4}, 29), randn_leaf({2, 3, 4}, 30), randn_leaf({2, 3, 4}, 31)}, {"MHA cross, masked"}));
 }
 
 TEST_CASE("gradcheck cross_entropy in every reduction, with and without label smoothing", "[gradcheck][nn]") {
@@ -151,7 +142,7 @@ TEST_CASE("gradcheck cross_entropy in every reduction, with and without label sm
             auto f = [&](const Inputs& in) { return nn::cross_entropy(in[0], target, r, ls); };
             const std::string name = fmt::format("cross_entropy reduction={} ls={}",
                                                  r == nn::Reduction::none ? "none" : r == nn::Reduction::mean ? "mean" : "sum", ls);
-            report(gradcheck(f, {leaf({3, 4}, 32, 2.0)}, {name}));
+            report(gradcheck(f, {randn_leaf({3, 4}, 32, 2.0)}, {name}));
         }
     }
 }
@@ -161,7 +152,7 @@ TEST_CASE("gradcheck mse_loss in every reduction w.r.t. input and target", "[gra
         auto f = [&](const Inputs& in) { return nn::mse_loss(in[0], in[1], r); };
         const std::string name =
             std::string("mse_loss reduction=") + (r == nn::Reduction::none ? "none" : r == nn::Reduction::mean ? "mean" : "sum");
-        report(gradcheck(f, {leaf({2, 3}, 33), leaf({2, 3}, 34)}, {name}));
+        report(gradcheck(f, {randn_leaf({2, 3}, 33), randn_leaf({2, 3}, 34)}, {name}));
     }
 }
 
@@ -170,5 +161,5 @@ TEST_CASE("gradcheck a small Pre-LN model end to end (Sequential, ModuleList, re
     test::MiniPreLNModel model(4, 2, 5);
     const IndexArray target{1, 4, 0, 2};
     auto f = [&](const Inputs& in) { return nn::cross_entropy(reshape(model.forward(in[0]), {-1, 5}), target); };
-    report(gradcheck(f, {leaf({2, 2, 4}, 36)}, {"mini Pre-LN model + cross_entropy"}));
+    report(gradcheck(f, {randn_leaf({2, 2, 4}, 36)}, {"mini Pre-LN model + cross_entropy"}));
 }
