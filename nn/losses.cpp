@@ -38,12 +38,14 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, Reduction 
         double sum_exp = 0.0;
 #pragma omp simd reduction(+ : sum_exp)
         for (std::size_t j = 0; j < classes; ++j) sum_exp += std::exp(row[j] - m);
-        const double lse = m + std::log(sum_exp);
+        // (x - m) - log(sum) rather than x - (m + log(sum)): at |x| ~ 1000 the rounded m + log(sum)
+        // would cost ~1e-13 absolute in every log-probability (as in core log_softmax).
+        const double log_sum = std::log(sum_exp);
         double sum_logp = 0.0;
         double* lp = log_probs.data() + i * classes;
 #pragma omp simd reduction(+ : sum_logp)
         for (std::size_t j = 0; j < classes; ++j) {
-            lp[j] = row[j] - lse;
+            lp[j] = (row[j] - m) - log_sum;
             sum_logp += lp[j];
         }
         const auto t = static_cast<std::size_t>(targets(i));
