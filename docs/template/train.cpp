@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include <xgrad/xgrad.hpp>
@@ -28,7 +29,7 @@ double accuracy(nn::Module& model, optim::DataLoader& loader) {
 }
 
 int main(int argc, char** argv) try {
-    std::int64_t epochs = 2, max_steps = -1;
+    std::int64_t epochs = 2, max_steps = std::numeric_limits<std::int64_t>::max();
     std::string data = "/usr/share/datasets/fashion-mnist", out = "train_out";
     for (int i = 1; i < argc; i += 2) {
         const std::string flag = argv[i], value = i + 1 < argc ? argv[i + 1] : "";
@@ -58,7 +59,7 @@ int main(int argc, char** argv) try {
     fmt::print("{}\nstarting at epoch {}, step {}\n", model->to_string(), progress.epoch, progress.step);
     std::fflush(stdout);  // the progress bar writes to stderr
 
-    for (std::int64_t epoch = progress.epoch; epoch < epochs && progress.step != max_steps; ++epoch) {
+    for (std::int64_t epoch = progress.epoch; epoch < epochs && progress.step < max_steps; ++epoch) {
         optim::ProgressBar bar(train_loader.size(), fmt::format("epoch {}/{}", epoch + 1, epochs));
         for (const optim::Batch& batch : train_loader) {
             optimizer.zero_grad();
@@ -68,13 +69,13 @@ int main(int argc, char** argv) try {
             bar.update(loss.item());
             if (++progress.step == max_steps) break;  // the checkpoint keeps the place in the epoch
         }
-        if (progress.step != max_steps) progress.epoch = epoch + 1;
+        if (progress.step < max_steps) progress.epoch = epoch + 1;
         checkpoint.save(checkpoint_path, progress);
         bar.finish(fmt::format("test acc {:.4f}", accuracy(*model, test_loader)));
     }
     fmt::print("done: epoch {}, step {}, checkpoint {}\n", progress.epoch, progress.step, checkpoint_path);
     return 0;
 } catch (const std::exception& e) {
-    std::fprintf(stderr, "train: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
 }
