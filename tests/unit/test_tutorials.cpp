@@ -11,6 +11,9 @@
 #include <catch2/catch.hpp>
 
 #include "tutorials/common/blocks_demo.hpp"
+#include "tutorials/common/char_gpt_run.hpp"
+#include "tutorials/common/prepost.hpp"
+#include "tutorials/common/small_batch.hpp"
 #include "tutorials/common/bn_vs_ln_axes.hpp"
 #include "tutorials/common/graph_dump.hpp"
 #include "tutorials/common/invariance.hpp"
@@ -231,6 +234,72 @@ TEST_CASE("A4.5 A4.6: padding and a batch of one", "[tutorials]") {
     CHECK(b.ln_train_vs_eval == 0.0);
     CHECK(b.ln_alone_vs_in_batch == 0.0);
     CHECK(b.bn_alone_eval_vs_in_batch_train > 0.01);
+}
+
+// ---- experiments, in a tiny configuration (they must run end to end) -----------------------------
+
+TEST_CASE("A1.3: the small-batch experiment runs end to end (tiny)", "[tutorials][experiments]") {
+    tv::SmallBatchConfig cfg;
+    cfg.train_samples = 256;
+    cfg.test_samples = 200;
+    cfg.hidden = 16;
+    cfg.epochs = 1;
+    cfg.batch_sizes = {32, 4};
+    cfg.progress = false;
+    const auto runs = tv::a1_3_small_batch(cfg);
+    REQUIRE(runs.size() == 4);
+    for (const auto& r : runs) {
+        INFO(r.norm << " batch " << r.batch_size);
+        REQUIRE(r.test_error.size() == 1);
+        CHECK(std::isfinite(r.train_loss[0]));
+        CHECK(r.test_error[0] < 0.9);  // better than guessing among 10 classes
+    }
+}
+
+TEST_CASE("A2.4: gradient profiles and warm-up runs (tiny)", "[tutorials][experiments]") {
+    const tv::CharCorpus corpus("/usr/share/common-licenses/GPL-3");
+    const tv::GradientProfile g = tv::gradient_profile("ce_xavier", corpus, 3, 16, 1);
+    REQUIRE(g.post_ln.size() == 3);
+    for (std::size_t l = 0; l < 3; ++l) {
+        CHECK(g.post_ln[l] > 1e-3);
+        CHECK(g.pre_ln[l] > 1e-3);
+        CHECK(g.pre_ln_w2[l] > 0.0);
+    }
+    const tv::GradientProfile degenerate = tv::gradient_profile("degenerate", corpus, 3, 16, 1);
+    for (double v : degenerate.pre_ln) CHECK(v < 1e-5);  // a ~constant loss has ~no gradient
+
+    tv::WarmupConfig cfg;
+    cfg.n_layers = 2;
+    cfg.d_model = 16;
+    cfg.steps = 3;
+    cfg.warmup = 2;
+    cfg.progress = false;
+    const auto curves = tv::warmup_runs(corpus, cfg);
+    REQUIRE(curves.size() == 4);
+    for (const auto& c : curves) {
+        CHECK(c.loss.size() == 3);
+        CHECK_FALSE(c.diverged);
+    }
+}
+
+TEST_CASE("A3.4 A3.5: the character GPT trains and samples with LayerNorm and RMSNorm (tiny)", "[tutorials][experiments]") {
+    tv::CharGptRunConfig cfg;
+    cfg.d_model = 16;
+    cfg.n_layers = 1;
+    cfg.context = 16;
+    cfg.batch = 4;
+    cfg.steps = 3;
+    cfg.warmup = 1;
+    cfg.sample_chars = 10;
+    cfg.progress = false;
+    const tv::CharGptRun r = tv::a3_4_a3_5_char_gpt(cfg);
+    CHECK(r.vocab > 10);
+    CHECK(r.layer_norm.loss.size() == 3);
+    CHECK(r.rms_norm.loss.size() == 3);
+    CHECK(std::fabs(r.layer_norm.loss.front() - r.initial_loss_expected) < 0.5);  // ~ln(vocab) at init
+    CHECK(r.sample_layer_norm.rfind(cfg.prompt, 0) == 0);
+    CHECK(r.sample_layer_norm.size() == cfg.prompt.size() + 10);
+    CHECK_THAT(r.architecture, Contains("ln_f"));
 }
 
 // ---- guide drift ---------------------------------------------------------------------------------
