@@ -108,7 +108,7 @@ std::string cpu_model() {
 
 std::string blas_description() {
     using ConfigFn = char* (*)();
-    if (auto f = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config"))) return std::string("OpenBLAS ") + f();
+    if (auto f = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config"))) return f();
     return "BLAS (not OpenBLAS)";
 }
 
@@ -195,7 +195,7 @@ void print_machine(const Options& o) {
     if (o.mmap_threshold > 0) {
         fmt::print("allocation: mallopt(M_MMAP_THRESHOLD, {}) for the whole process (both sides)\n", o.mmap_threshold);
     } else {
-        fmt::print("allocation: glibc defaults for both sides (buffers >= 32 MiB are fresh mmap'd pages every call)\n");
+        fmt::print("allocation: glibc defaults for both sides (see the notes under the table)\n");
     }
 }
 
@@ -234,7 +234,15 @@ int run_main(int argc, char** argv) {
                "  (forward reads x and writes y; backward reads x and dy and writes dx; per-row/per-channel vectors\n"
                "  ignored), divided by the median time and by the triad bandwidth. (64, 1024) is cache-resident, so\n"
                "  its %triad can exceed 100%.\n");
-    fmt::print("faults x / t: median minor page faults per call (xgrad / libtorch); 8192 faults = one fresh 32 MiB buffer.\n");
+    fmt::print("faults x / t: median minor page faults per call (xgrad / libtorch); 8192 faults = one fresh 32 MiB buffer.\n"
+               "allocation: xgrad - every Array is an xt::xarray<double> (std::allocator -> glibc malloc): a fresh buffer\n"
+               "  per op output and per gradient, freed with the graph / when the gradient is reset. libtorch - c10's CPU\n"
+               "  allocator (posix_memalign, 64-byte aligned -> glibc), no caching on CPU. glibc serves a request from a\n"
+               "  free heap chunk when one fits, otherwise above the mmap threshold (dynamic, 128 KiB up to 32 MiB) with\n"
+               "  fresh mmap'd pages that the kernel faults in and zeroes on first touch and unmaps on free. A 32 MiB\n"
+               "  buffer (16384 x 256 doubles) is always above the threshold, so whoever finds no free heap chunk for it\n"
+               "  pays ~8192 faults + zeroing per buffer per call: the faults column shows which side that was, and it\n"
+               "  depends on the heap's history (workload order). --mmap-threshold=<big> makes both sides recycle.\n");
     return 0;
 }
 
