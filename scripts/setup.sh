@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian machine (run as root, or with sudo available):
 #   scripts/setup.sh run    install what is missing, build, run the tutorials (the main job)
-#   scripts/setup.sh test   install what is missing, build, run the whole test suite
+#   scripts/setup.sh test   install what is missing, build, run the whole test suite, then the
+#                           sanitizer run below (skip it with XGRAD_SANITIZE_TESTS=0)
+#   scripts/setup.sh sanitize  only the sanitizer run: the test executables built with
+#                           AddressSanitizer + UBSan (-O1 -g1) in build-asan (SANITIZE_DIR), and the
+#                           whole ctest suite run under them except the install/consumer test
 #   scripts/setup.sh build  install what is missing and build only
 #   scripts/setup.sh docs   as build, plus Doxygen/Graphviz and the API reference (target `docs`)
 #   scripts/setup.sh debug  a Debug build (-O0 -g) in build-debug, to step through a tutorial in gdb:
@@ -38,15 +42,33 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
+
+# Every unit and gradcheck test under AddressSanitizer + UndefinedBehaviorSanitizer; any report
+# fails the run (leaks included). -O1 -g1: half the compile time of -O2 -g, line numbers kept.
+# The install.template_consumer test is left out: it builds an unsanitized program against the
+# sanitized libraries, which cannot link; it runs in the normal suite.
+run_sanitized_suite() {
+  local dir="${SANITIZE_DIR:-build-asan}"
+  cmake -S . -B "$dir" -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1"
+  cmake --build "$dir" -j "$jobs" --target xgrad_unit_tests xgrad_gradcheck_tests
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 600 -LE install
+}
+if [ "$mode" = sanitize ]; then
+  run_sanitized_suite
+  exit 0
+fi
+
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type"
 cmake --build "$build_dir" -j "$jobs"
 
-export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 case "$mode" in
   run)   cmake --build "$build_dir" --target tutorials ;;
-  test)  ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure --timeout 600 ;;
+  test)  ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure --timeout 600
+         if [ "${XGRAD_SANITIZE_TESTS:-1}" != 0 ]; then run_sanitized_suite; fi ;;
   build) ;;
   docs)  cmake --build "$build_dir" --target docs ;;
   debug) echo "Debug build ready: gdb --args $build_dir/tutorials/01_layernorm_by_hand --step" ;;
-  *) echo "usage: scripts/setup.sh [run|test|build|docs|debug]" >&2; exit 2 ;;
+  *) echo "usage: scripts/setup.sh [run|test|sanitize|build|docs|debug]" >&2; exit 2 ;;
 esac
