@@ -9,63 +9,19 @@
 #include <fmt/format.h>
 
 #include "nn/functional.hpp"
+#include "nn/row_kernels.hpp"
 
 namespace xg::nn::functional {
 
 namespace {
 
-struct RowLayout {
-    std::size_t rows = 0, width = 0;  // width = D, the elements normalised together
-};
+using detail::RowLayout;
+using detail::row_sum;
+using detail::row_sums;
 
 RowLayout check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                            const Tensor& bias) {
-    if (!x.defined()) fail(op, "input must be a defined tensor");
-    const Shape sx = x.shape();
-    const std::size_t k = normalized_shape.size();
-    if (k == 0) fail(op, fmt::format("normalized_shape must name at least one axis (input {})", shape_str(sx)));
-    if (sx.size() < k || !std::equal(normalized_shape.begin(), normalized_shape.end(), sx.end() - static_cast<long>(k))) {
-        fail(op, fmt::format("normalized_shape {} does not match the trailing axes of input {}", shape_str(normalized_shape),
-                             shape_str(sx)));
-    }
-    if (weight.defined() && weight.shape() != normalized_shape) {
-        fail(op, fmt::format("weight must have shape normalized_shape {}, got {} (input {})", shape_str(normalized_shape),
-                             shape_str(weight.shape()), shape_str(sx)));
-    }
-    if (bias.defined() && bias.shape() != normalized_shape) {
-        fail(op, fmt::format("bias must have shape normalized_shape {}, got {} (input {})", shape_str(normalized_shape),
-                             shape_str(bias.shape()), shape_str(sx)));
-    }
-    RowLayout l;
-    l.width = 1;
-    for (std::size_t d : normalized_shape) l.width *= d;
-    if (l.width == 0) fail(op, fmt::format("cannot normalise over an empty normalized_shape {}", shape_str(normalized_shape)));
-    l.rows = x.numel() / l.width;
-    return l;
-}
-
-// Row sums keep kLanes independent partial sums: a single accumulator is one dependency chain,
-// latency-bound at one add per ~4 cycles (measured 2.5x slower at D = 768 than 8 lanes).
-constexpr std::size_t kLanes = 8;
-
-inline double combine(const double (&acc)[kLanes]) {
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-// sum_a = sum_j a_j, sum_b = sum_j b_j where term(j, a, b) adds a_j to a and b_j to b (and may
-// write element j elsewhere).
-template <class Term>
-inline void row_sums(std::size_t n, double& sum_a, double& sum_b, Term&& term) {
-    double a[kLanes] = {}, b[kLanes] = {};
-    std::size_t j = 0;
-    for (; j + kLanes <= n; j += kLanes) {
-#pragma omp simd
-        for (std::size_t k = 0; k < kLanes; ++k) term(j + k, a[k], b[k]);
-    }
-    double tail_a = 0.0, tail_b = 0.0;
-    for (; j < n; ++j) term(j, tail_a, tail_b);
-    sum_a = combine(a) + tail_a;
-    sum_b = combine(b) + tail_b;
+    return detail::check_rows(op, x, normalized_shape, {{"weight", &weight}, {"bias", &bias}});
 }
 
 // Statistics of one row by the corrected two-pass algorithm: the second pass sums the
@@ -73,9 +29,7 @@ inline void row_sums(std::size_t n, double& sum_a, double& sum_b, Term&& term) {
 // mean = m + sum(d)/D is correct to the last bit on constant rows (output == beta exactly) and
 // var = (sum(d^2) - sum(d)^2/D)/D is the usual centred sum minus that error's contribution.
 inline void row_stats(const double* x, std::size_t n, double eps, double& mean, double& rstd) {
-    double sum = 0.0, unused = 0.0;
-    row_sums(n, sum, unused, [x](std::size_t j, double& a, double&) { a += x[j]; });
-    const double m = sum / static_cast<double>(n);
+    const double m = row_sum(n, [x](std::size_t j, double& a) { a += x[j]; }) / static_cast<double>(n);
     double sd = 0.0, sd2 = 0.0;
     row_sums(n, sd, sd2, [x, m](std::size_t j, double& a, double& b) {
         const double d = x[j] - m;

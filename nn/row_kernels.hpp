@@ -1,0 +1,79 @@
+// Internal to nn/: what the row-wise normalisations (layer_norm, rms_norm) share - the input
+// check that yields the row layout, and row sums with independent partial accumulators.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <initializer_list>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/tensor.hpp"
+
+namespace xg::nn::detail {
+
+/// The input seen as `rows` contiguous rows of `width` = prod(normalized_shape) elements.
+struct RowLayout {
+    std::size_t rows = 0, width = 0;
+};
+
+/// Checks that normalized_shape names x's trailing axes and that each given parameter (weight,
+/// bias; undefined ones are skipped) has that shape; throws xg::Error naming `op` otherwise.
+inline RowLayout check_rows(const char* op, const Tensor& x, const Shape& normalized_shape,
+                            std::initializer_list<std::pair<const char*, const Tensor*>> parameters) {
+    if (!x.defined()) fail(op, "input must be a defined tensor");
+    const Shape sx = x.shape();
+    const std::size_t k = normalized_shape.size();
+    if (k == 0) fail(op, fmt::format("normalized_shape must name at least one axis (input {})", shape_str(sx)));
+    if (sx.size() < k || !std::equal(normalized_shape.begin(), normalized_shape.end(), sx.end() - static_cast<long>(k))) {
+        fail(op, fmt::format("normalized_shape {} does not match the trailing axes of input {}", shape_str(normalized_shape),
+                             shape_str(sx)));
+    }
+    for (const auto& [name, p] : parameters) {
+        if (p->defined() && p->shape() != normalized_shape) {
+            fail(op, fmt::format("{} must have shape normalized_shape {}, got {} (input {})", name, shape_str(normalized_shape),
+                                 shape_str(p->shape()), shape_str(sx)));
+        }
+    }
+    RowLayout l;
+    l.width = 1;
+    for (std::size_t d : normalized_shape) l.width *= d;
+    if (l.width == 0) fail(op, fmt::format("cannot normalise over an empty normalized_shape {}", shape_str(normalized_shape)));
+    l.rows = x.numel() / l.width;
+    return l;
+}
+
+// Row sums keep kLanes independent partial sums: a single accumulator is one dependency chain,
+// latency-bound at one add per ~4 cycles (measured 2.5x slower at D = 768 than 8 lanes).
+constexpr std::size_t kLanes = 8;
+
+inline double combine(const double (&acc)[kLanes]) {
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/// sum_a = sum_j a_j, sum_b = sum_j b_j for j < n, where term(j, a, b) adds a_j to a and b_j to
+/// b (and may write element j elsewhere).
+template <class Term>
+inline void row_sums(std::size_t n, double& sum_a, double& sum_b, Term&& term) {
+    double a[kLanes] = {}, b[kLanes] = {};
+    std::size_t j = 0;
+    for (; j + kLanes <= n; j += kLanes) {
+#pragma omp simd
+        for (std::size_t k = 0; k < kLanes; ++k) term(j + k, a[k], b[k]);
+    }
+    double tail_a = 0.0, tail_b = 0.0;
+    for (; j < n; ++j) term(j, tail_a, tail_b);
+    sum_a = combine(a) + tail_a;
+    sum_b = combine(b) + tail_b;
+}
+
+/// sum_j a_j for j < n, where term(j, a) adds a_j to a.
+template <class Term>
+inline double row_sum(std::size_t n, Term&& term) {
+    double sum = 0.0, unused = 0.0;
+    row_sums(n, sum, unused, [&term](std::size_t j, double& a, double&) { term(j, a); });
+    return sum;
+}
+
+}  // namespace xg::nn::detail
