@@ -105,6 +105,11 @@ Tensor transpose(const Tensor& a, int axis0, int axis1) {
 Tensor unsqueeze(const Tensor& a, int axis) {
     const Shape in = a.shape();
     Shape out = in;
+    const long n = static_cast<long>(in.size());
+    if (axis < -n - 1 || axis > n) {  // said here: normalize_axis would describe the (n+1)-D result
+        fail("unsqueeze", fmt::format("axis {} is out of range [{}, {}] for input of shape {}", axis, -n - 1, n,
+                                      shape_str(in)));
+    }
     const std::size_t ax = normalize_axis(axis, in.size() + 1, "unsqueeze");
     out.insert(out.begin() + static_cast<long>(ax), 1);
     return reshape(a, std::vector<long>(out.begin(), out.end()));

@@ -122,7 +122,15 @@ void Checkpoint::validate(const NamedArrays& state) const {
     }
     meta_value(parts, "meta.step");
     meta_value(parts, "meta.epoch");
-    if (parts.meta.size() != 3) fail(kOp, "unexpected 'meta.' entries in the checkpoint");
+    if (parts.meta.size() != 3) {
+        std::string extra;
+        for (const auto& entry : parts.meta) {
+            if (entry.first != "meta.format" && entry.first != "meta.step" && entry.first != "meta.epoch") {
+                extra += (extra.empty() ? "'" : ", '") + entry.first + "'";
+            }
+        }
+        fail(kOp, fmt::format("unexpected 'meta.' entries in the checkpoint: {}", extra));
+    }
     validate_model(model_, parts.model);
     optimizer_.validate_state_dict(parts.optim);
     if (scheduler_) {

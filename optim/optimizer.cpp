@@ -68,11 +68,17 @@ void Optimizer::add_param_group(const ParamGroupSpec& spec) {
         // The same tensor in two places would be updated twice per step.
         for (const ParamGroup& g : groups_) {
             for (const Tensor& q : g.params) {
-                if (q.node() == p.node()) fail(op, "a parameter appears in more than one parameter group");
+                if (q.node() == p.node()) {
+                    fail(op, fmt::format("parameter {} of group {} (shape {}) is already in an earlier parameter group",
+                                         i, groups_.size(), shape_str(p.shape())));
+                }
             }
         }
         for (std::size_t j = 0; j < i; ++j) {
-            if (spec.params[j].node() == p.node()) fail(op, fmt::format("parameter {} is listed twice in its group", i));
+            if (spec.params[j].node() == p.node()) {
+                fail(op, fmt::format("parameter {} (shape {}) is listed twice in its group (also as parameter {})", i,
+                                     shape_str(p.shape()), j));
+            }
         }
         group.params.push_back(p);
     }

@@ -143,7 +143,8 @@ TEST_CASE("shape ops reject bad arguments naming the shapes", "[errors]") {
     REQUIRE_ERROR(permute(x, {0, 1, 3}), "permute", "axis 3", "3-D");
     REQUIRE_ERROR(transpose(x, 0, -4), "transpose", "axis -4", "3-D");
     REQUIRE_ERROR(squeeze(x, 1), "squeeze", "extent 3", "(2, 3, 4)");
-    REQUIRE_ERROR(unsqueeze(x, 4), "unsqueeze", "axis 4", "4-D");
+    REQUIRE_ERROR(unsqueeze(x, 4), "unsqueeze", "axis 4", "[-4, 3]", "(2, 3, 4)");
+    REQUIRE_ERROR(unsqueeze(x, -5), "unsqueeze", "axis -5", "(2, 3, 4)");
     REQUIRE_ERROR(narrow(x, 2, 3, 2), "narrow", "start 3 + length 2", "extent 4", "(2, 3, 4)");
     REQUIRE_ERROR(narrow(x, 3, 0, 1), "narrow", "axis 3");
     REQUIRE_ERROR(slice(x, 1, 2, 1), "slice", "[2:1:1]", "(2, 3, 4)");
@@ -324,6 +325,11 @@ TEST_CASE("optimizer and checkpoint misuse", "[errors]") {
     REQUIRE_ERROR(optim::Adam({w}, optim::AdamOptions(0.01).eps(-1.0)), "Adam", "eps -1");
     REQUIRE_ERROR(optim::SGD({w}, optim::SGDOptions(std::nan(""))), "add_param_group", "invalid learning rate nan");
     REQUIRE_ERROR(optim::clip_grad_norm(model->parameters(), -1.0), "clip_grad_norm", "max_norm", "-1");
+    REQUIRE_ERROR(optim::SGD({w, w}, optim::SGDOptions(0.1)), "add_param_group", "parameter 1 (shape (4, 3))",
+                  "listed twice", "also as parameter 0");
+    optim::SGD two_groups({optim::ParamGroupSpec{{w}, std::nullopt, std::nullopt}}, optim::SGDOptions(0.1));
+    REQUIRE_ERROR(two_groups.add_param_group(optim::ParamGroupSpec{{w}, std::nullopt, std::nullopt}), "add_param_group", "parameter 0 of group 1",
+                  "(4, 3)", "earlier parameter group");
     // A checkpoint is not a model file, and a model file is not a checkpoint.
     optim::Checkpoint ckpt(*model, opt);
     ckpt.save(dir.file("ckpt.npz"), {3, 1});
