@@ -1,7 +1,9 @@
 // Tutorial 05: the autograd graph of a composed LayerNorm vs the fused node, printed by walking
 // Tensor::node()->parents and Node::saved; then gradcheck catching a deliberately broken backward.
 // Guide: docs/tutorials/05-graph.md. Run with --step to pause after each step.
+#include <cstdlib>
 #include <fstream>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -25,9 +27,16 @@ int main(int argc, char** argv) {
     tut.say("fused: only the per-row mean and 1/sigma (6 rows x 2), x itself is an input anyway.");
     tut.step("max |composed - fused| output", sci(g.max_out_diff));
     tut.step("max |composed - fused| gradient of x", sci(g.max_grad_diff));
-    std::ofstream(tut.out_path("05_composed_layernorm.dot")) << g.composed_dot;
-    std::ofstream(tut.out_path("05_fused_layernorm.dot")) << g.fused_dot;
-    tut.say("Graphviz versions (xg::to_dot): 05_composed_layernorm.dot, 05_fused_layernorm.dot in the output directory");
+    for (const auto& [name, dot] : {std::pair{"05_composed_layernorm", &g.composed_dot}, {"05_fused_layernorm", &g.fused_dot}}) {
+        const std::string path = tut.out_path(std::string(name) + ".dot");
+        std::ofstream(path) << *dot;
+        // Rendered where Graphviz is installed; the .dot text is the picture's source either way.
+        if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+            std::system(("dot -Tsvg '" + path + "' -o '" + tut.out_path(std::string(name) + ".svg") + "'").c_str());
+        }
+    }
+    tut.say("Graphviz versions (xg::to_dot): 05_composed_layernorm.dot, 05_fused_layernorm.dot in the output directory,");
+    tut.say("rendered to .svg next to them where Graphviz's `dot` is installed");
 
     tut.section("05.2", "gradcheck on a LayerNorm whose backward forgets that mean and sigma depend on x");
     const tv::BrokenBackward b = tv::broken_backward_check();
