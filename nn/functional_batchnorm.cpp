@@ -72,12 +72,28 @@ void for_each_segment(const BatchLayout& l, Rows r, F&& f) {
 
 // sum_a[c] and sum_b[c] accumulate the two values term(c, k, a, b) adds for every element k of
 // channel c. With L = 1 a segment is one element, so the loop runs across a row's channels
-// instead (one segment call per element was 2.4x slower than libtorch at (4096, 768)).
+// instead (one segment call per element was 2.4x slower than libtorch at (4096, 768)), four
+// rows at a time: the per-channel sums live in memory, and updating them once per element made
+// the loop bound by those loads and stores rather than by reading x.
 template <class Term>
 void channel_sums(const BatchLayout& l, Rows r, double* sum_a, double* sum_b, Term&& term) {
     const std::size_t C = l.channels, L = l.length;
     if (L == 1) {
-        for (std::size_t i = r.begin; i < r.end; ++i) {
+        std::size_t i = r.begin;
+        for (; i + 4 <= r.end; i += 4) {
+            const std::size_t row = i * C;
+#pragma omp simd
+            for (std::size_t c = 0; c < C; ++c) {
+                double a = 0.0, b = 0.0;
+                term(c, row + c, a, b);
+                term(c, row + C + c, a, b);
+                term(c, row + 2 * C + c, a, b);
+                term(c, row + 3 * C + c, a, b);
+                sum_a[c] += a;
+                sum_b[c] += b;
+            }
+        }
+        for (; i < r.end; ++i) {
             const std::size_t row = i * C;
 #pragma omp simd
             for (std::size_t c = 0; c < C; ++c) term(c, row + c, sum_a[c], sum_b[c]);
