@@ -85,15 +85,6 @@ Array broadcast_apply(const Array& a, const Array& b, const char* op, F f) {
     return out;
 }
 
-template <class F>
-Array map(const Array& a, F f) {
-    Array out = Array::from_shape(a.shape());
-    const double* pa = a.data();
-    double* po = out.data();
-    for (std::size_t i = 0, n = a.size(); i < n; ++i) po[i] = f(pa[i]);
-    return out;
-}
-
 // g * f(x_i, y_i) over two same-shaped arrays (backward helpers).
 template <class F>
 Array zip_grad(const Array& g, const Array& x, F f) {
@@ -126,7 +117,7 @@ Array zip_broadcast(const Array& g, const Array& other, F f) {
     if (shape_of(other) == shape_of(g)) return zip_grad(g, other, f);
     if (other.size() == 1 && other.dimension() <= g.dimension()) {
         const double v = other.data()[0];
-        return map(g, [&](double gi) { return f(gi, v); });
+        return map_elements(g, [&](double gi) { return f(gi, v); });
     }
     return zip_grad(g, expand_to(other, shape_of(g)), f);
 }
@@ -158,7 +149,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
     return record("sub", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
         Grads g(2);
         if (c.needs_grad(0)) g[0] = sum_to(c.grad, shape_of(c.input(0)));
-        if (c.needs_grad(1)) g[1] = reduce_to(map(c.grad, [](double v) { return -v; }), shape_of(c.input(1)));
+        if (c.needs_grad(1)) g[1] = reduce_to(map_elements(c.grad, [](double v) { return -v; }), shape_of(c.input(1)));
         return g;
     });
 }
@@ -210,56 +201,56 @@ Tensor operator-(const Tensor& a) { return neg(a); }
 
 Tensor neg(const Tensor& a) {
     // d(-a)/da = -1
-    return record("neg", map(a.value(), [](double x) { return -x; }), {a}, [](const GradContext& c) -> Grads {
-        return {map(c.grad, [](double g) { return -g; })};
+    return record("neg", map_elements(a.value(), [](double x) { return -x; }), {a}, [](const GradContext& c) -> Grads {
+        return {map_elements(c.grad, [](double g) { return -g; })};
     });
 }
 
 Tensor pow(const Tensor& a, double p) {
     // d(a^p)/da = p a^(p-1)
-    return record("pow", map(a.value(), [p](double x) { return std::pow(x, p); }), {a}, [p](const GradContext& c) -> Grads {
+    return record("pow", map_elements(a.value(), [p](double x) { return std::pow(x, p); }), {a}, [p](const GradContext& c) -> Grads {
         return {zip_grad(c.grad, c.input(0), [p](double g, double x) { return g * p * std::pow(x, p - 1.0); })};
     });
 }
 
 Tensor exp(const Tensor& a) {
     // d(e^a)/da = e^a = out
-    return record("exp", map(a.value(), [](double x) { return std::exp(x); }), {a}, [](const GradContext& c) -> Grads {
+    return record("exp", map_elements(a.value(), [](double x) { return std::exp(x); }), {a}, [](const GradContext& c) -> Grads {
         return {zip_grad(c.grad, c.output, [](double g, double y) { return g * y; })};
     });
 }
 
 Tensor log(const Tensor& a) {
     // d(ln a)/da = 1/a
-    return record("log", map(a.value(), [](double x) { return std::log(x); }), {a}, [](const GradContext& c) -> Grads {
+    return record("log", map_elements(a.value(), [](double x) { return std::log(x); }), {a}, [](const GradContext& c) -> Grads {
         return {zip_grad(c.grad, c.input(0), [](double g, double x) { return g / x; })};
     });
 }
 
 Tensor sqrt(const Tensor& a) {
     // d(sqrt a)/da = 1 / (2 sqrt a) = 1 / (2 out)
-    return record("sqrt", map(a.value(), [](double x) { return std::sqrt(x); }), {a}, [](const GradContext& c) -> Grads {
+    return record("sqrt", map_elements(a.value(), [](double x) { return std::sqrt(x); }), {a}, [](const GradContext& c) -> Grads {
         return {zip_grad(c.grad, c.output, [](double g, double y) { return g / (2.0 * y); })};
     });
 }
 
 Tensor tanh(const Tensor& a) {
     // d(tanh a)/da = 1 - tanh^2 = 1 - out^2
-    return record("tanh", map(a.value(), [](double x) { return std::tanh(x); }), {a}, [](const GradContext& c) -> Grads {
+    return record("tanh", map_elements(a.value(), [](double x) { return std::tanh(x); }), {a}, [](const GradContext& c) -> Grads {
         return {zip_grad(c.grad, c.output, [](double g, double y) { return g * (1.0 - y * y); })};
     });
 }
 
 Tensor erf(const Tensor& a) {
     // d(erf a)/da = 2/sqrt(pi) e^(-a^2)
-    return record("erf", map(a.value(), [](double x) { return std::erf(x); }), {a}, [](const GradContext& c) -> Grads {
+    return record("erf", map_elements(a.value(), [](double x) { return std::erf(x); }), {a}, [](const GradContext& c) -> Grads {
         return {zip_grad(c.grad, c.input(0), [](double g, double x) { return g * M_2_SQRTPI * std::exp(-x * x); })};
     });
 }
 
 Tensor relu(const Tensor& a) {
     // d(relu a)/da = 1 where a > 0, else 0
-    return record("relu", map(a.value(), [](double x) { return x > 0.0 ? x : 0.0; }), {a}, [](const GradContext& c) -> Grads {
+    return record("relu", map_elements(a.value(), [](double x) { return x > 0.0 ? x : 0.0; }), {a}, [](const GradContext& c) -> Grads {
         return {zip_grad(c.grad, c.input(0), [](double g, double x) { return x > 0.0 ? g : 0.0; })};
     });
 }
@@ -267,14 +258,14 @@ Tensor relu(const Tensor& a) {
 Tensor sigmoid(const Tensor& a) {
     // d(s(a))/da = s(a)(1 - s(a)) = out (1 - out); the two branches avoid overflow of exp
     auto s = [](double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); };
-    return record("sigmoid", map(a.value(), s), {a}, [](const GradContext& c) -> Grads {
+    return record("sigmoid", map_elements(a.value(), s), {a}, [](const GradContext& c) -> Grads {
         return {zip_grad(c.grad, c.output, [](double g, double y) { return g * y * (1.0 - y); })};
     });
 }
 
 Tensor abs(const Tensor& a) {
     // d|a|/da = sign(a) (0 at 0, as in PyTorch)
-    return record("abs", map(a.value(), [](double x) { return std::fabs(x); }), {a}, [](const GradContext& c) -> Grads {
+    return record("abs", map_elements(a.value(), [](double x) { return std::fabs(x); }), {a}, [](const GradContext& c) -> Grads {
         return {zip_grad(c.grad, c.input(0), [](double g, double x) { return x > 0 ? g : (x < 0 ? -g : 0.0); })};
     });
 }

@@ -11,6 +11,17 @@ namespace xg {
 
 using Strides = std::vector<std::size_t>;
 
+/// out[i] = f(a[i]) over every element of a contiguous array: the element-wise kernel of the
+/// unary ops and activations.
+template <class F>
+Array map_elements(const Array& a, F f) {
+    Array out = Array::from_shape(a.shape());
+    const double* pa = a.data();
+    double* po = out.data();
+    for (std::size_t i = 0, n = a.size(); i < n; ++i) po[i] = f(pa[i]);
+    return out;
+}
+
 /// Row-major element strides of `shape`.
 inline Strides row_major_strides(const Shape& shape) {
     Strides s(shape.size(), 1);

@@ -2,6 +2,7 @@
 // Derivation of the backward: docs/derivations/gelu.md.
 #include <cmath>
 
+#include "core/strided.hpp"
 #include "nn/functional.hpp"
 
 namespace xg::nn::functional {
@@ -33,21 +34,12 @@ inline double gelu_tanh_grad(double x) {
     return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kKappa * x * x);
 }
 
-template <class F>
-Array map(const Array& a, F f) {
-    Array out = Array::from_shape(a.shape());
-    const double* pa = a.data();
-    double* po = out.data();
-    for (std::size_t i = 0, n = a.size(); i < n; ++i) po[i] = f(pa[i]);
-    return out;
-}
-
 }  // namespace
 
 Tensor gelu(const Tensor& x, GeluApproximate approximate) {
     if (!x.defined()) fail("gelu", "input must be a defined tensor");
     const bool exact = approximate == GeluApproximate::none;
-    Array y = exact ? map(x.value(), gelu_exact) : map(x.value(), gelu_tanh);
+    Array y = exact ? map_elements(x.value(), gelu_exact) : map_elements(x.value(), gelu_tanh);
     // dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x); exact: Phi = y / x read back from the output
     return record(exact ? "gelu" : "gelu_tanh", std::move(y), {x}, [exact](const GradContext& c) -> Grads {
         const Array& x = c.input(0);
