@@ -12,7 +12,7 @@
 
 #include "core/gradcheck.hpp"
 #include "nn/nn.hpp"
-#include "tests/support/mini_model.hpp"
+#include "tutorials/common/blocks.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
 using namespace xg;
@@ -158,7 +158,7 @@ TEST_CASE("gradcheck mse_loss in every reduction w.r.t. input and target", "[gra
 
 TEST_CASE("gradcheck a small Pre-LN model end to end (Sequential, ModuleList, residuals)", "[gradcheck][nn]") {
     manual_seed(35);
-    test::MiniPreLNModel model(4, 2, 5);
+    tutorial_values::MiniPreLNModel model(4, 2, 5);
     const IndexArray target{1, 4, 0, 2};
     auto f = [&](const Inputs& in) { return nn::cross_entropy(reshape(model.forward(in[0]), {-1, 5}), target); };
     report(gradcheck(f, {randn_leaf({2, 2, 4}, 36)}, {"mini Pre-LN model + cross_entropy"}));

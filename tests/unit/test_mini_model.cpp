@@ -7,14 +7,14 @@
 #include <fmt/format.h>
 
 #include "tests/support/fixtures.hpp"
-#include "tests/support/mini_model.hpp"
+#include "tutorials/common/blocks.hpp"
 
 using xg::test::fixture;
 using xg::test::max_rel_diff;
 
 TEST_CASE("mini Pre-LN model matches PyTorch: logits, loss and all 28 gradients", "[nn][mini_model][golden]") {
     const std::string fx = "mini_model";
-    auto model = std::make_shared<xg::test::MiniPreLNModel>(32, 4, 1000);
+    auto model = std::make_shared<tutorial_values::MiniPreLNModel>(32, 4, 1000);
     const auto named = model->named_parameters();
     REQUIRE(named.size() == 28);
     CHECK(named.front().first == "blocks.0.sub.fc.0.weight");
@@ -62,7 +62,7 @@ TEST_CASE("mini Pre-LN model matches PyTorch: logits, loss and all 28 gradients"
 }
 
 TEST_CASE("mini model prints its tree and counts 50088 scalars", "[nn][mini_model]") {
-    auto model = std::make_shared<xg::test::MiniPreLNModel>(32, 4, 1000);
+    auto model = std::make_shared<tutorial_values::MiniPreLNModel>(32, 4, 1000);
     std::size_t scalars = 0;
     for (const auto& p : model->parameters()) scalars += p.numel();
     CHECK(scalars == 50088);
