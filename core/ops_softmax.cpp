@@ -31,14 +31,20 @@ void for_each_row(const AxisView& v, F&& f) {
     }
 }
 
-// out = x - max - log(sum(exp(x - max))) per row (log_softmax); softmax exponentiates it.
+// The largest element of the row starting at `base` (the shift that keeps exp from overflowing).
+double row_max(const double* x, std::size_t base, const AxisView& v) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < v.len; ++j) m = std::max(m, x[base + j * v.inner]);
+    return m;
+}
+
+// out = (x - max) - log(sum(exp(x - max))) per row.
 Array log_softmax_forward(const Array& x, const AxisView& v) {
     Array out = Array::from_shape(x.shape());
     const double* px = x.data();
     double* po = out.data();
     for_each_row(v, [&](std::size_t base) {
-        double m = -std::numeric_limits<double>::infinity();
-        for (std::size_t j = 0; j < v.len; ++j) m = std::max(m, px[base + j * v.inner]);
+        const double m = row_max(px, base, v);
         double s = 0.0;
         for (std::size_t j = 0; j < v.len; ++j) s += std::exp(px[base + j * v.inner] - m);
         // (x - max) - log(s), not x - (max + log(s)): rounding max + log(s) at |x| ~ 1000 costs ~1e-13.
@@ -55,8 +61,7 @@ Array softmax_forward(const Array& x, const AxisView& v) {
     const double* px = x.data();
     double* po = out.data();
     for_each_row(v, [&](std::size_t base) {
-        double m = -std::numeric_limits<double>::infinity();
-        for (std::size_t j = 0; j < v.len; ++j) m = std::max(m, px[base + j * v.inner]);
+        const double m = row_max(px, base, v);
         double s = 0.0;
         for (std::size_t j = 0; j < v.len; ++j) {
             const std::size_t k = base + j * v.inner;
