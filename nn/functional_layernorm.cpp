@@ -41,7 +41,7 @@ inline void row_stats(const double* x, std::size_t n, double eps, double& mean, 
     rstd = 1.0 / std::sqrt(var + eps);
 }
 
-void layer_norm_forward(const double* x, const double* w, const double* b, double* y, double* mean, double* rstd,
+XG_KERNEL_CLONES void layer_norm_forward(const double* x, const double* w, const double* b, double* y, double* mean, double* rstd,
                         const RowLayout& l, double eps) {
     const std::size_t n = l.width;
     for (std::size_t r = 0; r < l.rows; ++r) {
@@ -56,7 +56,7 @@ void layer_norm_forward(const double* x, const double* w, const double* b, doubl
 
 // Pass 1 per row: sums of dxhat and dxhat*xhat, accumulating dw and db. Pass 2 (only when dx is
 // wanted): dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
-void layer_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd,
+XG_KERNEL_CLONES void layer_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd,
                          double* dx, double* dw, double* db, const RowLayout& l) {
     const std::size_t n = l.width;
     const double inv_n = 1.0 / static_cast<double>(n);

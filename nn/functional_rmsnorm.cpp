@@ -21,7 +21,7 @@ RowLayout check_rms_norm(const char* op, const Tensor& x, const Shape& normalize
 }
 
 // All terms of mean(x^2) are non-negative, so one pass loses nothing to cancellation.
-void rms_norm_forward(const double* x, const double* w, double* y, double* rrms, const RowLayout& l, double eps) {
+XG_KERNEL_CLONES void rms_norm_forward(const double* x, const double* w, double* y, double* rrms, const RowLayout& l, double eps) {
     const std::size_t n = l.width;
     for (std::size_t r = 0; r < l.rows; ++r) {
         const double* xr = x + r * n;
@@ -35,7 +35,7 @@ void rms_norm_forward(const double* x, const double* w, double* y, double* rrms,
 }
 
 // dx = rrms * (dxhat - xhat * mean(dxhat * xhat)), xhat = x rrms, dxhat = dy w; dw = sum dy xhat.
-void rms_norm_backward(const double* x, const double* g, const double* w, const double* rrms, double* dx, double* dw,
+XG_KERNEL_CLONES void rms_norm_backward(const double* x, const double* g, const double* w, const double* rrms, double* dx, double* dw,
                        const RowLayout& l) {
     const std::size_t n = l.width;
     const double inv_n = 1.0 / static_cast<double>(n);

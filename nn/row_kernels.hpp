@@ -1,5 +1,6 @@
-// Internal to nn/: what the row-wise normalisations (layer_norm, rms_norm) share - the input
-// check that yields the row layout, and row sums with independent partial accumulators.
+// Internal to nn/: what the normalisation kernels share - the input check that yields the row
+// layout (layer_norm, rms_norm), row sums with independent partial accumulators, and how the
+// hot kernels are compiled.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,25 @@
 #include <fmt/format.h>
 
 #include "core/tensor.hpp"
+
+// A hot kernel marked XG_KERNEL_CLONES is compiled twice, for baseline x86-64 (SSE2) and for
+// AVX2, and the dynamic loader picks one per machine (GCC function multi-versioning, an ifunc):
+// the library still runs on any x86-64 CPU. AVX2 halves the instructions per element, which is
+// what these loops are bound by while their rows sit in L1 (LayerNorm fwd+bwd at (4096, 768)
+// 9.4 -> 8.4 ms here). The two versions round identically: AVX2 without FMA contracts nothing,
+// and every reduction keeps a fixed number of lanes (kLanes) whatever the vector width.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(XGRAD_NO_KERNEL_CLONES)
+#define XG_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define XG_KERNEL_CLONES
+#endif
+// For the loop templates the clones call: GCC does not inline a large default-target function
+// into an AVX2 clone by itself, and an out-of-line copy runs with SSE2 only.
+#if defined(__GNUC__)
+#define XG_KERNEL_INLINE inline __attribute__((always_inline))
+#else
+#define XG_KERNEL_INLINE inline
+#endif
 
 namespace xg::nn::detail {
 
