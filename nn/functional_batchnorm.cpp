@@ -108,38 +108,31 @@ XG_KERNEL_INLINE void channel_sums(const BatchLayout& l, Rows r, double* sum_a, 
     });
 }
 
-// out[k] = f(c, k) for every element k (of channel c), in memory order. With L = 1, four rows
-// per pass over the channels, all computed before any is stored so that f's per-channel
-// constants are loaded once for the four: with C of them per array they otherwise compete with
-// the rows for L1 (dx at (4096, 768) 4.9 -> 3.6 ms in a standalone test; two rows 4.4, eight 4.7).
+// out[k] = f(c, k) for every element k (of channel c), in memory order, through
+// detail::store_rows (streaming stores for a large output). With L = 1, four rows per pass over
+// the channels, so that f's per-channel constants are loaded once for the four: with C of them
+// per array they otherwise compete with the rows for L1 (dx at (4096, 768) 4.9 -> 3.6 ms in a
+// standalone test; two rows 4.4, eight 4.7).
 template <class F>
 XG_KERNEL_INLINE void channel_map(const BatchLayout& l, double* out, F&& f) {
     const std::size_t C = l.channels, L = l.length;
+    const bool stream = detail::streams(out, l.n * C * L, L == 1 ? C : L);
     if (L == 1) {
         std::size_t i = 0;
         for (; i + 4 <= l.n; i += 4) {
             const std::size_t row = i * C;
-#pragma omp simd
-            for (std::size_t c = 0; c < C; ++c) {
-                const double v0 = f(c, row + c), v1 = f(c, row + C + c), v2 = f(c, row + 2 * C + c),
-                             v3 = f(c, row + 3 * C + c);
-                out[row + c] = v0;
-                out[row + C + c] = v1;
-                out[row + 2 * C + c] = v2;
-                out[row + 3 * C + c] = v3;
-            }
+            detail::store_rows<4>(out + row, C, C, stream, [&](std::size_t q, std::size_t c) { return f(c, row + q * C + c); });
         }
         for (; i < l.n; ++i) {
             const std::size_t row = i * C;
-#pragma omp simd
-            for (std::size_t c = 0; c < C; ++c) out[row + c] = f(c, row + c);
+            detail::store_rows<1>(out + row, C, C, stream, [&](std::size_t, std::size_t c) { return f(c, row + c); });
         }
-        return;
+    } else {
+        for_each_segment(l, Rows{0, l.n}, [&](std::size_t c, std::size_t off) {
+            detail::store_rows<1>(out + off, L, L, stream, [&](std::size_t, std::size_t j) { return f(c, off + j); });
+        });
     }
-    for_each_segment(l, Rows{0, l.n}, [&](std::size_t c, std::size_t off) {
-#pragma omp simd
-        for (std::size_t j = 0; j < L; ++j) out[off + j] = f(c, off + j);
-    });
+    if (stream) detail::store_fence();
 }
 
 struct ChannelStats {

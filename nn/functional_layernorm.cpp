@@ -44,14 +44,14 @@ inline void row_stats(const double* x, std::size_t n, double eps, double& mean, 
 XG_KERNEL_CLONES void layer_norm_forward(const double* x, const double* w, const double* b, double* y, double* mean, double* rstd,
                         const RowLayout& l, double eps) {
     const std::size_t n = l.width;
+    const bool stream = detail::streams(y, l.rows * n, n);
     for (std::size_t r = 0; r < l.rows; ++r) {
         const double* xr = x + r * n;
-        double* yr = y + r * n;
         row_stats(xr, n, eps, mean[r], rstd[r]);
         const double m = mean[r], s = rstd[r];
-#pragma omp simd
-        for (std::size_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s * w[j] + b[j];
+        detail::store_rows<1>(y + r * n, n, n, stream, [=](std::size_t, std::size_t j) { return (xr[j] - m) * s * w[j] + b[j]; });
     }
+    if (stream) detail::store_fence();
 }
 
 // Pass 1 per row: sums of dxhat and dxhat*xhat, accumulating dw and db. Pass 2 (only when dx is
@@ -60,6 +60,7 @@ XG_KERNEL_CLONES void layer_norm_backward(const double* x, const double* g, cons
                          double* dx, double* dw, double* db, const RowLayout& l) {
     const std::size_t n = l.width;
     const double inv_n = 1.0 / static_cast<double>(n);
+    const bool stream = dx != nullptr && detail::streams(dx, l.rows * n, n);
     for (std::size_t r = 0; r < l.rows; ++r) {
         const double* xr = x + r * n;
         const double* gr = g + r * n;
@@ -75,13 +76,12 @@ XG_KERNEL_CLONES void layer_norm_backward(const double* x, const double* g, cons
         });
         if (dx == nullptr) continue;
         const double mean_dxhat = sum_dxhat * inv_n, mean_dxhat_xhat = sum_dxhat_xhat * inv_n;
-        double* dxr = dx + r * n;
-#pragma omp simd
-        for (std::size_t j = 0; j < n; ++j) {
+        detail::store_rows<1>(dx + r * n, n, n, stream, [=](std::size_t, std::size_t j) {
             const double xhat = (xr[j] - m) * s;
-            dxr[j] = s * (gr[j] * w[j] - mean_dxhat - xhat * mean_dxhat_xhat);
-        }
+            return s * (gr[j] * w[j] - mean_dxhat - xhat * mean_dxhat_xhat);
+        });
     }
+    if (stream) detail::store_fence();
 }
 
 }  // namespace

@@ -1,12 +1,17 @@
 // Internal to nn/: what the normalisation kernels share - the input check that yields the row
-// layout (layer_norm, rms_norm), row sums with independent partial accumulators, and how the
-// hot kernels are compiled.
+// layout (layer_norm, rms_norm), row sums with independent partial accumulators, streaming
+// stores for large outputs, and how the hot kernels are compiled.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <utility>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <fmt/format.h>
 
@@ -94,6 +99,62 @@ inline double row_sum(std::size_t n, Term&& term) {
     double sum = 0.0, unused = 0.0;
     row_sums(n, sum, unused, [&term](std::size_t j, double& a, double&) { term(j, a); });
     return sum;
+}
+
+// Outputs of at least kStreamBytes are written with non-temporal (streaming) stores: an
+// ordinary store first reads every line of the destination from memory (read-for-ownership),
+// and above a few MiB the output would not stay in cache for its consumer anyway. Measured here,
+// writing a 24 MiB output and reading it back: 3.8 -> 2.8 ms (8 MiB: 1.07 -> 0.85 ms); LayerNorm
+// fwd+bwd at (4096, 768) 8.1 -> 6.7 ms in a standalone test. Small outputs (an MLP's batch of
+// activations) keep ordinary stores, which leave them in cache for the next op.
+constexpr std::size_t kStreamBytes = std::size_t{8} << 20;
+
+/// Whether store_rows may stream into `out`, `total` elements in rows of `width`: large enough,
+/// and every row starts 16-byte aligned (an SSE2 streaming store needs that; glibc's malloc
+/// gives it for the array, an even width for every row).
+inline bool streams(const double* out, std::size_t total, std::size_t width) {
+#if defined(__SSE2__)
+    return total * sizeof(double) >= kStreamBytes && width % 2 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+#else
+    (void)out, (void)total, (void)width;
+    return false;
+#endif
+}
+
+/// Writes kRows rows of n elements, row q at out + q * stride: out[q * stride + j] = value(q, j).
+/// All kRows values of a column are computed before any is stored, so value's per-column loads
+/// (a weight, a channel's statistics) are shared by the rows. With `stream` (see streams()) the
+/// stores are non-temporal; call store_fence() once the kernel is done.
+template <std::size_t kRows, class F>
+XG_KERNEL_INLINE void store_rows(double* out, std::size_t stride, std::size_t n, bool stream, F&& value) {
+    std::size_t j0 = 0;
+#if defined(__SSE2__)
+    if (stream) {
+        for (; j0 + 8 <= n; j0 += 8) {
+            double v[kRows][8];
+#pragma omp simd
+            for (std::size_t k = 0; k < 8; ++k) {
+                for (std::size_t q = 0; q < kRows; ++q) v[q][k] = value(q, j0 + k);
+            }
+            for (std::size_t q = 0; q < kRows; ++q) {
+                for (std::size_t k = 0; k < 8; k += 2) _mm_stream_pd(out + q * stride + j0 + k, _mm_loadu_pd(&v[q][k]));
+            }
+        }
+    }
+#endif
+#pragma omp simd
+    for (std::size_t j = j0; j < n; ++j) {
+        double v[kRows];
+        for (std::size_t q = 0; q < kRows; ++q) v[q] = value(q, j);
+        for (std::size_t q = 0; q < kRows; ++q) out[q * stride + j] = v[q];
+    }
+}
+
+/// Orders the streaming stores before whatever follows (another thread reading the output).
+inline void store_fence() {
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
 }
 
 }  // namespace xg::nn::detail

@@ -4,6 +4,7 @@
 // the error messages for bad shapes.
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -11,6 +12,7 @@
 
 #include "core/random.hpp"
 #include "nn/functional.hpp"
+#include "nn/row_kernels.hpp"
 #include "tests/support/fixtures.hpp"
 
 namespace F = xg::nn::functional;
@@ -91,6 +93,33 @@ TEST_CASE("fused ops agree with their composed twins in value and gradient", "[f
     expect_twins_agree([](auto& t) { return F::layer_norm(t[0], {3, 4}, t[1], t[2]); },
                        [](auto& t) { return F::layer_norm_composed(t[0], {3, 4}, t[1], t[2]); },
                        {x3, randn({3, 4}), randn({3, 4})}, "layer_norm over (3, 4)");
+}
+
+// Outputs of 8 MiB and more take the streaming-store path of the kernels (nn/row_kernels.hpp);
+// these shapes cover it with row and column tails (widths not a multiple of 8, row counts not a
+// multiple of 4) and the ordinary path for an odd width at the same size.
+TEST_CASE("fused normalisations agree with their twins on outputs large enough to stream", "[fused][invariants]") {
+    xg::manual_seed(24);
+    const auto size_of = [](const Shape& s) { return std::accumulate(s.begin(), s.end(), std::size_t{1}, std::multiplies<>()); };
+    for (const Shape& xs : {Shape{1030, 1020}, Shape{1100, 1001}}) {
+        const Array x = randn(xs);
+        CHECK(xg::nn::detail::streams(x.data(), size_of(xs), xs[1]) == (xs[1] % 2 == 0));
+        expect_twins_agree([&](auto& t) { return F::layer_norm(t[0], {xs[1]}, t[1], t[2]); },
+                           [&](auto& t) { return F::layer_norm_composed(t[0], {xs[1]}, t[1], t[2]); },
+                           {x, randn({xs[1]}), randn({xs[1]})}, "layer_norm " + xg::shape_str(xs));
+    }
+    for (const Shape& xs : {Shape{2051, 516}, Shape{65, 16, 1030}}) {
+        const std::size_t width = xs.size() == 2 ? xs[1] : xs[2];
+        const Array x = randn(xs);
+        CHECK(xg::nn::detail::streams(x.data(), size_of(xs), width));
+        Tensor rm(randn({xs[1]})), rv(xg::uniform({xs[1]}, 0.5, 2.0).value());
+        for (bool training : {true, false}) {
+            expect_twins_agree([=](auto& t) { return F::batch_norm(t[0], rm.detach(), rv.detach(), t[1], t[2], training); },
+                               [=](auto& t) { return F::batch_norm_composed(t[0], rm.detach(), rv.detach(), t[1], t[2], training); },
+                               {x, randn({xs[1]}), randn({xs[1]})},
+                               std::string(training ? "batch_norm train " : "batch_norm eval ") + xg::shape_str(xs));
+        }
+    }
 }
 
 TEST_CASE("batch_norm fused and composed update running statistics identically", "[fused][invariants]") {
