@@ -17,11 +17,12 @@ Mask causal_mask(std::size_t T) {
     return m;
 }
 
-MultiheadAttention::MultiheadAttention(std::size_t e, std::size_t h, bool bias)
-    : embed_dim(e), num_heads(h), head_dim(h ? e / h : 0) {
+MultiheadAttention::MultiheadAttention(std::size_t e, std::size_t h, bool bias, double p)
+    : embed_dim(e), num_heads(h), head_dim(h ? e / h : 0), dropout(p) {
     if (e == 0 || h == 0 || e % h != 0) {
         fail("MultiheadAttention", fmt::format("embed_dim ({}) must be a positive multiple of num_heads ({})", e, h));
     }
+    if (!(p >= 0.0 && p < 1.0)) fail("MultiheadAttention", fmt::format("dropout must be in [0, 1), got {}", p));
     // PyTorch: xavier_uniform_ in_proj_weight, zero biases, out_proj.weight keeps Linear's init.
     in_proj_weight = register_parameter("in_proj_weight", init::xavier_uniform_(zeros({3 * e, e})));
     if (bias) in_proj_bias = register_parameter("in_proj_bias", zeros({3 * e}));
@@ -46,6 +47,11 @@ Tensor split_heads(const Tensor& x, std::size_t heads, std::size_t d) {
 }  // namespace
 
 Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const Mask* attn_mask) {
+    return forward_with_weights(query, key, value, attn_mask, /*average_weights=*/false).output;  // no averaging work
+}
+
+AttentionOutput MultiheadAttention::forward_with_weights(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                         const Mask* attn_mask, bool average_weights) {
     const Shape qs = query.shape(), ks = key.shape(), vs = value.shape();
     const bool unbatched = qs.size() == 2;
     const std::size_t rank = unbatched ? 2 : 3;
@@ -58,8 +64,18 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
                          embed_dim, shape_str(qs), shape_str(ks), shape_str(vs)));
     }
     if (unbatched) {
-        return squeeze(forward(unsqueeze(query, 0), unsqueeze(key, 0), unsqueeze(value, 0), attn_mask), 0);
+        AttentionOutput r =
+            forward_with_weights(unsqueeze(query, 0), unsqueeze(key, 0), unsqueeze(value, 0), attn_mask, average_weights);
+        return {squeeze(r.output, 0), squeeze(r.weights, 0)};
     }
+    AttentionOutput r = attend(query, key, value, attn_mask);
+    // PyTorch: attn_output_weights.sum(dim=1) / num_heads
+    if (average_weights) r.weights = sum(r.weights, {1}) * (1.0 / static_cast<double>(num_heads));
+    return r;
+}
+
+AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value, const Mask* attn_mask) {
+    const Shape qs = query.shape(), ks = key.shape();
     const std::size_t B = qs[0], T = qs[1], S = ks[1];
     if (attn_mask) {
         const Shape ms(attn_mask->shape().begin(), attn_mask->shape().end());
@@ -92,10 +108,11 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
     // The most negative finite double, not -inf: exp() still gives exactly 0 (no row is fully
     // masked, so the row max is finite), and anomaly mode does not mistake the mask for a fault.
     if (attn_mask) scores = masked_fill(scores, *attn_mask, std::numeric_limits<double>::lowest());
-    const Tensor context = matmul(softmax(scores, -1), v);  // (B, H, T, D)
+    const Tensor weights = functional::dropout(softmax(scores, -1), dropout, is_training());
+    const Tensor context = matmul(weights, v);  // (B, H, T, D)
     const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {static_cast<long>(B), static_cast<long>(T),
                                                                     static_cast<long>(embed_dim)});
-    return out_proj->forward(merged);
+    return {out_proj->forward(merged), weights};
 }
 
 Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, bool causal) {
@@ -113,7 +130,8 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
 Tensor MultiheadAttention::forward(const Tensor& x) { return forward(x, x, x, static_cast<const Mask*>(nullptr)); }
 
 std::string MultiheadAttention::extra_repr() const {
-    return fmt::format("embed_dim={}, num_heads={}, bias={}", embed_dim, num_heads, in_proj_bias.defined());
+    return fmt::format("embed_dim={}, num_heads={}, bias={}, dropout={}", embed_dim, num_heads, in_proj_bias.defined(),
+                       dropout);
 }
 
 }  // namespace xg::nn

@@ -12,12 +12,23 @@ namespace xg::nn {
 /// (T, T) mask that is true above the diagonal: position t may not attend to positions > t.
 Mask causal_mask(std::size_t T);
 
+/// What MultiheadAttention::forward_with_weights returns (PyTorch's need_weights=True pair).
+struct AttentionOutput {
+    Tensor output;   ///< (B, T, E), as forward()
+    Tensor weights;  ///< (B, T, S) averaged over heads, or (B, num_heads, T, S); unbatched: no B
+};
+
 /// Multi-head scaled dot-product attention, batch first, as torch.nn.MultiheadAttention
-/// (batch_first=True, no dropout): softmax(Q K^T / sqrt(head_dim) masked) V per head, then out_proj.
+/// (batch_first=True): softmax(Q K^T / sqrt(head_dim) masked) per head, dropout on those weights
+/// in training, times V, then out_proj.
 class MultiheadAttention : public Module {
 public:
-    /// embed_dim must be a positive multiple of num_heads (else xg::Error).
-    MultiheadAttention(std::size_t embed_dim, std::size_t num_heads, bool bias = true);
+    /// embed_dim must be a positive multiple of num_heads, dropout in [0, 1) (else xg::Error).
+    /// Note the order: PyTorch's Python constructor takes dropout before bias.
+    MultiheadAttention(std::size_t embed_dim, std::size_t num_heads, bool bias = true, double dropout = 0.0);
+    /// Refused at compile time: `MultiheadAttention(E, H, 0.1)` would otherwise turn 0.1 into
+    /// bias = true and leave dropout at 0. Write MultiheadAttention(E, H, true, 0.1).
+    MultiheadAttention(std::size_t embed_dim, std::size_t num_heads, double) = delete;
 
     /// query (B, T, E), key and value (B, S, E) -> (B, T, E); unbatched (T, E) / (S, E) also work.
     /// attn_mask: true marks a position that may NOT be attended to; shape (T, S) or anything that
@@ -28,16 +39,28 @@ public:
     Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, bool causal);
     /// Self-attention forward(x, x, x) without a mask.
     Tensor forward(const Tensor& x) override;
+    /// forward() and the attention weights it used (PyTorch's need_weights=True): after the
+    /// softmax and, in training, after dropout, as PyTorch returns them; averaged over heads
+    /// unless average_weights is false. The weights are part of the graph.
+    AttentionOutput forward_with_weights(const Tensor& query, const Tensor& key, const Tensor& value,
+                                         const Mask* attn_mask = nullptr, bool average_weights = true);
     std::string extra_repr() const override;
 
     ///@{
     /// Model width E, number of heads, and E / num_heads.
     std::size_t embed_dim, num_heads, head_dim;
     ///@}
+    /// Probability of zeroing an attention weight in training (inverted dropout, as nn::dropout).
+    double dropout;
     /// Packed q, k, v projection weights (3E, E); in_proj_bias (3E).
     Tensor in_proj_weight, in_proj_bias;  ///< in_proj_bias undefined when bias = false
     /// The output projection Linear(E, E).
     std::shared_ptr<Linear> out_proj;
+
+private:
+    // The batched computation behind forward() and forward_with_weights(): (B, T, E) output and
+    // the per-head weights (B, H, T, S).
+    AttentionOutput attend(const Tensor& query, const Tensor& key, const Tensor& value, const Mask* attn_mask);
 };
 
 }  // namespace xg::nn
