@@ -1,12 +1,14 @@
 #include "nn/losses.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
 namespace xg::nn {
 
-Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, Reduction reduction, double label_smoothing) {
+Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, const CrossEntropyFuncOptions& options) {
     const Shape s = logits.shape();
     const Shape ts(targets.shape().begin(), targets.shape().end());
     if (s.size() != 2 || ts.size() != 1 || ts[0] != s[0]) {
@@ -14,24 +16,59 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, Reduction 
                                           shape_str(s), shape_str(ts)));
     }
     const std::size_t n = s[0], classes = s[1];
+    const Reduction reduction = options.reduction();
+    const double label_smoothing = options.label_smoothing();
+    const std::int64_t ignore_index = options.ignore_index();
     if (classes == 0) fail("cross_entropy", fmt::format("logits {} have no classes", shape_str(s)));
     if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0)) {
         fail("cross_entropy", fmt::format("label_smoothing must be in [0, 1], got {}", label_smoothing));
     }
     if (reduction == Reduction::mean && n == 0) fail("cross_entropy", "mean over an empty batch (N = 0) is undefined");
     for (std::size_t i = 0; i < n; ++i) {
+        if (targets(i) == ignore_index) continue;
         if (targets(i) < 0 || targets(i) >= static_cast<std::int64_t>(classes)) {
-            fail("cross_entropy", fmt::format("target {} at position {} is out of range for C = {} classes (logits {})",
-                                              targets(i), i, classes, shape_str(s)));
+            fail("cross_entropy",
+                 fmt::format("target {} at position {} is out of range for C = {} classes (logits {}) and is not "
+                             "ignore_index = {}",
+                             targets(i), i, classes, shape_str(s), ignore_index));
         }
     }
+    // Empty when unweighted, so that path keeps exactly the unweighted arithmetic.
+    std::vector<double> weight;
+    if (options.weight().defined()) {
+        const Array& w = options.weight().value();
+        const Shape ws(w.shape().begin(), w.shape().end());
+        if (ws != Shape{classes}) {
+            fail("cross_entropy", fmt::format("weight must have shape (C,) = ({},) for logits {}, got weight {}",
+                                              classes, shape_str(s), shape_str(ws)));
+        }
+        weight.assign(w.data(), w.data() + classes);
+        for (std::size_t j = 0; j < classes; ++j) {
+            if (!std::isfinite(weight[j])) {
+                fail("cross_entropy",
+                     fmt::format("weight[{}] = {} is not finite (weight {})", j, weight[j], shape_str(ws)));
+            }
+        }
+    }
+    const bool weighted = !weight.empty();
+    double weight_sum = 0.0;  // sum_j w_j, which scales softmax in the smoothed gradient
+    for (double wj : weight) weight_sum += wj;
 
-    // One pass per row for the max, one for sum(exp), one for sum(logit): loss needs only these.
+    // One pass per row for the max, one for sum(exp), one for sum(w * logit): loss needs only these.
     Array log_probs = Array::from_shape({n, classes});
     Array per_row = Array::from_shape({n});
     const double* x = logits.value().data();
     const double smooth = label_smoothing / static_cast<double>(classes);
+    double denominator = 0.0;  // of mean: sum of w[t] (count when unweighted) over counted rows
+    std::size_t counted = 0;
     for (std::size_t i = 0; i < n; ++i) {
+        double* lp = log_probs.data() + i * classes;
+        if (targets(i) == ignore_index) {
+            // Never read by backward; zeroed so the saved array holds no uninitialised memory.
+            std::fill(lp, lp + classes, 0.0);
+            per_row(i) = 0.0;
+            continue;
+        }
         const double* row = x + i * classes;
         double m = row[0];
         for (std::size_t j = 1; j < classes; ++j) m = std::max(m, row[j]);
@@ -41,15 +78,20 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, Reduction 
         // (x - m) - log(sum) rather than x - (m + log(sum)): at |x| ~ 1000 the rounded m + log(sum)
         // would cost ~1e-13 absolute in every log-probability (as in core log_softmax).
         const double log_sum = std::log(sum_exp);
-        double sum_logp = 0.0;
-        double* lp = log_probs.data() + i * classes;
-#pragma omp simd reduction(+ : sum_logp)
-        for (std::size_t j = 0; j < classes; ++j) {
-            lp[j] = (row[j] - m) - log_sum;
-            sum_logp += lp[j];
+        for (std::size_t j = 0; j < classes; ++j) lp[j] = (row[j] - m) - log_sum;
+        double smooth_sum = 0.0;
+        if (weighted) {
+#pragma omp simd reduction(+ : smooth_sum)
+            for (std::size_t j = 0; j < classes; ++j) smooth_sum += weight[j] * lp[j];
+        } else {
+#pragma omp simd reduction(+ : smooth_sum)
+            for (std::size_t j = 0; j < classes; ++j) smooth_sum += lp[j];
         }
         const auto t = static_cast<std::size_t>(targets(i));
-        per_row(i) = -(1.0 - label_smoothing) * lp[t] - smooth * sum_logp;
+        const double wt = weighted ? weight[t] : 1.0;
+        per_row(i) = -(1.0 - label_smoothing) * wt * lp[t] - smooth * smooth_sum;
+        denominator += wt;
+        ++counted;
     }
 
     Array out;
@@ -59,24 +101,57 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, Reduction 
     } else {
         double total = 0.0;
         for (std::size_t i = 0; i < n; ++i) total += per_row(i);
-        if (reduction == Reduction::mean) scale = 1.0 / static_cast<double>(n);
+        if (reduction == Reduction::mean) {
+            if (counted == 0) {
+                fail("cross_entropy", fmt::format("mean over no rows: all {} targets equal ignore_index = {} (PyTorch "
+                                                  "would return NaN; use reduction sum to get 0)",
+                                                  n, ignore_index));
+            }
+            if (denominator == 0.0) {
+                fail("cross_entropy", fmt::format("mean divides by the sum of weight[target] over the {} non-ignored "
+                                                  "rows, which is 0",
+                                                  counted));
+            }
+            scale = 1.0 / denominator;
+        }
         out = Array(total * scale);
     }
-    // d loss_i / d x_ij = softmax_ij - (1 - ls) [j == t_i] - ls / C
+    std::vector<SavedInfo> saved{{"log_probs", {n, classes}}};
+    if (weighted) saved.push_back({"weight", {classes}});
+    // d loss_i / d x_ij = (1 - ls) w_t (p_ij - [j == t]) + (ls / C) (p_ij sum_k w_k - w_j); 0 if ignored
     return record("cross_entropy", std::move(out), {logits},
-                  [log_probs = std::move(log_probs), targets, reduction, scale, label_smoothing, smooth](const GradContext& c) -> Grads {
+                  [log_probs = std::move(log_probs), targets, ignore_index, weight = std::move(weight), weight_sum,
+                   reduction, scale, label_smoothing, smooth](const GradContext& c) -> Grads {
                       const std::size_t rows = log_probs.shape()[0], cols = log_probs.shape()[1];
                       Array g = Array::from_shape({rows, cols});
                       for (std::size_t i = 0; i < rows; ++i) {
+                          double* gi = g.data() + i * cols;
+                          if (targets(i) == ignore_index) {
+                              std::fill(gi, gi + cols, 0.0);
+                              continue;
+                          }
                           const double up = reduction == Reduction::none ? c.grad(i) : c.grad() * scale;
                           const double* lp = log_probs.data() + i * cols;
-                          double* gi = g.data() + i * cols;
-                          for (std::size_t j = 0; j < cols; ++j) gi[j] = up * (std::exp(lp[j]) - smooth);
-                          gi[targets(i)] -= up * (1.0 - label_smoothing);
+                          const auto t = static_cast<std::size_t>(targets(i));
+                          if (weight.empty()) {
+                              for (std::size_t j = 0; j < cols; ++j) gi[j] = up * (std::exp(lp[j]) - smooth);
+                              gi[t] -= up * (1.0 - label_smoothing);
+                          } else {
+                              const double p_coef = (1.0 - label_smoothing) * weight[t] + smooth * weight_sum;
+                              for (std::size_t j = 0; j < cols; ++j) {
+                                  gi[j] = up * (p_coef * std::exp(lp[j]) - smooth * weight[j]);
+                              }
+                              gi[t] -= up * (1.0 - label_smoothing) * weight[t];
+                          }
                       }
                       return {std::move(g)};
                   },
-                  {{"log_probs", {n, classes}}});
+                  std::move(saved));
+}
+
+Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, Reduction reduction, double label_smoothing) {
+    return cross_entropy(logits, targets,
+                         CrossEntropyFuncOptions().reduction(reduction).label_smoothing(label_smoothing));
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {

@@ -1,6 +1,6 @@
 // Loss functions (torch.nn.functional names). Each is one fused graph node with a hand-derived
 // backward; derivations in docs/derivations/embedding.md (cross_entropy: softmax minus the
-// smoothed one-hot target).
+// smoothed one-hot target, with class weights and ignored rows).
 #pragma once
 
 #include "core/ops.hpp"
@@ -10,9 +10,76 @@ namespace xg::nn {
 /// How per-element losses are combined, as PyTorch's `reduction=` argument.
 enum class Reduction { none, mean, sum };
 
-/// Cross-entropy of logits (N, C) against class indices targets (N,), each in [0, C).
-/// Per row: (1 - ls) * (-log p[target]) + ls * mean_over_classes(-log p), p = softmax(logits),
-/// ls = label_smoothing in [0, 1] (PyTorch's convention). `mean` divides by N; `none` gives (N,).
+/// Options of cross_entropy beyond logits and targets, in the style of the PyTorch C++ frontend's
+/// `torch::nn::functional::CrossEntropyFuncOptions`: each setter returns the options so calls
+/// chain, and the getter has the setter's name:
+///
+///     nn::cross_entropy(logits, targets, nn::CrossEntropyFuncOptions().weight(w).ignore_index(0));
+///
+/// An options struct rather than more trailing parameters because a caller who only wants
+/// ignore_index should not have to spell out reduction, label_smoothing and an undefined weight.
+class CrossEntropyFuncOptions {
+public:
+    /// Per-class rescaling weights (C,), or an undefined Tensor (the default) for all ones. Used
+    /// as a constant: no gradient flows to it, even if it requires one.
+    CrossEntropyFuncOptions& weight(const Tensor& w) {
+        weight_ = w;
+        return *this;
+    }
+    /// The class weights (undefined when not set).
+    const Tensor& weight() const noexcept { return weight_; }
+    /// Rows whose target equals this contribute no loss and no gradient (default -100, as PyTorch).
+    CrossEntropyFuncOptions& ignore_index(std::int64_t index) {
+        ignore_index_ = index;
+        return *this;
+    }
+    /// The ignored target value.
+    std::int64_t ignore_index() const noexcept { return ignore_index_; }
+    /// How per-row losses are combined (default mean).
+    CrossEntropyFuncOptions& reduction(Reduction r) {
+        reduction_ = r;
+        return *this;
+    }
+    /// The reduction.
+    Reduction reduction() const noexcept { return reduction_; }
+    /// Label smoothing in [0, 1] (default 0).
+    CrossEntropyFuncOptions& label_smoothing(double ls) {
+        label_smoothing_ = ls;
+        return *this;
+    }
+    /// The label smoothing.
+    double label_smoothing() const noexcept { return label_smoothing_; }
+
+private:
+    Tensor weight_;
+    std::int64_t ignore_index_ = -100;
+    Reduction reduction_ = Reduction::mean;
+    double label_smoothing_ = 0.0;
+};
+
+/// Cross-entropy of logits (N, C) against class indices targets (N,), exactly as PyTorch's
+/// F.cross_entropy(logits, targets, weight, ignore_index, reduction, label_smoothing) for
+/// class-index targets. With l = log_softmax(logits), s = label_smoothing, w = weight (all ones
+/// when undefined), per row n:
+///
+///     loss_n = (1 - s) w[t_n] (-l[n, t_n]) + (s / C) sum_j w[j] (-l[n, j])
+///
+/// and loss_n = 0 for rows with t_n == ignore_index (no gradient either). `none` gives (N,),
+/// `sum` the sum, `mean` the sum divided by sum of w[t_n] over the non-ignored rows (their count
+/// when unweighted) - PyTorch's weighted mean, so the smoothing term is divided by it too.
+///
+/// Throws xg::Error naming cross_entropy and the shapes/values when: shapes are not (N, C) and
+/// (N,); a target is outside [0, C) and not ignore_index; weight is not (C,) or not finite;
+/// label_smoothing is outside [0, 1]; or `mean` has nothing to divide by - N = 0, every target
+/// ignored, or the weights of the counted targets summing to 0. PyTorch divides by 0 there and
+/// returns NaN (or inf); we throw instead, since a NaN loss would only surface steps later as NaN
+/// parameters. Use `sum` if an all-padding batch is legitimate (it gives 0).
+Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, const CrossEntropyFuncOptions& options);
+
+/// cross_entropy with no class weights and PyTorch's default ignore_index = -100 (so a target of
+/// -100 is ignored; every other target must be in [0, C)). Per row:
+/// (1 - ls) * (-log p[target]) + ls * mean_over_classes(-log p), p = softmax(logits); `mean`
+/// divides by the number of non-ignored rows; `none` gives (N,).
 Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, Reduction reduction = Reduction::mean,
                      double label_smoothing = 0.0);
 
@@ -20,6 +87,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, Reduction 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean);
 
 namespace functional {
+using nn::CrossEntropyFuncOptions;
 using nn::cross_entropy;
 using nn::mse_loss;
 }  // namespace functional

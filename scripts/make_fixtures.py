@@ -493,6 +493,53 @@ it is d/dx of `sum(out_V * grad_out_V)`.""")
             c.save("grad_x_" + tag, xx.grad, "d/dx")
 
 
+def cross_entropy_weighted():
+    c = Case("cross_entropy_weighted", 214, """
+PyTorch's `weight` and `ignore_index` (with and without label smoothing). `x = randn(8,5) * 2`
+(logits, N=8, classes=5), `weight = rand(5) * 2 + 0.1` (class weights (5,)),
+`target` int64 (8,) = [0,4,2,2,1,3,0,2] (every class present, class 2 three times),
+`target_pad` int64 (8,) = [0,4,-100,2,1,-100,3,2] (two rows equal PyTorch's default ignore_index).
+Variants V, each `out_V = F.cross_entropy(x, T, weight=W, ignore_index=I, reduction=R,
+label_smoothing=ls)`:
+* `w_R`: W=weight, T=target, I=-100 (nothing ignored);
+* `ign_R`: W=None, T=target_pad, I=-100;
+* `ign2_R`: W=None, T=target, I=2 (an in-range class ignored: rows 2, 3, 7);
+* `w_ign_R`: W=weight, T=target_pad, I=-100;
+* `w_ign2_R`: W=weight, T=target, I=2;
+* R in `mean`, `sum`, `none`; a `_ls` suffix means label_smoothing=0.1, else 0.
+With weights, per row loss = (1-ls) * w[t] * (-log_softmax(x)[t]) + ls/C * sum_j w[j] *
+(-log_softmax(x)[j]), 0 on ignored rows; `mean` divides the sum by sum of w[t] over non-ignored
+rows (their count without weights).
+For scalar variants `grad_x_V` is d out_V / d x (upstream gradient 1); for `none` variants it is
+d/dx of `sum(out_V * grad_out_V)`.""")
+    x = torch.randn(8, 5) * 2
+    w = torch.rand(5) * 2 + 0.1
+    t = torch.tensor([0, 4, 2, 2, 1, 3, 0, 2], dtype=torch.int64)
+    t_pad = torch.tensor([0, 4, -100, 2, 1, -100, 3, 2], dtype=torch.int64)
+    c.save("x", x, "logits (8,5)")
+    c.save("weight", w, "class weights (5,)")
+    c.save("target", t, "int64 class indices (8,)")
+    c.save("target_pad", t_pad, "int64 class indices (8,), -100 at rows 2 and 5")
+    variants = (("w", w, t, -100), ("ign", None, t_pad, -100), ("ign2", None, t, 2),
+                ("w_ign", w, t_pad, -100), ("w_ign2", w, t, 2))
+    for vname, weight, target, ignore in variants:
+        for ls in (0.0, 0.1):
+            for red in ("mean", "sum", "none"):
+                tag = "%s_%s%s" % (vname, red, "_ls" if ls else "")
+                xx = leaf(x)
+                out = F.cross_entropy(xx, target, weight=weight, ignore_index=ignore, reduction=red,
+                                      label_smoothing=ls)
+                if red == "none":
+                    g = torch.randn(out.shape)
+                    c.save("grad_out_" + tag, g, "upstream gradient for out_" + tag)
+                    (out * g).sum().backward()
+                else:
+                    out.backward()
+                c.save("out_" + tag, out, "loss, weight=%s, ignore_index=%d, reduction=%s, label_smoothing=%s"
+                       % ("weight" if weight is not None else "None", ignore, red, ls))
+                c.save("grad_x_" + tag, xx.grad, "d/dx")
+
+
 def mse_loss():
     c = Case("mse_loss", 213, """
 `x = randn(3,4)`, `target = randn(3,4)`.
@@ -809,7 +856,7 @@ def main():
                op_log_softmax, op_gather, op_max, op_elementwise,
                linear, gelu_none, gelu_tanh, layernorm_1d, layernorm_2d,
                layernorm_large_mean, batchnorm_2d, batchnorm_3d, batchnorm_cumulative,
-               rmsnorm, embedding, cross_entropy, mse_loss,
+               rmsnorm, embedding, cross_entropy, cross_entropy_weighted, mse_loss,
                mini_model, optimizers, schedules):
         fn()
     write_readme()

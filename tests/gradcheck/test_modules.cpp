@@ -147,6 +147,34 @@ TEST_CASE("gradcheck cross_entropy in every reduction, with and without label sm
     }
 }
 
+TEST_CASE("gradcheck cross_entropy with class weights and ignore_index, every reduction, with and without smoothing",
+          "[gradcheck][nn]") {
+    // Distinct weights, so a backward that used w[j] where it needs w[t] (or the reverse) fails.
+    const Tensor weight({0.3, 1.7, 0.9, 2.4});
+    const IndexArray target{2, 0, 3, 1, 2};              // class 2 twice: ignore_index = 2 drops two rows
+    const IndexArray target_pad{2, -100, 3, 1, -100};    // PyTorch's default ignore_index
+    struct Variant {
+        const char* name;
+        bool weighted;
+        const IndexArray* target;
+        std::int64_t ignore_index;
+    };
+    for (const Variant& v : {Variant{"weight", true, &target, -100}, Variant{"ignore -100", false, &target_pad, -100},
+                             Variant{"ignore 2", false, &target, 2}, Variant{"weight + ignore -100", true, &target_pad, -100},
+                             Variant{"weight + ignore 2", true, &target, 2}}) {
+        for (nn::Reduction r : {nn::Reduction::none, nn::Reduction::mean, nn::Reduction::sum}) {
+            for (double ls : {0.0, 0.2}) {
+                auto options = nn::CrossEntropyFuncOptions().ignore_index(v.ignore_index).reduction(r).label_smoothing(ls);
+                if (v.weighted) options.weight(weight);
+                auto f = [&](const Inputs& in) { return nn::cross_entropy(in[0], *v.target, options); };
+                const std::string name = fmt::format("cross_entropy {} reduction={} ls={}", v.name,
+                                                     r == nn::Reduction::none ? "none" : r == nn::Reduction::mean ? "mean" : "sum", ls);
+                report(gradcheck(f, {randn_leaf({5, 4}, 37, 2.0)}, {name}));
+            }
+        }
+    }
+}
+
 TEST_CASE("gradcheck mse_loss in every reduction w.r.t. input and target", "[gradcheck][nn]") {
     for (nn::Reduction r : {nn::Reduction::none, nn::Reduction::mean, nn::Reduction::sum}) {
         auto f = [&](const Inputs& in) { return nn::mse_loss(in[0], in[1], r); };

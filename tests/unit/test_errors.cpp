@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -254,6 +255,28 @@ TEST_CASE("every module names itself and the shapes for a bad input", "[errors]"
     REQUIRE_ERROR(nn::cross_entropy(zeros({3, 4}), IndexArray{{0, 1, 2}}), "cross_entropy", "(3, 4)", "(1, 3)");
     REQUIRE_ERROR(nn::cross_entropy(zeros({3, 4}), IndexArray{0, 1, 2}, nn::Reduction::mean, 1.5), "cross_entropy",
                   "label_smoothing", "1.5");
+    // cross_entropy's weight and ignore_index.
+    using CE = nn::CrossEntropyFuncOptions;
+    REQUIRE_ERROR(nn::cross_entropy(zeros({3, 4}), IndexArray{0, 1, 2}, CE().weight(Tensor({1.0, 2.0, 3.0}))),
+                  "cross_entropy", "weight", "(3,)", "(4,)", "(3, 4)");
+    REQUIRE_ERROR(nn::cross_entropy(zeros({3, 4}), IndexArray{0, 1, 2}, CE().weight(ones({1, 4}))), "cross_entropy",
+                  "weight", "(1, 4)", "(4,)");
+    const double inf = std::numeric_limits<double>::infinity();
+    REQUIRE_ERROR(nn::cross_entropy(zeros({3, 4}), IndexArray{0, 1, 2}, CE().weight(Tensor({1.0, std::nan(""), 1.0, 1.0}))),
+                  "cross_entropy", "weight[1]", "nan", "not finite");
+    REQUIRE_ERROR(nn::cross_entropy(zeros({3, 4}), IndexArray{0, 1, 2}, CE().weight(Tensor({1.0, 1.0, 1.0, inf}))),
+                  "cross_entropy", "weight[3]", "inf");
+    REQUIRE_ERROR(nn::cross_entropy(zeros({3, 4}), IndexArray{-100, -100, -100}), "cross_entropy", "all 3 targets",
+                  "ignore_index = -100", "NaN");
+    REQUIRE_ERROR(nn::cross_entropy(zeros({2, 4}), IndexArray{1, 1}, CE().ignore_index(1).label_smoothing(0.1)),
+                  "cross_entropy", "all 2 targets", "ignore_index = 1");
+    REQUIRE_ERROR(nn::cross_entropy(zeros({3, 4}), IndexArray{0, -100, 1}, CE().weight(Tensor({0.0, 0.0, 1.0, 1.0}))),
+                  "cross_entropy", "sum of weight[target]", "2 non-ignored", "is 0");
+    // ignore_index only excuses the value it names: -100 is out of range once ignore_index is 2.
+    REQUIRE_ERROR(nn::cross_entropy(zeros({3, 4}), IndexArray{2, -100, 1}, CE().ignore_index(2)), "cross_entropy",
+                  "target -100", "position 1", "C = 4", "ignore_index = 2");
+    REQUIRE_ERROR(nn::cross_entropy(zeros({3, 4}), IndexArray{0, 7, -100}, CE().reduction(nn::Reduction::sum)),
+                  "cross_entropy", "target 7", "position 1", "ignore_index = -100");
     REQUIRE_ERROR(nn::mse_loss(zeros({3, 4}), zeros({3, 1})), "mse_loss", "(3, 4)", "(3, 1)");
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <utility>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -69,6 +70,50 @@ TEST_CASE("cross_entropy matches PyTorch in all 6 variants", "[nn][golden]") {
         }
         expect_close("cross_entropy grad_x_" + v.name, x.grad_value(), fixture(fx, "grad_x_" + v.name));
     }
+}
+
+TEST_CASE("cross_entropy with weight and ignore_index matches PyTorch in all 30 variants", "[nn][golden]") {
+    const std::string fx = "cross_entropy_weighted";
+    const Tensor weight(fixture(fx, "weight"));
+    const IndexArray target = test::fixture_index(fx, "target"), target_pad = test::fixture_index(fx, "target_pad");
+    struct Variant {
+        std::string name;
+        bool weighted;
+        const IndexArray* target;
+        std::int64_t ignore_index;
+    };
+    const Variant variants[] = {{"w", true, &target, -100},
+                                {"ign", false, &target_pad, -100},
+                                {"ign2", false, &target, 2},
+                                {"w_ign", true, &target_pad, -100},
+                                {"w_ign2", true, &target, 2}};
+    const std::pair<const char*, nn::Reduction> reductions[] = {
+        {"mean", nn::Reduction::mean}, {"sum", nn::Reduction::sum}, {"none", nn::Reduction::none}};
+    for (const Variant& v : variants) {
+        for (const double ls : {0.0, 0.1}) {
+            for (const auto& [red_name, red] : reductions) {
+                const std::string tag = v.name + "_" + red_name + (ls > 0.0 ? "_ls" : "");
+                auto options = nn::CrossEntropyFuncOptions().ignore_index(v.ignore_index).reduction(red).label_smoothing(ls);
+                if (v.weighted) options.weight(weight);
+                const Tensor x(fixture(fx, "x"), true);
+                const Tensor out = nn::cross_entropy(x, *v.target, options);
+                expect_close("cross_entropy_weighted out_" + tag, out.value(), fixture(fx, "out_" + tag));
+                if (red == nn::Reduction::none) {
+                    backward_with(out, fixture(fx, "grad_out_" + tag));
+                } else {
+                    out.backward();
+                }
+                expect_close("cross_entropy_weighted grad_x_" + tag, x.grad_value(), fixture(fx, "grad_x_" + tag));
+            }
+        }
+    }
+    // The positional overload keeps PyTorch's default ignore_index = -100 too.
+    const Tensor x(fixture(fx, "x"), true);
+    const Tensor out = nn::cross_entropy(x, target_pad, nn::Reduction::mean, 0.1);
+    expect_close("cross_entropy_weighted out_ign_mean_ls (positional)", out.value(), fixture(fx, "out_ign_mean_ls"));
+    out.backward();
+    expect_close("cross_entropy_weighted grad_x_ign_mean_ls (positional)", x.grad_value(),
+                 fixture(fx, "grad_x_ign_mean_ls"));
 }
 
 TEST_CASE("mse_loss matches PyTorch (mean and sum), gradients for input and target", "[nn][golden]") {
