@@ -55,7 +55,7 @@ template <class F>
 Array broadcast_apply(const Array& a, const Array& b, const char* op, F f) {
     const Shape sa = shape_of(a), sb = shape_of(b);
     if (sa == sb) {
-        Array out = Array::from_shape(sa);
+        Array out = empty_array(sa);
         const double *pa = a.data(), *pb = b.data();
         double* po = out.data();
         for (std::size_t i = 0, n = out.size(); i < n; ++i) po[i] = f(pa[i], pb[i]);
@@ -63,21 +63,21 @@ Array broadcast_apply(const Array& a, const Array& b, const char* op, F f) {
     }
     // A one-element operand of no higher rank (x * 0.5, 1.0 - x): a plain loop with a constant.
     if (b.size() == 1 && sb.size() <= sa.size()) {
-        Array out = Array::from_shape(sa);
+        Array out = empty_array(sa);
         const double *pa = a.data(), vb = b.data()[0];
         double* po = out.data();
         for (std::size_t i = 0, n = out.size(); i < n; ++i) po[i] = f(pa[i], vb);
         return out;
     }
     if (a.size() == 1 && sa.size() <= sb.size()) {
-        Array out = Array::from_shape(sb);
+        Array out = empty_array(sb);
         const double va = a.data()[0], *pb = b.data();
         double* po = out.data();
         for (std::size_t i = 0, n = out.size(); i < n; ++i) po[i] = f(va, pb[i]);
         return out;
     }
     const Shape so = broadcast_shapes(sa, sb, op);
-    Array out = Array::from_shape(so);
+    Array out = empty_array(so);
     const Strides ta = broadcast_strides(sa, so), tb = broadcast_strides(sb, so);
     const double *pa = a.data(), *pb = b.data();
     double* po = out.data();
@@ -88,7 +88,7 @@ Array broadcast_apply(const Array& a, const Array& b, const char* op, F f) {
 // g * f(x_i, y_i) over two same-shaped arrays (backward helpers).
 template <class F>
 Array zip_grad(const Array& g, const Array& x, F f) {
-    Array out = Array::from_shape(g.shape());
+    Array out = empty_like(g);
     const double *pg = g.data(), *px = x.data();
     double* po = out.data();
     for (std::size_t i = 0, n = g.size(); i < n; ++i) po[i] = f(pg[i], px[i]);
@@ -98,7 +98,7 @@ Array zip_grad(const Array& g, const Array& x, F f) {
 // Expands an input to the output's shape (for backward formulas that read it per element).
 Array expand_to(const Array& a, const Shape& shape) {
     if (shape_of(a) == shape) return a;
-    Array out = Array::from_shape(shape);
+    Array out = empty_array(shape);
     if (a.size() == 1) {
         out.fill(a.data()[0]);
         return out;

@@ -59,7 +59,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Shape so = p.batch;
     so.push_back(m);
     so.push_back(n);
-    Array out = Array::from_shape(so);
+    Array out = empty_array(so);
     const double *pa = a.value().data(), *pb = b.value().data();
     for (std::size_t i = 0; i < p.a_off.size(); ++i) {
         gemm(pa + p.a_off[i] * m * k, m, k, false, pb + p.b_off[i] * k * n, k, n, false, out.data() + i * m * n, 0.0);

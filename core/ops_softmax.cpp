@@ -40,7 +40,7 @@ double row_max(const double* x, std::size_t base, const AxisView& v) {
 
 // out = (x - max) - log(sum(exp(x - max))) per row.
 Array log_softmax_forward(const Array& x, const AxisView& v) {
-    Array out = Array::from_shape(x.shape());
+    Array out = empty_like(x);
     const double* px = x.data();
     double* po = out.data();
     for_each_row(v, [&](std::size_t base) {
@@ -57,7 +57,7 @@ Array log_softmax_forward(const Array& x, const AxisView& v) {
 // out = exp(x - max) / sum(exp(x - max)) per row. Not exp(log_softmax): subtracting the
 // log-sum-exp at |x| ~ 1000 costs ulp(1000) ~ 1e-13 relative, while x - max is exact nearby.
 Array softmax_forward(const Array& x, const AxisView& v) {
-    Array out = Array::from_shape(x.shape());
+    Array out = empty_like(x);
     const double* px = x.data();
     double* po = out.data();
     for_each_row(v, [&](std::size_t base) {
@@ -82,7 +82,7 @@ Tensor softmax(const Tensor& a, int axis) {
     Array out = softmax_forward(a.value(), v);
     // d softmax: g_in = y * (g - sum_j g_j y_j) per row
     return record("softmax", std::move(out), {a}, [v](const GradContext& c) -> Grads {
-        Array g = Array::from_shape(c.grad.shape());
+        Array g = empty_like(c.grad);
         const double *py = c.output.data(), *pg = c.grad.data();
         double* pr = g.data();
         for_each_row(v, [&](std::size_t base) {
@@ -103,7 +103,7 @@ Tensor log_softmax(const Tensor& a, int axis) {
     const AxisView v = axis_view(s, normalize_axis(axis, s.size(), "log_softmax"));
     // d log_softmax: g_in = g - softmax * sum_j g_j per row (softmax = exp(out))
     return record("log_softmax", log_softmax_forward(a.value(), v), {a}, [v](const GradContext& c) -> Grads {
-        Array g = Array::from_shape(c.grad.shape());
+        Array g = empty_like(c.grad);
         const double *py = c.output.data(), *pg = c.grad.data();
         double* pr = g.data();
         for_each_row(v, [&](std::size_t base) {

@@ -15,7 +15,7 @@ using Strides = std::vector<std::size_t>;
 /// unary ops and activations.
 template <class F>
 Array map_elements(const Array& a, F f) {
-    Array out = Array::from_shape(a.shape());
+    Array out = empty_like(a);
     const double* pa = a.data();
     double* po = out.data();
     for (std::size_t i = 0, n = a.size(); i < n; ++i) po[i] = f(pa[i]);

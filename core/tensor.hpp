@@ -219,6 +219,14 @@ std::size_t live_node_count();
 
 // ---- creation -----------------------------------------------------------------------------
 
+/// An Array of `shape` with unspecified contents, for an output that a kernel writes in full.
+/// Large ones (32 MiB and more, which glibc maps fresh from the system on every allocation) are
+/// backed by 2 MiB transparent huge pages where Linux allows it: one page fault per 2 MiB on
+/// first touch instead of one per 4 KiB.
+Array empty_array(const Shape& shape);
+/// empty_array() of a's shape.
+Array empty_like(const Array& a);
+
 /// A leaf of zeros of `shape`.
 Tensor zeros(const Shape& shape, bool requires_grad = false);
 /// A leaf of ones of `shape`.

@@ -235,7 +235,7 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
         scale[c] = s.rstd(c) * (weight.defined() ? weight.value()(c) : 1.0);
         shift[c] = bias.defined() ? bias.value()(c) : 0.0;
     }
-    Array y = Array::from_shape(x.value().shape());
+    Array y = empty_like(x.value());
     batch_norm_output(x.data(), s.mean.data(), scale.data(), shift.data(), y.data(), l);
 
     std::vector<Tensor> inputs{x};
@@ -263,7 +263,7 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
                     mg[ch] = training ? sum_g[ch] * inv_count : 0.0;
                     b[ch] = training ? a[ch] * rstd(ch) * (sum_g_xhat[ch] * inv_count) : 0.0;
                 }
-                Array dx = Array::from_shape(c.input(0).shape());
+                Array dx = empty_like(c.input(0));
                 batch_norm_input_grad(c.input(0).data(), c.grad.data(), mean.data(), a.data(), mg.data(), b.data(), dx.data(), l);
                 g[0] = std::move(dx);
             }

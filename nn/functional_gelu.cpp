@@ -43,7 +43,7 @@ Tensor gelu(const Tensor& x, GeluApproximate approximate) {
     // dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x); exact: Phi = y / x read back from the output
     return record(exact ? "gelu" : "gelu_tanh", std::move(y), {x}, [exact](const GradContext& c) -> Grads {
         const Array& x = c.input(0);
-        Array gx = Array::from_shape(x.shape());
+        Array gx = empty_like(x);
         const double *px = x.data(), *pg = c.grad.data();
         double* po = gx.data();
         const std::size_t n = x.size();

@@ -89,7 +89,7 @@ XG_KERNEL_CLONES void layer_norm_backward(const double* x, const double* g, cons
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
     const RowLayout l = check_layer_norm("layer_norm", x, normalized_shape, weight, bias);
     const std::vector<double> ones(weight.defined() ? 0 : l.width, 1.0), zeros(bias.defined() ? 0 : l.width, 0.0);
-    Array y = Array::from_shape(x.value().shape());
+    Array y = empty_like(x.value());
     Array mean = Array::from_shape({l.rows}), rstd = Array::from_shape({l.rows});
     layer_norm_forward(x.data(), weight.defined() ? weight.data() : ones.data(), bias.defined() ? bias.data() : zeros.data(),
                        y.data(), mean.data(), rstd.data(), l, eps);
@@ -109,7 +109,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
             const double* w = wi < 0 ? ones.data() : c.input(static_cast<std::size_t>(wi)).data();
             Array dw = xt::zeros<double>({l.width}), db = xt::zeros<double>({l.width});
             Array dx;
-            if (c.needs_grad(0)) dx = Array::from_shape(c.input(0).shape());
+            if (c.needs_grad(0)) dx = empty_like(c.input(0));
             layer_norm_backward(c.input(0).data(), c.grad.data(), w, mean.data(), rstd.data(),
                                 c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l);
             if (c.needs_grad(0)) g[0] = std::move(dx);

@@ -58,7 +58,7 @@ LinearDims check_linear(const char* op, const Tensor& x, const Tensor& weight, c
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const LinearDims d = check_linear("linear", x, weight, bias);
-    Array y = Array::from_shape(d.out_shape);
+    Array y = empty_array(d.out_shape);
     if (bias.defined()) {
         // Seed every row with the bias so a single gemm with beta = 1 finishes the job.
         const double* pb = bias.data();
@@ -74,7 +74,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         Grads g(c.inputs.size());
         const double* pg = c.grad.data();
         if (c.needs_grad(0)) {
-            Array gx = Array::from_shape(c.input(0).shape());
+            Array gx = empty_like(c.input(0));
             gemm(pg, d.rows, d.out, false, c.input(1).data(), d.out, d.in, false, gx.data(), 0.0);
             g[0] = std::move(gx);
         }

@@ -61,7 +61,7 @@ XG_KERNEL_CLONES void rms_norm_backward(const double* x, const double* g, const 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps) {
     const RowLayout l = check_rms_norm("rms_norm", x, normalized_shape, weight);
     const std::vector<double> ones(weight.defined() ? 0 : l.width, 1.0);
-    Array y = Array::from_shape(x.value().shape());
+    Array y = empty_like(x.value());
     Array rrms = Array::from_shape({l.rows});
     rms_norm_forward(x.data(), weight.defined() ? weight.data() : ones.data(), y.data(), rrms.data(), l, eps);
 
@@ -77,7 +77,7 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
             const std::vector<double> ones(affine ? 0 : l.width, 1.0);
             Array dw = xt::zeros<double>({l.width});
             Array dx;
-            if (c.needs_grad(0)) dx = Array::from_shape(c.input(0).shape());
+            if (c.needs_grad(0)) dx = empty_like(c.input(0));
             rms_norm_backward(c.input(0).data(), c.grad.data(), affine ? c.input(1).data() : ones.data(), rrms.data(),
                               c.needs_grad(0) ? dx.data() : nullptr, dw.data(), l);
             if (c.needs_grad(0)) g[0] = std::move(dx);

@@ -2,7 +2,12 @@
 // after manual_seed, rough sample statistics, and Generator state save/restore.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <sstream>
+#include <string>
 
 #include <catch2/catch.hpp>
 #include <xtensor/xsort.hpp>
@@ -64,6 +69,39 @@ TEST_CASE("zeros, ones, full and the _like variants", "[creation]") {
 
     const Tensor empty = xg::zeros({0, 3});
     CHECK(empty.numel() == 0);
+}
+
+// The VmFlags of the mapping of this process that contains `address` ("" if none is found).
+std::string vm_flags_at(const void* address) {
+    std::ifstream smaps("/proc/self/smaps");
+    const auto a = reinterpret_cast<std::uintptr_t>(address);
+    std::string line;
+    bool inside = false;
+    while (std::getline(smaps, line)) {
+        std::uintptr_t lo = 0, hi = 0;
+        char dash = 0;
+        std::istringstream range(line);
+        if (range >> std::hex >> lo >> dash >> hi && dash == '-') inside = lo <= a && a < hi;
+        if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+    }
+    return "";
+}
+
+TEST_CASE("empty_array: the shape asked for; 32 MiB and more advised to use huge pages", "[creation]") {
+    const xg::Array small = xg::empty_array({4, 5});
+    CHECK(Shape(small.shape().begin(), small.shape().end()) == Shape{4, 5});
+    CHECK(xg::empty_like(small).shape() == small.shape());
+    xg::Array large = xg::empty_array({4096, 1024});  // 32 MiB
+    for (std::size_t i = 0; i < large.size(); i += 512) large.data()[i] = static_cast<double>(i);
+    CHECK(large(4095, 512) == 4095.0 * 1024 + 512);
+    if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) {
+        WARN("this kernel has no transparent huge pages: the advice cannot be checked");
+        return;
+    }
+    // "hg" = MADV_HUGEPAGE was given for the mapping that holds the middle of the array.
+    const std::string flags = vm_flags_at(large.data() + large.size() / 2);
+    INFO(flags);
+    CHECK(flags.find(" hg") != std::string::npos);
 }
 
 TEST_CASE("arange", "[creation]") {
