@@ -21,8 +21,10 @@
 // AVX2, and the dynamic loader picks one per machine (GCC function multi-versioning, an ifunc):
 // the library still runs on any x86-64 CPU. AVX2 halves the instructions per element, which is
 // what these loops are bound by while their rows sit in L1 (LayerNorm fwd+bwd at (4096, 768)
-// 9.4 -> 8.4 ms here). The two versions round identically: AVX2 without FMA contracts nothing,
-// and every reduction keeps a fixed number of lanes (kLanes) whatever the vector width.
+// 9.4 -> 8.4 ms here). The two versions round identically: nothing is contracted into an FMA
+// (the clone has no FMA, and ISO -std=c++17 means -ffp-contract=off anyway), and every reduction
+// keeps a fixed number of lanes (kLanes) whatever the vector width - a `#pragma omp simd
+// reduction` would not. ctest kernels.avx2_clones_round_like_sse2 checks it (tests/clones/).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(XGRAD_NO_KERNEL_CLONES)
 #define XG_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
 #else

@@ -1,0 +1,60 @@
+// Writes the outputs and gradients of the kernels that have AVX2 clones (layer_norm, rms_norm,
+// batch_norm; nn/row_kernels.hpp) to the file named by argv[1], as raw doubles. Built twice -
+// against the library as it is, and with those kernels compiled without clones - so that
+// compare_dumps.cmake can show that both versions round identically (ctest kernels.*).
+#include <cstdio>
+
+#include "core/random.hpp"
+#include "nn/functional.hpp"
+
+namespace F = xg::nn::functional;
+using xg::Array;
+using xg::Shape;
+using xg::Tensor;
+
+namespace {
+
+void put(std::FILE* f, const Array& a) { std::fwrite(a.data(), sizeof(double), a.size(), f); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: %s <output file>\n", argv[0]);
+        return 2;
+    }
+    std::FILE* f = std::fopen(argv[1], "wb");
+    if (f == nullptr) {
+        std::perror(argv[1]);
+        return 1;
+    }
+    xg::manual_seed(3);
+    // Small shapes with tails, and outputs of 8 MiB or more (the streaming-store path).
+    for (const Shape& s : {Shape{37, 83}, Shape{5, 7, 19}, Shape{64, 768}, Shape{1030, 1020}, Shape{65, 16, 1030}}) {
+        const std::size_t channels = s[1], width = s.back();
+        Tensor x(xg::randn(s).value() * 3.0 + 1.0, true);
+        Tensor w = xg::randn({channels}, true), b = xg::randn({channels}, true);
+        Tensor wl = xg::randn({width}, true), bl = xg::randn({width}, true);
+        Tensor running_mean = xg::zeros({channels}), running_var = xg::ones({channels});
+        const Tensor dy = xg::randn(s);
+        for (int op = 0; op < 4; ++op) {
+            for (Tensor* t : {&x, &w, &b, &wl, &bl}) t->zero_grad();
+            const Tensor y = op == 0   ? F::layer_norm(x, {width}, wl, bl, 1e-5)
+                             : op == 1 ? F::rms_norm(x, {width}, wl, 1e-6)
+                             : op == 2 ? F::batch_norm(x, running_mean, running_var, w, b, true, 0.1, 1e-5)
+                                       : F::batch_norm(x, running_mean, running_var, w, b, false, 0.1, 1e-5);
+            y.backward(dy);
+            put(f, y.value());
+            put(f, x.grad_value());
+            if (op < 2) {
+                put(f, wl.grad_value());
+            } else {
+                put(f, w.grad_value());
+                put(f, b.grad_value());
+                put(f, running_mean.value());
+                put(f, running_var.value());
+            }
+        }
+    }
+    return std::fclose(f) == 0 ? 0 : 1;
+}
