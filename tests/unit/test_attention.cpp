@@ -1,13 +1,13 @@
 // MultiheadAttention's attention weights (PyTorch's need_weights=True) and its dropout on them.
 // The output itself is checked against a plain-loop reference in test_layers_golden.cpp.
 #include <cmath>
-#include <limits>
 #include <type_traits>
 
 #include <catch2/catch.hpp>
 
 #include "core/random.hpp"
 #include "nn/attention.hpp"
+#include "tests/support/attention_reference.hpp"
 
 using xg::Array;
 using xg::Mask;
@@ -16,38 +16,6 @@ using xg::Tensor;
 namespace nn = xg::nn;
 
 namespace {
-
-// softmax(q k^T / sqrt(D)) per head, written out element by element from the packed projection:
-// (B, H, T, S).
-Array weights_reference(const Array& xq, const Array& xkv, const Array& w, const Array& b, std::size_t heads,
-                        const Mask* mask) {
-    const std::size_t B = xq.shape()[0], T = xq.shape()[1], S = xkv.shape()[1], E = xq.shape()[2], D = E / heads;
-    auto project = [&](const Array& x, std::size_t part, std::size_t bi, std::size_t t, std::size_t i) {
-        double acc = b(part * E + i);
-        for (std::size_t j = 0; j < E; ++j) acc += w(part * E + i, j) * x(bi, t, j);
-        return acc;
-    };
-    Array out = Array::from_shape({B, heads, T, S});
-    for (std::size_t bi = 0; bi < B; ++bi) {
-        for (std::size_t h = 0; h < heads; ++h) {
-            for (std::size_t t = 0; t < T; ++t) {
-                std::vector<double> score(S, -std::numeric_limits<double>::infinity());
-                double top = -std::numeric_limits<double>::infinity();
-                for (std::size_t s = 0; s < S; ++s) {
-                    if (mask && (*mask)(t, s)) continue;
-                    double dot = 0.0;
-                    for (std::size_t d = 0; d < D; ++d) dot += project(xq, 0, bi, t, h * D + d) * project(xkv, 1, bi, s, h * D + d);
-                    score[s] = dot / std::sqrt(static_cast<double>(D));
-                    top = std::max(top, score[s]);
-                }
-                double total = 0.0;
-                for (double& sc : score) total += (sc = std::exp(sc - top));
-                for (std::size_t s = 0; s < S; ++s) out(bi, h, t, s) = score[s] / total;
-            }
-        }
-    }
-    return out;
-}
 
 double max_abs_diff(const Array& a, const Array& b) {
     REQUIRE(a.shape() == b.shape());
@@ -69,7 +37,7 @@ TEST_CASE("MultiheadAttention returns its attention weights, per head or average
         for (std::size_t s = 0; s < 5; ++s) mask(t, s) = (t + s) % 3 == 0;
 
     for (const Mask* m : {static_cast<const Mask*>(nullptr), static_cast<const Mask*>(&mask)}) {
-        const Array reference = weights_reference(q.value(), kv.value(), w, b, 3, m);
+        const Array reference = xg::test::attention_weights_reference(q.value(), kv.value(), w, b, 3, m);
         const nn::AttentionOutput per_head = mha.forward_with_weights(q, kv, kv, m, false);
         REQUIRE(per_head.weights.shape() == Shape{2, 3, 4, 5});
         CHECK(max_abs_diff(per_head.weights.value(), reference) <= 1e-15);

@@ -3,16 +3,17 @@
 // MultiheadAttention has no fixture; it is checked against a plain-loop reference instead.
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <utility>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include "nn/nn.hpp"
+#include "tests/support/attention_reference.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace xg;
+using test::attention_reference;
 using test::fixture;
 using test::max_rel_diff;
 
@@ -209,53 +210,6 @@ TEST_CASE("BatchNorm1d module matches PyTorch: training, running stats, cumulati
     }
 }
 
-namespace {
-
-// Attention written out element by element, independent of the module's reshapes and permutes.
-// w (3E, E), b (3E): packed q/k/v projections; wo (E, E), bo (E): output projection.
-Array attention_reference(const Array& xq, const Array& xkv, const Array& w, const Array& b, const Array& wo,
-                          const Array& bo, std::size_t heads, const Mask* mask) {
-    const std::size_t B = xq.shape()[0], T = xq.shape()[1], S = xkv.shape()[1], E = xq.shape()[2], D = E / heads;
-    auto project = [&](const Array& x, std::size_t part, std::size_t bi, std::size_t t, std::size_t i) {
-        double acc = b(part * E + i);
-        for (std::size_t j = 0; j < E; ++j) acc += w(part * E + i, j) * x(bi, t, j);
-        return acc;
-    };
-    Array ctx = xt::zeros<double>({B, T, E});
-    for (std::size_t bi = 0; bi < B; ++bi) {
-        for (std::size_t h = 0; h < heads; ++h) {
-            for (std::size_t t = 0; t < T; ++t) {
-                std::vector<double> score(S, -std::numeric_limits<double>::infinity());
-                double top = -std::numeric_limits<double>::infinity();
-                for (std::size_t s = 0; s < S; ++s) {
-                    if (mask && (*mask)(t, s)) continue;
-                    double dot = 0.0;
-                    for (std::size_t d = 0; d < D; ++d) dot += project(xq, 0, bi, t, h * D + d) * project(xkv, 1, bi, s, h * D + d);
-                    score[s] = dot / std::sqrt(static_cast<double>(D));
-                    top = std::max(top, score[s]);
-                }
-                double total = 0.0;
-                for (double& sc : score) total += (sc = std::exp(sc - top));
-                for (std::size_t s = 0; s < S; ++s) {
-                    for (std::size_t d = 0; d < D; ++d) ctx(bi, t, h * D + d) += score[s] / total * project(xkv, 2, bi, s, h * D + d);
-                }
-            }
-        }
-    }
-    Array out = Array::from_shape({B, T, E});
-    for (std::size_t bi = 0; bi < B; ++bi) {
-        for (std::size_t t = 0; t < T; ++t) {
-            for (std::size_t i = 0; i < E; ++i) {
-                double acc = bo(i);
-                for (std::size_t j = 0; j < E; ++j) acc += wo(i, j) * ctx(bi, t, j);
-                out(bi, t, i) = acc;
-            }
-        }
-    }
-    return out;
-}
-
-}  // namespace
 
 TEST_CASE("MultiheadAttention matches a plain-loop reference; causal outputs ignore the future", "[nn][attention]") {
     manual_seed(41);
