@@ -464,6 +464,17 @@ def embedding():
     c.save("grad_weight", m.weight.grad, "d/dweight (7,3)")
 
 
+def _loss_backward(c, out, tag):
+    """A scalar loss backpropagates from 1; a per-row one (reduction='none') from
+    sum(out * grad_out_<tag>), with that random upstream gradient saved."""
+    if out.dim() == 0:
+        out.backward()
+        return
+    g = torch.randn(out.shape)
+    c.save("grad_out_" + tag, g, "upstream gradient for out_" + tag)
+    (out * g).sum().backward()
+
+
 def cross_entropy():
     c = Case("cross_entropy", 212, """
 `x = randn(6,5) * 2` (logits, N=6, classes=5), `target` int64 (6,) = [0,4,2,2,1,3].
@@ -483,12 +494,7 @@ it is d/dx of `sum(out_V * grad_out_V)`.""")
             tag = red + ("_ls" if ls else "")
             xx = leaf(x)
             out = F.cross_entropy(xx, t, reduction=red, label_smoothing=ls)
-            if red == "none":
-                g = torch.randn(out.shape)
-                c.save("grad_out_" + tag, g, "upstream gradient for out_" + tag)
-                (out * g).sum().backward()
-            else:
-                out.backward()
+            _loss_backward(c, out, tag)
             c.save("out_" + tag, out, f"loss, reduction={red}, label_smoothing={ls}")
             c.save("grad_x_" + tag, xx.grad, "d/dx")
 
@@ -529,12 +535,7 @@ d/dx of `sum(out_V * grad_out_V)`.""")
                 xx = leaf(x)
                 out = F.cross_entropy(xx, target, weight=weight, ignore_index=ignore, reduction=red,
                                       label_smoothing=ls)
-                if red == "none":
-                    g = torch.randn(out.shape)
-                    c.save("grad_out_" + tag, g, "upstream gradient for out_" + tag)
-                    (out * g).sum().backward()
-                else:
-                    out.backward()
+                _loss_backward(c, out, tag)
                 c.save("out_" + tag, out, "loss, weight=%s, ignore_index=%d, reduction=%s, label_smoothing=%s"
                        % ("weight" if weight is not None else "None", ignore, red, ls))
                 c.save("grad_x_" + tag, xx.grad, "d/dx")
