@@ -23,15 +23,15 @@ RowLayout check_rms_norm(const char* op, const Tensor& x, const Shape& normalize
 // All terms of mean(x^2) are non-negative, so one pass loses nothing to cancellation.
 XG_KERNEL_CLONES void rms_norm_forward(const double* x, const double* w, double* y, double* rrms, const RowLayout& l, double eps) {
     const std::size_t n = l.width;
+    const bool stream = detail::streams(y, l.rows * n, n);
     for (std::size_t r = 0; r < l.rows; ++r) {
         const double* xr = x + r * n;
-        double* yr = y + r * n;
         const double sum_sq = row_sum(n, [xr](std::size_t j, double& acc) { acc += xr[j] * xr[j]; });
         const double s = 1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps);
         rrms[r] = s;
-#pragma omp simd
-        for (std::size_t j = 0; j < n; ++j) yr[j] = xr[j] * s * w[j];
+        detail::store_rows<1>(y + r * n, n, n, stream, [=](std::size_t, std::size_t j) { return xr[j] * s * w[j]; });
     }
+    if (stream) detail::store_fence();
 }
 
 // dx = rrms * (dxhat - xhat * mean(dxhat * xhat)), xhat = x rrms, dxhat = dy w; dw = sum dy xhat.
@@ -39,6 +39,7 @@ XG_KERNEL_CLONES void rms_norm_backward(const double* x, const double* g, const 
                        const RowLayout& l) {
     const std::size_t n = l.width;
     const double inv_n = 1.0 / static_cast<double>(n);
+    const bool stream = dx != nullptr && detail::streams(dx, l.rows * n, n);
     for (std::size_t r = 0; r < l.rows; ++r) {
         const double* xr = x + r * n;
         const double* gr = g + r * n;
@@ -50,10 +51,10 @@ XG_KERNEL_CLONES void rms_norm_backward(const double* x, const double* g, const 
         });
         if (dx == nullptr) continue;
         const double mean_dxhat_xhat = sum_dxhat_xhat * inv_n;
-        double* dxr = dx + r * n;
-#pragma omp simd
-        for (std::size_t j = 0; j < n; ++j) dxr[j] = s * (gr[j] * w[j] - xr[j] * s * mean_dxhat_xhat);
+        detail::store_rows<1>(dx + r * n, n, n, stream,
+                              [=](std::size_t, std::size_t j) { return s * (gr[j] * w[j] - xr[j] * s * mean_dxhat_xhat); });
     }
+    if (stream) detail::store_fence();
 }
 
 }  // namespace

@@ -107,6 +107,9 @@ TEST_CASE("fused normalisations agree with their twins on outputs large enough t
         expect_twins_agree([&](auto& t) { return F::layer_norm(t[0], {xs[1]}, t[1], t[2]); },
                            [&](auto& t) { return F::layer_norm_composed(t[0], {xs[1]}, t[1], t[2]); },
                            {x, randn({xs[1]}), randn({xs[1]})}, "layer_norm " + xg::shape_str(xs));
+        expect_twins_agree([&](auto& t) { return F::rms_norm(t[0], {xs[1]}, t[1]); },
+                           [&](auto& t) { return F::rms_norm_composed(t[0], {xs[1]}, t[1]); }, {x, randn({xs[1]})},
+                           "rms_norm " + xg::shape_str(xs));
     }
     for (const Shape& xs : {Shape{2051, 516}, Shape{65, 16, 1030}}) {
         const std::size_t width = xs.size() == 2 ? xs[1] : xs[2];
