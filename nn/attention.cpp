@@ -130,8 +130,9 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
 Tensor MultiheadAttention::forward(const Tensor& x) { return forward(x, x, x, static_cast<const Mask*>(nullptr)); }
 
 std::string MultiheadAttention::extra_repr() const {
-    return fmt::format("embed_dim={}, num_heads={}, bias={}, dropout={}", embed_dim, num_heads, in_proj_bias.defined(),
-                       dropout);
+    std::string s = fmt::format("embed_dim={}, num_heads={}, bias={}", embed_dim, num_heads, in_proj_bias.defined());
+    if (dropout > 0.0) s += fmt::format(", dropout={}", dropout);
+    return s;
 }
 
 }  // namespace xg::nn

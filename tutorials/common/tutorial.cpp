@@ -230,7 +230,10 @@ double now_seconds() {
 bool is_volatile_line(const std::string& line) {
     const auto first = line.find_first_not_of(' ');
     if (first == std::string::npos) return false;
-    return line.compare(first, 5, "time:") == 0 || line.find('\r') != std::string::npos;
+    for (const char* prefix : {"time:", "plot:", "csv:"}) {
+        if (line.compare(first, std::char_traits<char>::length(prefix), prefix) == 0) return true;
+    }
+    return line.find('\r') != std::string::npos;
 }
 
 }  // namespace xg::tutorial

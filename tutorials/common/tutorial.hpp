@@ -3,7 +3,8 @@
 // gnuplot plots (the long experiments use optim::ProgressBar).
 //
 // Output is meant to be pasted into docs/tutorials/*.md and compared by a test, so everything
-// printed here is deterministic except lines that start with "time:" or contain a progress bar
+// printed here is deterministic except lines that start with "time:", "plot:" or "csv:" (the
+// last two name files under --out, which differs between checkouts) or contain a progress bar
 // (the guide-drift test skips those; see is_volatile_line).
 #pragma once
 
@@ -93,8 +94,8 @@ bool gnuplot(const std::string& script, const std::string& png_path);
 /// Seconds since an arbitrary epoch (for timing lines).
 double now_seconds();
 
-/// True for lines that legitimately change run to run (timings, progress) - skipped by the
-/// guide-drift test.
+/// True for lines that legitimately change run to run or checkout to checkout (timings, progress,
+/// paths of written files) - skipped by the guide-drift test.
 bool is_volatile_line(const std::string& line);
 
 }  // namespace xg::tutorial
