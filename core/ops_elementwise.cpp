@@ -137,8 +137,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
     // d(a+b)/da = 1, d(a+b)/db = 1, each summed over its broadcast axes
     return record("add", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
         Grads g(2);
-        if (c.needs_grad(0)) g[0] = sum_to(c.grad, shape_of(c.input(0)));
-        if (c.needs_grad(1)) g[1] = sum_to(c.grad, shape_of(c.input(1)));
+        if (c.needs_grad(0)) g[0] = sum_to(c.grad, c.input_shape(0));
+        if (c.needs_grad(1)) g[1] = sum_to(c.grad, c.input_shape(1));
         return g;
     });
 }
@@ -148,8 +148,8 @@ Tensor sub(const Tensor& a, const Tensor& b) {
     // d(a-b)/da = 1, d(a-b)/db = -1
     return record("sub", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
         Grads g(2);
-        if (c.needs_grad(0)) g[0] = sum_to(c.grad, shape_of(c.input(0)));
-        if (c.needs_grad(1)) g[1] = reduce_to(map_elements(c.grad, [](double v) { return -v; }), shape_of(c.input(1)));
+        if (c.needs_grad(0)) g[0] = sum_to(c.grad, c.input_shape(0));
+        if (c.needs_grad(1)) g[1] = reduce_to(map_elements(c.grad, [](double v) { return -v; }), c.input_shape(1));
         return g;
     });
 }
@@ -160,8 +160,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
     return record("mul", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
         Grads g(2);
         const auto times = [](double gi, double v) { return gi * v; };
-        if (c.needs_grad(0)) g[0] = reduce_to(zip_broadcast(c.grad, c.input(1), times), shape_of(c.input(0)));
-        if (c.needs_grad(1)) g[1] = reduce_to(zip_broadcast(c.grad, c.input(0), times), shape_of(c.input(1)));
+        if (c.needs_grad(0)) g[0] = reduce_to(zip_broadcast(c.grad, c.input(1), times), c.input_shape(0));
+        if (c.needs_grad(1)) g[1] = reduce_to(zip_broadcast(c.grad, c.input(0), times), c.input_shape(1));
         return g;
     });
 }
@@ -172,12 +172,12 @@ Tensor div(const Tensor& a, const Tensor& b) {
     return record("div", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
         Grads g(2);
         if (c.needs_grad(0)) {
-            g[0] = reduce_to(zip_broadcast(c.grad, c.input(1), [](double gi, double y) { return gi / y; }), shape_of(c.input(0)));
+            g[0] = reduce_to(zip_broadcast(c.grad, c.input(1), [](double gi, double y) { return gi / y; }), c.input_shape(0));
         }
         if (c.needs_grad(1)) {
             // -g * out / b: out has g's shape, so fold it in first, then divide by b broadcast
-            Array gb = zip_grad(c.grad, c.output, [](double gi, double o) { return -gi * o; });
-            g[1] = reduce_to(zip_broadcast(gb, c.input(1), [](double v, double y) { return v / y; }), shape_of(c.input(1)));
+            Array gb = zip_grad(c.grad, c.output(), [](double gi, double o) { return -gi * o; });
+            g[1] = reduce_to(zip_broadcast(gb, c.input(1), [](double v, double y) { return v / y; }), c.input_shape(1));
         }
         return g;
     });
@@ -216,7 +216,7 @@ Tensor pow(const Tensor& a, double p) {
 Tensor exp(const Tensor& a) {
     // d(e^a)/da = e^a = out
     return record("exp", map_elements(a.value(), [](double x) { return std::exp(x); }), {a}, [](const GradContext& c) -> Grads {
-        return {zip_grad(c.grad, c.output, [](double g, double y) { return g * y; })};
+        return {zip_grad(c.grad, c.output(), [](double g, double y) { return g * y; })};
     });
 }
 
@@ -230,14 +230,14 @@ Tensor log(const Tensor& a) {
 Tensor sqrt(const Tensor& a) {
     // d(sqrt a)/da = 1 / (2 sqrt a) = 1 / (2 out)
     return record("sqrt", map_elements(a.value(), [](double x) { return std::sqrt(x); }), {a}, [](const GradContext& c) -> Grads {
-        return {zip_grad(c.grad, c.output, [](double g, double y) { return g / (2.0 * y); })};
+        return {zip_grad(c.grad, c.output(), [](double g, double y) { return g / (2.0 * y); })};
     });
 }
 
 Tensor tanh(const Tensor& a) {
     // d(tanh a)/da = 1 - tanh^2 = 1 - out^2
     return record("tanh", map_elements(a.value(), [](double x) { return std::tanh(x); }), {a}, [](const GradContext& c) -> Grads {
-        return {zip_grad(c.grad, c.output, [](double g, double y) { return g * (1.0 - y * y); })};
+        return {zip_grad(c.grad, c.output(), [](double g, double y) { return g * (1.0 - y * y); })};
     });
 }
 
@@ -259,7 +259,7 @@ Tensor sigmoid(const Tensor& a) {
     // d(s(a))/da = s(a)(1 - s(a)) = out (1 - out); the two branches avoid overflow of exp
     auto s = [](double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); };
     return record("sigmoid", map_elements(a.value(), s), {a}, [](const GradContext& c) -> Grads {
-        return {zip_grad(c.grad, c.output, [](double g, double y) { return g * y * (1.0 - y); })};
+        return {zip_grad(c.grad, c.output(), [](double g, double y) { return g * y * (1.0 - y); })};
     });
 }
 

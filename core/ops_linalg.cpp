@@ -67,16 +67,18 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     // dA = dC @ B^T, dB = A^T @ dC; broadcast batches accumulate (beta = 1) into the shared matrix
     return record("matmul", std::move(out), {a, b}, [p = std::move(p), m, k, n](const GradContext& c) -> Grads {
         Grads g(2);
-        const double *pa = c.input(0).data(), *pb = c.input(1).data(), *pg = c.grad.data();
+        const double* pg = c.grad.data();
         if (c.needs_grad(0)) {
-            Array ga = xt::zeros<double>(c.input(0).shape());
+            const double* pb = c.input(1).data();
+            Array ga = xt::zeros<double>(c.input_shape(0));
             for (std::size_t i = 0; i < p.a_off.size(); ++i) {
                 gemm(pg + i * m * n, m, n, false, pb + p.b_off[i] * k * n, k, n, true, ga.data() + p.a_off[i] * m * k, 1.0);
             }
             g[0] = std::move(ga);
         }
         if (c.needs_grad(1)) {
-            Array gb = xt::zeros<double>(c.input(1).shape());
+            const double* pa = c.input(0).data();
+            Array gb = xt::zeros<double>(c.input_shape(1));
             for (std::size_t i = 0; i < p.b_off.size(); ++i) {
                 gemm(pa + p.a_off[i] * m * k, m, k, true, pg + i * m * n, m, n, false, gb.data() + p.b_off[i] * k * n, 1.0);
             }

@@ -191,10 +191,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int axis) {
     }
     // d cat(x_k)/dx_k: the slice of the gradient that x_k filled
     return record("cat", std::move(out), tensors, [ax, offsets](const GradContext& c) -> Grads {
-        Grads g(c.inputs.size());
-        for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+        Grads g(c.num_inputs());
+        for (std::size_t k = 0; k < c.num_inputs(); ++k) {
             if (!c.needs_grad(k)) continue;
-            const std::size_t len = c.input(k).shape()[ax];
+            const std::size_t len = c.input_shape(k)[ax];
             g[k] = Array(xt::strided_view(c.grad, axis_range(c.grad.dimension(), ax, offsets[k], offsets[k] + len, 1)));
         }
         return g;

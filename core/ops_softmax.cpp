@@ -83,7 +83,7 @@ Tensor softmax(const Tensor& a, int axis) {
     // d softmax: g_in = y * (g - sum_j g_j y_j) per row
     return record("softmax", std::move(out), {a}, [v](const GradContext& c) -> Grads {
         Array g = empty_like(c.grad);
-        const double *py = c.output.data(), *pg = c.grad.data();
+        const double *py = c.output().data(), *pg = c.grad.data();
         double* pr = g.data();
         for_each_row(v, [&](std::size_t base) {
             double dot = 0.0;
@@ -104,7 +104,7 @@ Tensor log_softmax(const Tensor& a, int axis) {
     // d log_softmax: g_in = g - softmax * sum_j g_j per row (softmax = exp(out))
     return record("log_softmax", log_softmax_forward(a.value(), v), {a}, [v](const GradContext& c) -> Grads {
         Array g = empty_like(c.grad);
-        const double *py = c.output.data(), *pg = c.grad.data();
+        const double *py = c.output().data(), *pg = c.grad.data();
         double* pr = g.data();
         for_each_row(v, [&](std::size_t base) {
             double total = 0.0;

@@ -18,6 +18,8 @@ namespace {
 thread_local bool g_grad_mode = true;
 bool g_anomaly_mode = false;
 std::atomic<std::size_t> g_live_nodes{0};
+// Ticks once per in-place change of any value (Node::version, Node::recorded_at).
+std::atomic<std::uint64_t> g_clock{0};
 
 NodePtr new_node() {
     ++g_live_nodes;
@@ -49,8 +51,46 @@ std::string shape_str(const Shape& shape) {
 
 void fail(const std::string& op, const std::string& message) { throw Error(op + ": " + message); }
 
-const Array& GradContext::input(std::size_t i) const { return inputs[i]->value; }
-bool GradContext::needs_grad(std::size_t i) const { return inputs[i]->requires_grad; }
+namespace {
+
+// "a leaf of shape (3,)" / "the output of 'exp', shape (2, 2)": how an error names a tensor.
+std::string describe(const Node& n) {
+    const Shape s(n.value.shape().begin(), n.value.shape().end());
+    return n.is_leaf() ? "a leaf of shape " + shape_str(s) : fmt::format("the output of '{}', shape {}", n.op, shape_str(s));
+}
+
+[[noreturn]] void modified_in_place(const Node& node, const std::string& which) {
+    fail("backward of '" + node.op + "'",
+         fmt::format("one of the variables needed for gradient computation has been modified by an inplace operation: "
+                     "{} was changed in place after the forward of '{}' used it (by mutable_value(), data(), an "
+                     "optimizer step, an initialiser or load_state_dict); run backward before changing it, or run "
+                     "the forward again",
+                     which, node.op));
+}
+
+}  // namespace
+
+const Array& GradContext::output() const {
+    if (node_.version > node_.recorded_at) {
+        const Shape s(node_.value.shape().begin(), node_.value.shape().end());
+        modified_in_place(node_, fmt::format("the output of '{}' (shape {})", node_.op, shape_str(s)));
+    }
+    return node_.value;
+}
+
+const Array& GradContext::input(std::size_t i) const {
+    const Node& p = *node_.parents[i];
+    if (p.version > node_.recorded_at) modified_in_place(node_, fmt::format("input {} of '{}' ({})", i, node_.op, describe(p)));
+    return p.value;
+}
+
+Shape GradContext::input_shape(std::size_t i) const {
+    const auto& s = node_.parents[i]->value.shape();
+    return Shape(s.begin(), s.end());
+}
+
+std::size_t GradContext::num_inputs() const { return node_.parents.size(); }
+bool GradContext::needs_grad(std::size_t i) const { return node_.parents[i]->requires_grad; }
 
 // Destroying the head of a long chain would recurse once per node through shared_ptr
 // destructors; instead we move parents onto an explicit stack and let each die childless.
@@ -85,6 +125,7 @@ static const Node& checked(const NodePtr& n) {
 const Array& Tensor::value() const { return checked(node_).value; }
 Array& Tensor::mutable_value() {
     checked(node_);
+    node_->version = g_clock.fetch_add(1, std::memory_order_relaxed) + 1;
     return node_->value;
 }
 Shape Tensor::shape() const {
@@ -215,7 +256,7 @@ void run_backward(const NodePtr& root, const Array& seed, BackwardOptions option
             fail("backward", "trying to backward through the graph a second time: the graph of '" + node->op +
                                  "' was freed by an earlier backward(); pass retain_graph=true to the first call");
         }
-        GradContext ctx{g, node->value, node->parents};
+        GradContext ctx(g, *node);
         Grads grads = node->backward(ctx);
         for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
             Node* p = node->parents[i].get();
@@ -293,6 +334,7 @@ Tensor record(std::string op, Array value, std::vector<Tensor> inputs, BackwardF
         node->saved = std::move(saved);
         node->parents.reserve(inputs.size());
         for (Tensor& t : inputs) node->parents.push_back(t.node());
+        node->recorded_at = g_clock.load(std::memory_order_relaxed);
     }
     return Tensor(std::move(node));
 }

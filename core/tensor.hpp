@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -37,15 +38,28 @@ struct Node;
 /// Shared ownership of a graph node: tensors and their children's parent lists hold these.
 using NodePtr = std::shared_ptr<Node>;
 
-/// What a backward closure sees: the gradient flowing into the op's output, the output value,
-/// and the op's inputs (read through the node, so closures need not copy them).
-struct GradContext {
-    const Array& grad;                  ///< dLoss/dOutput, same shape as output
-    const Array& output;                ///< the op's forward result
-    const std::vector<NodePtr>& inputs; ///< the op's parents, in the order given to record()
-    /// The value of input i (i < inputs.size()).
+/// What a backward closure sees: the gradient flowing into the op's output, and the output and
+/// the inputs read through the node, so closures need not copy them. Reading a value checks that
+/// it has not changed in place since the forward recorded the node (Node::version) and throws
+/// xg::Error naming the op and the tensor otherwise; shapes are never checked, so an op that
+/// reads only shapes (add) does not mind in-place changes, as in PyTorch.
+class GradContext {
+public:
+    /// The context of `node`'s closure, fed the gradient `grad`.
+    GradContext(const Array& grad, const Node& node) : grad(grad), node_(node) {}
+    const Array& grad;  ///< dLoss/dOutput, same shape as output
+    /// The op's forward result, as the forward left it.
+    const Array& output() const;
+    /// The value of input i (i < num_inputs()), as the forward saw it.
     const Array& input(std::size_t i) const;
+    /// The shape of input i (shapes are not versioned: reading one is always allowed).
+    Shape input_shape(std::size_t i) const;
+    /// The number of inputs given to record().
+    std::size_t num_inputs() const;
     bool needs_grad(std::size_t i) const; ///< false when input i needs no gradient: skip its work
+
+private:
+    const Node& node_;
 };
 
 /// One optional gradient per input (std::nullopt for inputs that need none).
@@ -67,6 +81,12 @@ struct SavedInfo {
 struct Node {
     /// The forward result.
     Array value;
+    /// When `value` last changed in place (0: never): every Tensor::mutable_value() sets it to the
+    /// next tick of one process-wide counter, so versions only grow.
+    std::uint64_t version = 0;
+    /// The counter's reading when record() made this node. A value its closure reads whose version
+    /// is later was changed after the forward used it: GradContext refuses it.
+    std::uint64_t recorded_at = 0;
     /// dLoss/dValue once backward reached this node (kept on leaves and retain_grad nodes).
     std::optional<Array> grad;
     /// Whether backward computes a gradient for this node.
@@ -116,7 +136,10 @@ public:
     bool defined() const { return node_ != nullptr; }
     /// The stored values; throws xg::Error on an undefined tensor.
     const Array& value() const;
-    /// Writable storage for in-place updates outside the graph (optimizers, initialisers).
+    /// Writable storage for in-place updates outside the graph (optimizers, initialisers). Each
+    /// call bumps the tensor's version, so a pending backward that would read the old value
+    /// throws instead of computing a wrong gradient: write through the reference right away
+    /// rather than keeping it across a forward.
     Array& mutable_value();
     /// The shape, outermost axis first (empty for 0-D).
     Shape shape() const;
@@ -125,7 +148,7 @@ public:
     std::size_t size(std::size_t axis) const; ///< extent of one axis
     /// Number of elements.
     std::size_t numel() const { return value().size(); }
-    /// Row-major contiguous storage, for plain loops.
+    /// Writable row-major contiguous storage, for plain loops (bumps the version as mutable_value()).
     double* data() { return mutable_value().data(); }
     /// Read-only row-major contiguous storage.
     const double* data() const { return value().data(); }

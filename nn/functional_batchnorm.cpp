@@ -253,7 +253,7 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
             std::vector<double> sum_g(C, 0.0), sum_g_xhat(C, 0.0);
             batch_norm_grad_sums(c.input(0).data(), c.grad.data(), mean.data(), sum_g.data(), sum_g_xhat.data(), l);
             for (std::size_t ch = 0; ch < C; ++ch) sum_g_xhat[ch] *= rstd(ch);
-            Grads g(c.inputs.size());
+            Grads g(c.num_inputs());
             if (c.needs_grad(0)) {
                 // In eval mode the statistics are constants: mg = b = 0 leaves dx = w rstd dy.
                 const double inv_count = 1.0 / static_cast<double>(l.per_channel());

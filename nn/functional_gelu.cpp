@@ -48,7 +48,7 @@ Tensor gelu(const Tensor& x, GeluApproximate approximate) {
         double* po = gx.data();
         const std::size_t n = x.size();
         if (exact) {
-            const double* py = c.output.data();
+            const double* py = c.output().data();
             for (std::size_t i = 0; i < n; ++i) po[i] = pg[i] * gelu_exact_grad_from_output(px[i], py[i]);
         } else {
             for (std::size_t i = 0; i < n; ++i) po[i] = pg[i] * gelu_tanh_grad(px[i]);

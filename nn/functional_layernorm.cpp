@@ -104,7 +104,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     return record(
         "layer_norm", std::move(y), std::move(inputs),
         [l, wi, bi, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& c) -> Grads {
-            Grads g(c.inputs.size());
+            Grads g(c.num_inputs());
             const std::vector<double> ones(wi < 0 ? l.width : 0, 1.0);
             const double* w = wi < 0 ? ones.data() : c.input(static_cast<std::size_t>(wi)).data();
             Array dw = xt::zeros<double>({l.width}), db = xt::zeros<double>({l.width});
@@ -114,11 +114,11 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                                 c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l);
             if (c.needs_grad(0)) g[0] = std::move(dx);
             if (wi >= 0 && c.needs_grad(static_cast<std::size_t>(wi))) {
-                dw.reshape(c.input(static_cast<std::size_t>(wi)).shape());
+                dw.reshape(c.input_shape(static_cast<std::size_t>(wi)));
                 g[static_cast<std::size_t>(wi)] = std::move(dw);
             }
             if (bi >= 0 && c.needs_grad(static_cast<std::size_t>(bi))) {
-                db.reshape(c.input(static_cast<std::size_t>(bi)).shape());
+                db.reshape(c.input_shape(static_cast<std::size_t>(bi)));
                 g[static_cast<std::size_t>(bi)] = std::move(db);
             }
             return g;

@@ -71,10 +71,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     if (bias.defined()) inputs.push_back(bias);
     // dx = dy W, dW = dy^T x, db = sum of dy over rows
     return record("linear", std::move(y), std::move(inputs), [d](const GradContext& c) -> Grads {
-        Grads g(c.inputs.size());
+        Grads g(c.num_inputs());
         const double* pg = c.grad.data();
         if (c.needs_grad(0)) {
-            Array gx = empty_like(c.input(0));
+            Array gx = empty_array(c.input_shape(0));
             gemm(pg, d.rows, d.out, false, c.input(1).data(), d.out, d.in, false, gx.data(), 0.0);
             g[0] = std::move(gx);
         }
@@ -83,7 +83,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             gemm(pg, d.rows, d.out, true, c.input(0).data(), d.rows, d.in, false, gw.data(), 0.0);
             g[1] = std::move(gw);
         }
-        if (c.inputs.size() > 2 && c.needs_grad(2)) {
+        if (c.num_inputs() > 2 && c.needs_grad(2)) {
             Array gb = xt::zeros<double>({d.out});
             double* pb = gb.data();
             for (std::size_t r = 0; r < d.rows; ++r) {

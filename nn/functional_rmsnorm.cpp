@@ -73,8 +73,8 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
     return record(
         "rms_norm", std::move(y), std::move(inputs),
         [l, rrms = std::move(rrms)](const GradContext& c) -> Grads {
-            Grads g(c.inputs.size());
-            const bool affine = c.inputs.size() > 1;
+            Grads g(c.num_inputs());
+            const bool affine = c.num_inputs() > 1;
             const std::vector<double> ones(affine ? 0 : l.width, 1.0);
             Array dw = xt::zeros<double>({l.width});
             Array dx;
@@ -83,7 +83,7 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
                               c.needs_grad(0) ? dx.data() : nullptr, dw.data(), l);
             if (c.needs_grad(0)) g[0] = std::move(dx);
             if (affine && c.needs_grad(1)) {
-                dw.reshape(c.input(1).shape());
+                dw.reshape(c.input_shape(1));
                 g[1] = std::move(dw);
             }
             return g;
