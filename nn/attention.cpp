@@ -24,8 +24,8 @@ MultiheadAttention::MultiheadAttention(std::size_t e, std::size_t h, bool bias, 
     }
     if (!(p >= 0.0 && p < 1.0)) fail("MultiheadAttention", fmt::format("dropout must be in [0, 1), got {}", p));
     // PyTorch: xavier_uniform_ in_proj_weight, zero biases, out_proj.weight keeps Linear's init.
-    in_proj_weight = register_parameter("in_proj_weight", init::xavier_uniform_(zeros({3 * e, e})));
-    if (bias) in_proj_bias = register_parameter("in_proj_bias", zeros({3 * e}));
+    register_parameter("in_proj_weight", in_proj_weight, init::xavier_uniform_(zeros({3 * e, e})));
+    if (bias) register_parameter("in_proj_bias", in_proj_bias, zeros({3 * e}));
     out_proj = register_module("out_proj", std::make_shared<Linear>(e, e, bias));
     if (bias) init::zeros_(out_proj->bias);
 }

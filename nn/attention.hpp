@@ -53,7 +53,7 @@ public:
     /// Probability of zeroing an attention weight in training (inverted dropout, as nn::dropout).
     double dropout;
     /// Packed q, k, v projection weights (3E, E); in_proj_bias (3E).
-    Tensor in_proj_weight, in_proj_bias;  ///< in_proj_bias undefined when bias = false
+    Parameter in_proj_weight, in_proj_bias;  ///< in_proj_bias undefined when bias = false
     /// The output projection Linear(E, E).
     std::shared_ptr<Linear> out_proj;
 

@@ -68,10 +68,10 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
 
 Linear::Linear(std::size_t in, std::size_t out, bool with_bias) : in_features(in), out_features(out) {
     if (in == 0 || out == 0) fail("Linear", fmt::format("in_features ({}) and out_features ({}) must be positive", in, out));
-    weight = register_parameter("weight", init::kaiming_uniform_(zeros({out, in}), std::sqrt(5.0)));
+    register_parameter("weight", weight, init::kaiming_uniform_(zeros({out, in}), std::sqrt(5.0)));
     if (with_bias) {
         const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-        bias = register_parameter("bias", init::uniform_(zeros({out}), -bound, bound));
+        register_parameter("bias", bias, init::uniform_(zeros({out}), -bound, bound));
     }
 }
 
@@ -102,7 +102,7 @@ std::string GELU::extra_repr() const {
 
 Embedding::Embedding(std::size_t num, std::size_t dim) : num_embeddings(num), embedding_dim(dim) {
     if (num == 0 || dim == 0) fail("Embedding", fmt::format("num_embeddings ({}) and embedding_dim ({}) must be positive", num, dim));
-    weight = register_parameter("weight", init::normal_(zeros({num, dim})));
+    register_parameter("weight", weight, init::normal_(zeros({num, dim})));
 }
 
 Tensor Embedding::forward(const IndexArray& indices) { return functional::embedding(indices, weight); }

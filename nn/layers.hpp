@@ -39,7 +39,7 @@ public:
     std::size_t in_features, out_features;
     ///@}
     /// Weight (out_features, in_features); bias (out_features).
-    Tensor weight, bias;  ///< bias is undefined when constructed with bias = false
+    Parameter weight, bias;  ///< bias is undefined when constructed with bias = false
 };
 
 /// GELU activation, element-wise on any shape: x * Phi(x) (exact erf form or tanh approximation).
@@ -70,7 +70,7 @@ public:
     /// Added to the variance inside the square root.
     double eps;
     /// Gain (ones) and shift (zeros), both of shape normalized_shape.
-    Tensor weight, bias;  ///< undefined without elementwise_affine
+    Parameter weight, bias;  ///< undefined without elementwise_affine
 };
 
 /// Batch normalisation of (N, C) or (N, C, L) inputs per channel C. Buffers running_mean (zeros),
@@ -98,7 +98,7 @@ public:
     bool affine, track_running_stats;
     ///@}
     /// Per-channel gain (ones) and shift (zeros), shape (C).
-    Tensor weight, bias;                                    ///< undefined without affine
+    Parameter weight, bias;                                    ///< undefined without affine
     ///@{
     /// Running statistics (C) each, and the number of training batches seen (0-D).
     Tensor running_mean, running_var, num_batches_tracked;  ///< undefined without track_running_stats
@@ -120,7 +120,7 @@ public:
     Shape normalized_shape;
     /// Added to the mean square inside the square root.
     double eps;
-    Tensor weight;  ///< undefined without elementwise_affine
+    Parameter weight;  ///< undefined without elementwise_affine
 };
 
 /// A lookup table of num_embeddings rows of size embedding_dim; weight ~ N(0, 1).
@@ -140,7 +140,7 @@ public:
     std::size_t num_embeddings, embedding_dim;
     ///@}
     /// The table (num_embeddings, embedding_dim).
-    Tensor weight;
+    Parameter weight;
 };
 
 /// Inverted dropout in training; the identity in eval. Masks come from the default generator.

@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -30,6 +31,27 @@ Tensor Module::forward(const Tensor& x) {
                              shape_str(x.shape())));
 }
 
+// ---- Parameter ----------------------------------------------------------------------------------
+
+Parameter& Parameter::operator=(const Tensor& values) {
+    const std::string what = name_.empty() ? "parameter" : "parameter '" + name_ + "'";
+    if (!defined()) {
+        fail("Parameter", fmt::format("cannot assign to an undefined {} (a module built without it, e.g. the bias "
+                                      "of Linear(in, out, false))", what));
+    }
+    if (!values.defined()) fail("Parameter", fmt::format("cannot assign an undefined tensor to {}", what));
+    if (values.node() == node()) return *this;
+    if (values.shape() != shape()) {
+        fail("Parameter", fmt::format("cannot assign a tensor of shape {} to {} of shape {}: assignment copies values "
+                                      "into the registered tensor; Module::replace_parameter puts another tensor in "
+                                      "its place", shape_str(values.shape()), what, shape_str(shape())));
+    }
+    mutable_value() = values.value();
+    return *this;
+}
+
+Parameter& Parameter::operator=(const Parameter& values) { return *this = static_cast<const Tensor&>(values); }
+
 // ---- registration -------------------------------------------------------------------------------
 
 void Module::check_new_name(const std::string& name, const char* what) const {
@@ -54,6 +76,40 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool r
     tensor.requires_grad_(requires_grad);
     parameters_.emplace_back(name, tensor);
     return tensor;
+}
+
+void Module::register_parameter(const std::string& name, Parameter& member, Tensor value, bool requires_grad) {
+    if (member.defined()) {
+        fail(this->name(), fmt::format("cannot register parameter '{}': its member already holds parameter '{}'", name,
+                                       member.name()));
+    }
+    static_cast<Tensor&>(member) = register_parameter(name, std::move(value), requires_grad);
+    member.name_ = name;
+    parameter_members_.emplace_back(name, &member);
+}
+
+void Module::replace_parameter(const std::string& name, Tensor tensor) {
+    auto entry = std::find_if(parameters_.begin(), parameters_.end(), [&](const auto& e) { return e.first == name; });
+    if (entry == parameters_.end()) {
+        std::vector<std::string> names;
+        for (const auto& e : parameters_) names.push_back(e.first);
+        fail(this->name(), fmt::format("replace_parameter: no parameter named '{}' (this module has: {})", name,
+                                       names.empty() ? std::string("none") : join(names)));
+    }
+    if (!tensor.defined()) fail(this->name(), fmt::format("replace_parameter: '{}' cannot be replaced by an undefined tensor", name));
+    if (!tensor.is_leaf()) {
+        fail(this->name(), fmt::format("replace_parameter: '{}' must be replaced by a leaf tensor, not the result of '{}'", name,
+                                       tensor.op()));
+    }
+    if (tensor.shape() != entry->second.shape()) {
+        fail(this->name(), fmt::format("replace_parameter: '{}' has shape {} but the replacement has shape {}", name,
+                                       shape_str(entry->second.shape()), shape_str(tensor.shape())));
+    }
+    tensor.requires_grad_(entry->second.requires_grad());
+    entry->second = tensor;
+    for (auto& [member_name, member] : parameter_members_) {
+        if (member_name == name) static_cast<Tensor&>(*member) = tensor;
+    }
 }
 
 Tensor Module::register_buffer(const std::string& name, Tensor tensor) {

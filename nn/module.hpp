@@ -20,6 +20,39 @@ namespace xg::nn {
 /// Parameters and buffers by dotted name ("blocks.0.ln.weight"); same type as xg::NamedArrays.
 using StateDict = std::vector<std::pair<std::string, Array>>;
 
+class Module;
+
+/// A module's parameter member (Linear::weight, LayerNorm::bias, ...): a Tensor bound for good to
+/// the tensor its module registered, which parameters(), state_dict() and optimizers hold. Reading
+/// it is reading that Tensor. Assigning a tensor to it copies the values in, outside the graph
+/// (PyTorch: `with torch.no_grad(): lin.weight.copy_(t)`), so an assignment can never leave the
+/// optimizer and state_dict holding a tensor the module no longer uses:
+///
+///     lin.weight = pretrained;  // same shape; the optimizer and state_dict see the new values
+///
+/// To share one tensor between modules (weight tying) or put another tensor in a parameter's
+/// place, call Module::replace_parameter, before creating the optimizer.
+class Parameter : public Tensor {
+public:
+    /// Undefined until its module registers it (for good when the module is built without it,
+    /// e.g. the bias of Linear(in, out, false)).
+    Parameter() = default;
+    /// Another handle to the same registered tensor (e.g. in a container of parameters).
+    Parameter(const Parameter&) = default;
+    /// Copies `values` (same shape) into the registered tensor, which keeps its requires_grad and
+    /// its gradient; throws xg::Error naming the parameter when it is undefined, `values` is, or
+    /// the shapes differ.
+    Parameter& operator=(const Tensor& values);
+    /// Copies values too: `a.weight = b.weight` does not tie them (see Module::replace_parameter).
+    Parameter& operator=(const Parameter& values);
+    /// The name it is registered under ("weight"); empty before registration.
+    const std::string& name() const { return name_; }
+
+private:
+    friend class Module;
+    std::string name_;
+};
+
 /// The base of every layer and model: named parameters, buffers and children in registration
 /// order, train/eval mode, state_dict save/load and PyTorch-style printing. Registration errors
 /// (empty or dotted names, duplicates, undefined or non-leaf parameters) throw xg::Error.
@@ -36,8 +69,20 @@ public:
 
     // ---- registration (call from subclass constructors) ---------------------------------------
 
-    /// Registers a parameter under `name` and marks it requires_grad; returns the same handle.
+    /// Registers `value` (a leaf) as parameter `name` held by `member`, a Parameter of this module,
+    /// and marks it requires_grad: `register_parameter("weight", weight, randn({3, 4}));`. From
+    /// then on `member` and the registry hold the same tensor (see Parameter).
+    void register_parameter(const std::string& name, Parameter& member, Tensor value, bool requires_grad = true);
+    /// Registers a parameter under `name` and marks it requires_grad; returns the same handle (the
+    /// PyTorch C++ frontend's form). A plain Tensor member assigned this handle can later be
+    /// reassigned and drift from the registry: prefer a Parameter member and the form above.
     Tensor register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
+    /// Puts `tensor` (a leaf of the same shape) in place of this module's parameter `name`, in the
+    /// registry and in its Parameter member, e.g. to tie weights:
+    /// `head->replace_parameter("weight", embedding->weight)`. The new tensor takes over the old
+    /// one's requires_grad. Optimizers created before still hold the old tensor, so create them
+    /// afterwards (as in PyTorch).
+    void replace_parameter(const std::string& name, Tensor tensor);
     /// Registers a buffer (saved in state_dict, never trained); returns the same handle.
     Tensor register_buffer(const std::string& name, Tensor tensor);
     /// Registers a child module; returns it so it can be stored in a typed member.
@@ -103,6 +148,7 @@ private:
 
     bool training_ = true;
     std::vector<std::pair<std::string, Tensor>> parameters_;
+    std::vector<std::pair<std::string, Parameter*>> parameter_members_;  // registered with a member
     std::vector<std::pair<std::string, Tensor>> buffers_;
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };

@@ -30,8 +30,8 @@ void check_normalized_shape(const char* op, const Shape& normalized) {
 LayerNorm::LayerNorm(Shape shape, double eps_, bool elementwise_affine) : normalized_shape(std::move(shape)), eps(eps_) {
     check_normalized_shape("LayerNorm", normalized_shape);
     if (elementwise_affine) {
-        weight = register_parameter("weight", ones(normalized_shape));
-        bias = register_parameter("bias", zeros(normalized_shape));
+        register_parameter("weight", weight, ones(normalized_shape));
+        register_parameter("bias", bias, zeros(normalized_shape));
     }
 }
 
@@ -55,8 +55,8 @@ BatchNorm1d::BatchNorm1d(std::size_t c, double eps_, std::optional<double> momen
         fail("BatchNorm1d", fmt::format("momentum must be in [0, 1], got {}", *momentum));
     }
     if (affine) {
-        weight = register_parameter("weight", ones({c}));
-        bias = register_parameter("bias", zeros({c}));
+        register_parameter("weight", weight, ones({c}));
+        register_parameter("bias", bias, zeros({c}));
     }
     if (track_running_stats) {
         running_mean = register_buffer("running_mean", zeros({c}));
@@ -90,7 +90,7 @@ std::string BatchNorm1d::extra_repr() const {
 
 RMSNorm::RMSNorm(Shape shape, double eps_, bool elementwise_affine) : normalized_shape(std::move(shape)), eps(eps_) {
     check_normalized_shape("RMSNorm", normalized_shape);
-    if (elementwise_affine) weight = register_parameter("weight", ones(normalized_shape));
+    if (elementwise_affine) register_parameter("weight", weight, ones(normalized_shape));
 }
 
 RMSNorm::RMSNorm(std::size_t n, double eps_, bool elementwise_affine) : RMSNorm(Shape{n}, eps_, elementwise_affine) {}

@@ -3,7 +3,8 @@
 // Embedding, seeded Dropout, and the losses in every reduction.
 //
 // A module's forward reads its parameters from members (weight, bias, ...); to differentiate
-// w.r.t. them, f() points those members at gradcheck's own input tensors before each forward.
+// w.r.t. them, f() puts gradcheck's own input tensors in their place (Module::replace_parameter)
+// before each forward.
 #include <cstdio>
 #include <functional>
 
@@ -23,21 +24,31 @@ constexpr auto report = xg::test::expect_passed;
 
 namespace {
 
-// Checks forward(x) w.r.t. x and the tensors in `slots` (module members), which are restored after.
+// A parameter of a module: the module and the name it registered the parameter under.
+using Slot = std::pair<nn::Module*, std::string>;
+
+Tensor registered(const Slot& slot) {
+    for (const auto& [n, t] : slot.first->named_parameters(false)) {
+        if (n == slot.second) return t;
+    }
+    throw std::logic_error("no parameter " + slot.second);
+}
+
+// Checks forward(x) w.r.t. x and the parameters in `slots`, which are restored after.
 void check_module(const std::string& name, const std::function<Tensor(const Tensor&)>& forward, const Tensor& x,
-                  const std::vector<Tensor*>& slots) {
+                  const std::vector<Slot>& slots) {
     std::vector<Tensor> saved;
     Inputs inputs{x};
-    for (Tensor* s : slots) {
-        saved.push_back(*s);
-        inputs.emplace_back(s->value(), true);
+    for (const Slot& s : slots) {
+        saved.push_back(registered(s));
+        inputs.emplace_back(saved.back().value(), true);
     }
     auto f = [&](const Inputs& in) {
-        for (std::size_t i = 0; i < slots.size(); ++i) *slots[i] = in[i + 1];
+        for (std::size_t i = 0; i < slots.size(); ++i) slots[i].first->replace_parameter(slots[i].second, in[i + 1]);
         return forward(in[0]);
     };
     report(gradcheck(f, inputs, {name}));
-    for (std::size_t i = 0; i < slots.size(); ++i) *slots[i] = saved[i];
+    for (std::size_t i = 0; i < slots.size(); ++i) slots[i].first->replace_parameter(slots[i].second, saved[i]);
 }
 
 // Parameters and buffers are perturbed away from their trivial init so every term matters.
@@ -52,10 +63,10 @@ void perturb(nn::Module& m, std::uint64_t seed) {
 
 TEST_CASE("gradcheck Linear (2-D, 3-D, no bias)", "[gradcheck][nn]") {
     nn::Linear lin(4, 3);
-    check_module("Linear 2-D", [&](const Tensor& x) { return lin.forward(x); }, randn_leaf({2, 4}, 1), {&lin.weight, &lin.bias});
-    check_module("Linear 3-D", [&](const Tensor& x) { return lin.forward(x); }, randn_leaf({2, 3, 4}, 2), {&lin.weight, &lin.bias});
+    check_module("Linear 2-D", [&](const Tensor& x) { return lin.forward(x); }, randn_leaf({2, 4}, 1), {{&lin, "weight"}, {&lin, "bias"}});
+    check_module("Linear 3-D", [&](const Tensor& x) { return lin.forward(x); }, randn_leaf({2, 3, 4}, 2), {{&lin, "weight"}, {&lin, "bias"}});
     nn::Linear no_bias(4, 2, false);
-    check_module("Linear no bias", [&](const Tensor& x) { return no_bias.forward(x); }, randn_leaf({3, 4}, 3), {&no_bias.weight});
+    check_module("Linear no bias", [&](const Tensor& x) { return no_bias.forward(x); }, randn_leaf({3, 4}, 3), {{&no_bias, "weight"}});
 }
 
 TEST_CASE("gradcheck GELU (exact and tanh)", "[gradcheck][nn]") {
@@ -67,18 +78,18 @@ TEST_CASE("gradcheck GELU (exact and tanh)", "[gradcheck][nn]") {
 TEST_CASE("gradcheck LayerNorm and RMSNorm (2-D, 3-D, joint normalized_shape)", "[gradcheck][nn]") {
     nn::LayerNorm ln(5);
     perturb(ln, 6);
-    check_module("LayerNorm 2-D", [&](const Tensor& x) { return ln.forward(x); }, randn_leaf({3, 5}, 7), {&ln.weight, &ln.bias});
-    check_module("LayerNorm 3-D", [&](const Tensor& x) { return ln.forward(x); }, randn_leaf({2, 2, 5}, 8), {&ln.weight, &ln.bias});
+    check_module("LayerNorm 2-D", [&](const Tensor& x) { return ln.forward(x); }, randn_leaf({3, 5}, 7), {{&ln, "weight"}, {&ln, "bias"}});
+    check_module("LayerNorm 3-D", [&](const Tensor& x) { return ln.forward(x); }, randn_leaf({2, 2, 5}, 8), {{&ln, "weight"}, {&ln, "bias"}});
     nn::LayerNorm ln2(Shape{2, 3});
     perturb(ln2, 9);
-    check_module("LayerNorm (2,3)", [&](const Tensor& x) { return ln2.forward(x); }, randn_leaf({2, 2, 3}, 10), {&ln2.weight, &ln2.bias});
+    check_module("LayerNorm (2,3)", [&](const Tensor& x) { return ln2.forward(x); }, randn_leaf({2, 2, 3}, 10), {{&ln2, "weight"}, {&ln2, "bias"}});
     nn::LayerNorm plain(4, 1e-5, false);
     check_module("LayerNorm no affine", [&](const Tensor& x) { return plain.forward(x); }, randn_leaf({3, 4}, 11), {});
 
     nn::RMSNorm rms(5);
     perturb(rms, 12);
-    check_module("RMSNorm 2-D", [&](const Tensor& x) { return rms.forward(x); }, randn_leaf({3, 5}, 13), {&rms.weight});
-    check_module("RMSNorm 3-D", [&](const Tensor& x) { return rms.forward(x); }, randn_leaf({2, 2, 5}, 14), {&rms.weight});
+    check_module("RMSNorm 2-D", [&](const Tensor& x) { return rms.forward(x); }, randn_leaf({3, 5}, 13), {{&rms, "weight"}});
+    check_module("RMSNorm 3-D", [&](const Tensor& x) { return rms.forward(x); }, randn_leaf({2, 2, 5}, 14), {{&rms, "weight"}});
 }
 
 TEST_CASE("gradcheck BatchNorm1d (train and eval, 2-D and 3-D, without running stats)", "[gradcheck][nn]") {
@@ -88,23 +99,23 @@ TEST_CASE("gradcheck BatchNorm1d (train and eval, 2-D and 3-D, without running s
         NoGradGuard no_grad;  // move the running stats away from (0, 1) before the eval check
         bn.forward(Tensor(randn_leaf({6, 3}, 16, 2.0, 1.0).value()));
     }
-    check_module("BatchNorm1d train 2-D", [&](const Tensor& x) { return bn.forward(x); }, randn_leaf({4, 3}, 17), {&bn.weight, &bn.bias});
-    check_module("BatchNorm1d train 3-D", [&](const Tensor& x) { return bn.forward(x); }, randn_leaf({3, 3, 2}, 18), {&bn.weight, &bn.bias});
+    check_module("BatchNorm1d train 2-D", [&](const Tensor& x) { return bn.forward(x); }, randn_leaf({4, 3}, 17), {{&bn, "weight"}, {&bn, "bias"}});
+    check_module("BatchNorm1d train 3-D", [&](const Tensor& x) { return bn.forward(x); }, randn_leaf({3, 3, 2}, 18), {{&bn, "weight"}, {&bn, "bias"}});
     bn.eval();
-    check_module("BatchNorm1d eval 2-D", [&](const Tensor& x) { return bn.forward(x); }, randn_leaf({4, 3}, 19), {&bn.weight, &bn.bias});
-    check_module("BatchNorm1d eval 3-D", [&](const Tensor& x) { return bn.forward(x); }, randn_leaf({2, 3, 2}, 20), {&bn.weight, &bn.bias});
+    check_module("BatchNorm1d eval 2-D", [&](const Tensor& x) { return bn.forward(x); }, randn_leaf({4, 3}, 19), {{&bn, "weight"}, {&bn, "bias"}});
+    check_module("BatchNorm1d eval 3-D", [&](const Tensor& x) { return bn.forward(x); }, randn_leaf({2, 3, 2}, 20), {{&bn, "weight"}, {&bn, "bias"}});
     nn::BatchNorm1d batch_only(3, 1e-5, 0.1, true, false);
     perturb(batch_only, 21);
     batch_only.eval();  // no running stats: eval normalises with the batch's statistics
     check_module("BatchNorm1d eval, no running stats", [&](const Tensor& x) { return batch_only.forward(x); }, randn_leaf({4, 3}, 22),
-                 {&batch_only.weight, &batch_only.bias});
+                 {{&batch_only, "weight"}, {&batch_only, "bias"}});
 }
 
 TEST_CASE("gradcheck Embedding w.r.t. its weight (repeated indices)", "[gradcheck][nn]") {
     nn::Embedding emb(5, 3);
     const IndexArray idx{{0, 3, 3}, {4, 0, 3}};
     auto f = [&](const Inputs& in) {
-        emb.weight = in[0];
+        emb.replace_parameter("weight", in[0]);
         return emb.forward(idx);
     };
     report(gradcheck(f, {Tensor(emb.weight.value(), true)}, {"Embedding"}));
@@ -124,7 +135,7 @@ TEST_CASE("gradcheck Dropout with a fixed seed inside f", "[gradcheck][nn]") {
 TEST_CASE("gradcheck MultiheadAttention (self and cross, with and without causal mask)", "[gradcheck][nn]") {
     nn::MultiheadAttention mha(4, 2);
     perturb(mha, 25);
-    std::vector<Tensor*> params{&mha.in_proj_weight, &mha.in_proj_bias, &mha.out_proj->weight, &mha.out_proj->bias};
+    std::vector<Slot> params{{&mha, "in_proj_weight"}, {&mha, "in_proj_bias"}, {mha.out_proj.get(), "weight"}, {mha.out_proj.get(), "bias"}};
     check_module("MHA self", [&](const Tensor& x) { return mha.forward(x); }, randn_leaf({2, 3, 4}, 26), params);
     check_module("MHA self causal", [&](const Tensor& x) { return mha.forward(x, x, x, true); }, randn_leaf({2, 3, 4}, 27), params);
     check_module("MHA unbatched causal", [&](const Tensor& x) { return mha.forward(x, x, x, true); }, randn_leaf({3, 4}, 28), params);

@@ -82,8 +82,8 @@ void TransformerBlock::zero_init_residual() {
 Tensor LazyLayerNorm::forward(const Tensor& x) {
     if (!built()) {  // build(input_shape): the parameters take the shape of the last axis
         const std::size_t h = x.shape().back();
-        gamma = register_parameter("gamma", ones({h}));
-        beta = register_parameter("beta", zeros({h}));
+        register_parameter("gamma", gamma, ones({h}));
+        register_parameter("beta", beta, zeros({h}));
     }
     if (x.shape().back() != gamma.size(0)) {
         fail("LazyLayerNorm", "built for last axis " + std::to_string(gamma.size(0)) + ", got input " + shape_str(x.shape()));
@@ -93,7 +93,7 @@ Tensor LazyLayerNorm::forward(const Tensor& x) {
     return gamma * ((x - mu) / sqrt(variance + eps)) + beta;
 }
 
-ScaleNorm::ScaleNorm(double g0, double eps_) : eps(eps_) { g = register_parameter("g", scalar(g0)); }
+ScaleNorm::ScaleNorm(double g0, double eps_) : eps(eps_) { register_parameter("g", g, scalar(g0)); }
 
 Tensor ScaleNorm::forward(const Tensor& x) {
     const Tensor norm = sqrt(sum(x * x, {-1}, true) + eps);

@@ -76,7 +76,7 @@ public:
     Tensor forward(const Tensor& x) override;
     bool built() const { return gamma.defined(); }
     double eps;
-    Tensor gamma, beta;
+    nn::Parameter gamma, beta;
 };
 
 /// A4.8: ScaleNorm (Nguyen & Salazar 2019): g * x / ||x|| over the last axis, one scalar g.
@@ -84,7 +84,7 @@ class ScaleNorm : public nn::Module {
 public:
     explicit ScaleNorm(double g0, double eps = 1e-5);
     Tensor forward(const Tensor& x) override;
-    Tensor g;
+    nn::Parameter g;
     double eps;
 };
 

@@ -22,8 +22,8 @@ using namespace xg;
 using xg::tutorial::max_abs_diff;
 
 ManualLayerNorm::ManualLayerNorm(std::size_t normalized_shape, double eps_) : eps(eps_) {
-    gamma = register_parameter("gamma", ones({normalized_shape}));
-    beta = register_parameter("beta", zeros({normalized_shape}));
+    register_parameter("gamma", gamma, ones({normalized_shape}));
+    register_parameter("beta", beta, zeros({normalized_shape}));
 }
 
 Tensor ManualLayerNorm::forward(const Tensor& x) {

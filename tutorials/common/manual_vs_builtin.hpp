@@ -18,7 +18,7 @@ class ManualLayerNorm : public xg::nn::Module {
 public:
     explicit ManualLayerNorm(std::size_t normalized_shape, double eps = 1e-5);
     Tensor forward(const Tensor& x) override;
-    Tensor gamma, beta;
+    xg::nn::Parameter gamma, beta;
     double eps;
 };
 
