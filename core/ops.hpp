@@ -68,7 +68,7 @@ Tensor operator-(const Tensor& a);
 
 /// -a (same shape).
 Tensor neg(const Tensor& a);
-/// a^exponent element-wise, constant exponent.
+/// a^exponent element-wise, constant exponent; for exponent 0 the gradient is 0 everywhere (PyTorch).
 Tensor pow(const Tensor& a, double exponent);
 /// e^a element-wise.
 Tensor exp(const Tensor& a);
@@ -80,7 +80,7 @@ Tensor sqrt(const Tensor& a);
 Tensor tanh(const Tensor& a);
 /// The error function element-wise.
 Tensor erf(const Tensor& a);
-/// max(a, 0) element-wise; gradient 0 at a = 0 (as PyTorch).
+/// max(a, 0) element-wise; gradient 0 at a = 0 (as PyTorch); NaN stays NaN and passes its gradient.
 Tensor relu(const Tensor& a);
 /// 1 / (1 + e^-a) element-wise.
 Tensor sigmoid(const Tensor& a);
@@ -104,9 +104,12 @@ Tensor mean(const Tensor& a);
 Tensor mean(const Tensor& a, const Axes& axes, bool keepdim = false);
 /// Variance over `axes`; divides by N-1 when unbiased, else by N (two-pass, robust to large means).
 Tensor var(const Tensor& a, const Axes& axes, bool unbiased = true, bool keepdim = false);
-/// Maximum over all elements; ties share the gradient equally (like torch.amax).
+/// Maximum over all elements, as torch.max(a): the k tied maxima get 1/k of the gradient each; a
+/// NaN makes the maximum NaN, and the NaNs share the gradient.
 Tensor max(const Tensor& a);
-/// Maximum over `axes`; ties share the gradient equally.
+/// Maximum over `axes`, as torch.amax(a, axes): per slice, tied maxima share the gradient equally
+/// and NaN propagates as in max(a) (torch.amax would give the whole slice a NaN gradient;
+/// torch.max(a, dim) sends it all to one index).
 Tensor max(const Tensor& a, const Axes& axes, bool keepdim = false);
 
 // ---- shape --------------------------------------------------------------------------------
@@ -121,10 +124,11 @@ Tensor permute(const Tensor& a, const Axes& order);
 Tensor unsqueeze(const Tensor& a, int axis);
 /// Removes `axis`, which must have extent 1.
 Tensor squeeze(const Tensor& a, int axis);
-/// Elements [start, start+length) along `axis`.
-Tensor narrow(const Tensor& a, int axis, std::size_t start, std::size_t length);
-/// Elements start, start+step, ... below end along `axis` (Python a[..., start:end:step]).
-Tensor slice(const Tensor& a, int axis, std::size_t start, std::size_t end, std::size_t step = 1);
+/// Elements [start, start+length) along `axis`; a negative start counts from the end (torch.narrow).
+Tensor narrow(const Tensor& a, int axis, std::int64_t start, std::int64_t length);
+/// Elements start, start+step, ... below end along `axis` (Python a[..., start:end:step]); negative
+/// bounds count from the end, the step must be positive.
+Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t end, std::int64_t step = 1);
 /// Concatenates along an existing axis.
 Tensor cat(const std::vector<Tensor>& tensors, int axis = 0);
 /// Stacks equal-shaped tensors along a new axis.

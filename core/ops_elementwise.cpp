@@ -207,8 +207,9 @@ Tensor neg(const Tensor& a) {
 }
 
 Tensor pow(const Tensor& a, double p) {
-    // d(a^p)/da = p a^(p-1)
+    // d(a^p)/da = p a^(p-1); a^0 = 1 is constant, so 0 also at a = 0 (where 0 * 0^-1 is NaN), as PyTorch
     return record("pow", map_elements(a.value(), [p](double x) { return std::pow(x, p); }), {a}, [p](const GradContext& c) -> Grads {
+        if (p == 0.0) return {Array(xt::zeros<double>(c.input_shape(0)))};
         return {zip_grad(c.grad, c.input(0), [p](double g, double x) { return g * p * std::pow(x, p - 1.0); })};
     });
 }
@@ -249,9 +250,9 @@ Tensor erf(const Tensor& a) {
 }
 
 Tensor relu(const Tensor& a) {
-    // d(relu a)/da = 1 where a > 0, else 0
-    return record("relu", map_elements(a.value(), [](double x) { return x > 0.0 ? x : 0.0; }), {a}, [](const GradContext& c) -> Grads {
-        return {zip_grad(c.grad, c.input(0), [](double g, double x) { return x > 0.0 ? g : 0.0; })};
+    // d(relu a)/da = 0 where a <= 0, else 1; NaN passes through both ways, as in PyTorch
+    return record("relu", map_elements(a.value(), [](double x) { return x <= 0.0 ? 0.0 : x; }), {a}, [](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.input(0), [](double g, double x) { return x <= 0.0 ? 0.0 : g; })};
     });
 }
 

@@ -131,17 +131,21 @@ Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
     out.fill(-std::numeric_limits<double>::infinity());
     const double* pa = a.value().data();
     double* po = out.data();
-    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { po[io] = std::max(po[io], pa[i]); });
+    // A NaN is the maximum of its slice and stays so (std::max would drop it), as in PyTorch.
+    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+        if (!(po[io] >= pa[i]) && !std::isnan(po[io])) po[io] = pa[i];
+    });
     Array kept_max = out;
-    // d max/dx_i = 1/k for the k elements equal to the maximum, 0 elsewhere
+    // d max/dx_i = 1/k for the k elements equal to the maximum (NaNs when it is NaN), 0 elsewhere
     return record("max", reshaped(std::move(out), r.out), {a}, [r, kept_max = std::move(kept_max)](const GradContext& c) -> Grads {
-        Array ties = xt::zeros<double>(r.kept);
         const double *px = c.input(0).data(), *pm = kept_max.data(), *pg = c.grad.data();
+        const auto is_max = [](double x, double m) { return x == m || (std::isnan(x) && std::isnan(m)); };
+        Array ties = xt::zeros<double>(r.kept);
         double* pt = ties.data();
-        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pt[io] += px[i] == pm[io] ? 1.0 : 0.0; });
+        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pt[io] += is_max(px[i], pm[io]) ? 1.0 : 0.0; });
         Array g = Array::from_shape(r.in);
         double* pr = g.data();
-        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = px[i] == pm[io] ? pg[io] / pt[io] : 0.0; });
+        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = is_max(px[i], pm[io]) ? pg[io] / pt[io] : 0.0; });
         return {std::move(g)};
     }, {{"max", r.kept}});
 }

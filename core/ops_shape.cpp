@@ -140,13 +140,20 @@ Tensor squeeze(const Tensor& a, int axis) {
     return reshape(a, std::vector<long>(out.begin(), out.end()));
 }
 
-Tensor slice(const Tensor& a, int axis, std::size_t start, std::size_t end, std::size_t step) {
+Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t end, std::int64_t step) {
     const Shape in = a.shape();
     const std::size_t ax = normalize_axis(axis, in.size(), "slice");
-    if (step == 0 || start > end || end > in[ax]) {
+    if (step <= 0) {
+        fail("slice", fmt::format("range [{}:{}:{}] is invalid for axis {} of shape {}: the step must be positive", start, end,
+                                  step, axis, shape_str(in)));
+    }
+    const auto extent = static_cast<std::int64_t>(in[ax]);
+    const std::int64_t first = start < 0 ? start + extent : start, last = end < 0 ? end + extent : end;
+    if (first < 0 || first > last || last > extent) {
         fail("slice", fmt::format("range [{}:{}:{}] is invalid for axis {} of shape {}", start, end, step, axis, shape_str(in)));
     }
-    const auto sv = axis_range(in.size(), ax, start, end, step);
+    const auto sv = axis_range(in.size(), ax, static_cast<std::size_t>(first), static_cast<std::size_t>(last),
+                               static_cast<std::size_t>(step));
     Array out = xt::strided_view(a.value(), sv);
     // d slice(x)/dx: the gradient goes back into the selected positions, zero elsewhere
     return record("slice", std::move(out), {a}, [in, sv](const GradContext& c) -> Grads {
@@ -156,13 +163,20 @@ Tensor slice(const Tensor& a, int axis, std::size_t start, std::size_t end, std:
     });
 }
 
-Tensor narrow(const Tensor& a, int axis, std::size_t start, std::size_t length) {
+Tensor narrow(const Tensor& a, int axis, std::int64_t start, std::int64_t length) {
     const Shape in = a.shape();
     const std::size_t ax = normalize_axis(axis, in.size(), "narrow");
-    if (start + length > in[ax]) {
-        fail("narrow", fmt::format("start {} + length {} exceeds extent {} of axis {} in shape {}", start, length, in[ax], axis, shape_str(in)));
+    const auto extent = static_cast<std::int64_t>(in[ax]);
+    if (start < -extent || start > extent) {
+        fail("narrow", fmt::format("start {} is out of range for axis {} of extent {} (expected {} to {})", start, axis,
+                                   extent, -extent, extent));
     }
-    return slice(a, axis, start, start + length, 1);
+    if (length < 0) fail("narrow", fmt::format("length must be non-negative, got {}", length));
+    const std::int64_t first = start < 0 ? start + extent : start;
+    if (first + length > extent) {
+        fail("narrow", fmt::format("start {} + length {} exceeds extent {} of axis {} in shape {}", first, length, extent, axis, shape_str(in)));
+    }
+    return slice(a, axis, first, first + length, 1);
 }
 
 Tensor cat(const std::vector<Tensor>& tensors, int axis) {

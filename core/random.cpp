@@ -3,6 +3,8 @@
 #include <cmath>
 #include <sstream>
 
+#include <fmt/format.h>
+
 namespace xg {
 
 double Generator::normal() {
@@ -54,6 +56,8 @@ Tensor randn(const Shape& shape, bool requires_grad) { return randn(shape, defau
 Tensor rand(const Shape& shape, bool requires_grad) { return uniform(shape, 0.0, 1.0, requires_grad); }
 
 Tensor uniform(const Shape& shape, double low, double high, bool requires_grad) {
+    if (!(low <= high)) fail("uniform", fmt::format("low {} must not exceed high {}", low, high));
+    if (!std::isfinite(low) || !std::isfinite(high)) fail("uniform", fmt::format("needs a finite range, got [{}, {})", low, high));
     Array a = Array::from_shape(shape);
     for (double& v : a) v = default_generator().uniform(low, high);
     return Tensor(std::move(a), requires_grad);

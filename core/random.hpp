@@ -47,7 +47,8 @@ Tensor randn(const Shape& shape, bool requires_grad = false);
 Tensor randn(const Shape& shape, Generator& gen, bool requires_grad = false);
 /// Uniform samples in [0, 1).
 Tensor rand(const Shape& shape, bool requires_grad = false);
-/// Uniform samples in [low, high).
+/// Uniform samples in [low, high); throws xg::Error unless low <= high, both finite (as
+/// PyTorch's uniform_).
 Tensor uniform(const Shape& shape, double low, double high, bool requires_grad = false);
 /// Uniform integers in [0, high) as an index array.
 xt::xarray<std::int64_t> randint(std::int64_t high, const Shape& shape);

@@ -132,10 +132,30 @@ Shape Tensor::shape() const {
     const auto& s = value().shape();
     return Shape(s.begin(), s.end());
 }
-std::size_t Tensor::size(std::size_t axis) const {
+std::size_t Tensor::size(std::int64_t axis) const {
     const auto& s = value().shape();
-    if (axis >= s.size()) fail("size", fmt::format("axis {} out of range for a {}-D tensor", axis, s.size()));
-    return s[axis];
+    const auto rank = static_cast<std::int64_t>(s.size());
+    if (axis < -rank || axis >= rank) {
+        fail("size", fmt::format("axis {} is out of range for a {}-D tensor (expected {} to {})", axis, rank, -rank, rank - 1));
+    }
+    return s[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)];
+}
+double Tensor::element(const std::int64_t* index, std::size_t count) const {
+    const Array& v = value();
+    if (count != v.dimension()) {
+        fail("Tensor()", fmt::format("{} {} for a {}-D tensor of shape {}; element access takes one index per axis", count,
+                                     count == 1 ? "index" : "indices", v.dimension(), shape_str(shape())));
+    }
+    std::size_t flat = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        const auto extent = static_cast<std::int64_t>(v.shape()[i]);
+        if (index[i] < -extent || index[i] >= extent) {
+            fail("Tensor()", fmt::format("index {} is out of bounds for axis {} with size {} (shape {})", index[i], i, extent,
+                                         shape_str(shape())));
+        }
+        flat = flat * v.shape()[i] + static_cast<std::size_t>(index[i] < 0 ? index[i] + extent : index[i]);
+    }
+    return v.data()[flat];
 }
 double Tensor::item() const {
     const Array& v = value();

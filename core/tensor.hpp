@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <xtensor/xarray.hpp>
@@ -145,7 +146,8 @@ public:
     Shape shape() const;
     /// Number of axes.
     std::size_t dim() const { return shape().size(); }
-    std::size_t size(std::size_t axis) const; ///< extent of one axis
+    /// Extent of one axis; a negative axis counts from the end (size(-1) is the last).
+    std::size_t size(std::int64_t axis) const;
     /// Number of elements.
     std::size_t numel() const { return value().size(); }
     /// Writable row-major contiguous storage, for plain loops (bumps the version as mutable_value()).
@@ -154,9 +156,15 @@ public:
     const double* data() const { return value().data(); }
     /// The value of a one-element tensor.
     double item() const;
-    /// Element access by index, e.g. t(1, 2).
+    /// Element access with one integer index per axis, e.g. t(1, 2); negative indices count from
+    /// the end (t(-1, -1) is the last element). Throws xg::Error for another number of indices
+    /// or an index out of bounds. Kernels index value() or data() directly, unchecked.
     template <class... Idx>
-    double operator()(Idx... idx) const { return value()(idx...); }
+    double operator()(Idx... idx) const {
+        static_assert((std::is_integral_v<Idx> && ...), "Tensor(): indices must be integers");
+        const std::int64_t index[] = {static_cast<std::int64_t>(idx)..., 0};  // the 0 keeps t() well-formed
+        return element(index, sizeof...(Idx));
+    }
     /// Element access by a full index vector.
     double at(const std::vector<std::size_t>& index) const;
 
@@ -196,6 +204,7 @@ public:
     explicit Tensor(NodePtr node) : node_(std::move(node)) {}
 
 private:
+    double element(const std::int64_t* index, std::size_t count) const;
     NodePtr node_;
 };
 

@@ -9,7 +9,9 @@
 
 namespace xg::nn {
 
-Mask causal_mask(std::size_t T) {
+Mask causal_mask(std::int64_t length) {
+    if (length < 0) fail("causal_mask", fmt::format("T must be non-negative, got {}", length));
+    const auto T = static_cast<std::size_t>(length);
     Mask m = Mask::from_shape({T, T});
     for (std::size_t i = 0; i < T; ++i) {
         for (std::size_t j = 0; j < T; ++j) m(i, j) = j > i;
@@ -17,9 +19,11 @@ Mask causal_mask(std::size_t T) {
     return m;
 }
 
-MultiheadAttention::MultiheadAttention(std::size_t e, std::size_t h, bool bias, double p)
-    : embed_dim(e), num_heads(h), head_dim(h ? e / h : 0), dropout(p) {
-    if (e == 0 || h == 0 || e % h != 0) {
+MultiheadAttention::MultiheadAttention(std::int64_t embed, std::int64_t heads, bool bias, double p)
+    : embed_dim(positive_size(embed, "MultiheadAttention", "embed_dim")),
+      num_heads(positive_size(heads, "MultiheadAttention", "num_heads")), head_dim(embed_dim / num_heads), dropout(p) {
+    const std::size_t e = embed_dim, h = num_heads;
+    if (e % h != 0) {
         fail("MultiheadAttention", fmt::format("embed_dim ({}) must be a positive multiple of num_heads ({})", e, h));
     }
     if (!(p >= 0.0 && p < 1.0)) fail("MultiheadAttention", fmt::format("dropout must be in [0, 1), got {}", p));

@@ -10,7 +10,8 @@
 namespace xg::nn {
 
 /// (T, T) mask that is true above the diagonal: position t may not attend to positions > t.
-Mask causal_mask(std::size_t T);
+/// A negative T throws xg::Error.
+Mask causal_mask(std::int64_t T);
 
 /// What MultiheadAttention::forward_with_weights returns (PyTorch's need_weights=True pair).
 struct AttentionOutput {
@@ -25,10 +26,10 @@ class MultiheadAttention : public Module {
 public:
     /// embed_dim must be a positive multiple of num_heads, dropout in [0, 1) (else xg::Error).
     /// Note the order: PyTorch's Python constructor takes dropout before bias.
-    MultiheadAttention(std::size_t embed_dim, std::size_t num_heads, bool bias = true, double dropout = 0.0);
+    MultiheadAttention(std::int64_t embed_dim, std::int64_t num_heads, bool bias = true, double dropout = 0.0);
     /// Refused at compile time: `MultiheadAttention(E, H, 0.1)` would otherwise turn 0.1 into
     /// bias = true and leave dropout at 0. Write MultiheadAttention(E, H, true, 0.1).
-    MultiheadAttention(std::size_t embed_dim, std::size_t num_heads, double) = delete;
+    MultiheadAttention(std::int64_t embed_dim, std::int64_t num_heads, double) = delete;
 
     /// query (B, T, E), key and value (B, S, E) -> (B, T, E); unbatched (T, E) / (S, E) also work.
     /// attn_mask: true marks a position that may NOT be attended to; shape (T, S) or anything that

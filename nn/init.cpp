@@ -9,6 +9,9 @@ namespace xg::nn::init {
 
 Tensor uniform_(Tensor t, double low, double high, Generator& gen) {
     if (!(low <= high)) fail("init::uniform_", fmt::format("low {} must not exceed high {}", low, high));
+    if (!std::isfinite(low) || !std::isfinite(high)) {
+        fail("init::uniform_", fmt::format("needs a finite range, got [{}, {})", low, high));
+    }
     for (double& v : t.mutable_value()) v = gen.uniform(low, high);
     return t;
 }

@@ -66,12 +66,12 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
 
 // ---- Linear -------------------------------------------------------------------------------------
 
-Linear::Linear(std::size_t in, std::size_t out, bool with_bias) : in_features(in), out_features(out) {
-    if (in == 0 || out == 0) fail("Linear", fmt::format("in_features ({}) and out_features ({}) must be positive", in, out));
-    register_parameter("weight", weight, init::kaiming_uniform_(zeros({out, in}), std::sqrt(5.0)));
+Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias)
+    : in_features(positive_size(in, "Linear", "in_features")), out_features(positive_size(out, "Linear", "out_features")) {
+    register_parameter("weight", weight, init::kaiming_uniform_(zeros({out_features, in_features}), std::sqrt(5.0)));
     if (with_bias) {
-        const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-        register_parameter("bias", bias, init::uniform_(zeros({out}), -bound, bound));
+        const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+        register_parameter("bias", bias, init::uniform_(zeros({out_features}), -bound, bound));
     }
 }
 
@@ -100,9 +100,10 @@ std::string GELU::extra_repr() const {
 
 // ---- Embedding ----------------------------------------------------------------------------------
 
-Embedding::Embedding(std::size_t num, std::size_t dim) : num_embeddings(num), embedding_dim(dim) {
-    if (num == 0 || dim == 0) fail("Embedding", fmt::format("num_embeddings ({}) and embedding_dim ({}) must be positive", num, dim));
-    register_parameter("weight", weight, init::normal_(zeros({num, dim})));
+Embedding::Embedding(std::int64_t num, std::int64_t dim)
+    : num_embeddings(positive_size(num, "Embedding", "num_embeddings")),
+      embedding_dim(positive_size(dim, "Embedding", "embedding_dim")) {
+    register_parameter("weight", weight, init::normal_(zeros({num_embeddings, embedding_dim})));
 }
 
 Tensor Embedding::forward(const IndexArray& indices) { return functional::embedding(indices, weight); }

@@ -28,9 +28,9 @@ Tensor dropout(const Tensor& x, double p, bool training = true, Generator& gen =
 /// Init as PyTorch: weight and bias ~ U(-1/sqrt(in), 1/sqrt(in)) from the default generator.
 class Linear : public Module {
 public:
-    /// Throws xg::Error when in_features or out_features is 0. forward() takes (..., in_features) and
-    /// gives (..., out_features); another last extent throws naming both shapes.
-    Linear(std::size_t in_features, std::size_t out_features, bool bias = true);
+    /// Throws xg::Error naming in_features or out_features when it is not positive. forward() takes
+    /// (..., in_features) and gives (..., out_features); another last extent throws naming both shapes.
+    Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
@@ -61,7 +61,7 @@ public:
     /// xg::Error). forward() keeps the input's shape; an input not ending in normalized_shape throws.
     explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
     /// LayerNorm over the last axis of extent `normalized_shape`.
-    explicit LayerNorm(std::size_t normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+    explicit LayerNorm(std::int64_t normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
@@ -79,10 +79,10 @@ public:
 /// statistics, or the batch's own when they are not tracked (as PyTorch does).
 class BatchNorm1d : public Module {
 public:
-    /// Throws xg::Error when num_features is 0 or momentum is outside [0, 1]. forward() takes
-    /// (N, num_features) or (N, num_features, L) and keeps the shape; training needs more than one
-    /// value per channel.
-    explicit BatchNorm1d(std::size_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+    /// Throws xg::Error when num_features is not positive or momentum is outside [0, 1]. forward()
+    /// takes (N, num_features) or (N, num_features, L) and keeps the shape; training needs more
+    /// than one value per channel.
+    explicit BatchNorm1d(std::int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                          bool affine = true, bool track_running_stats = true);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
@@ -112,7 +112,7 @@ public:
     /// xg::Error); forward() keeps the shape and throws when the input does not end in normalized_shape.
     explicit RMSNorm(Shape normalized_shape, double eps = 1e-6, bool elementwise_affine = true);
     /// RMSNorm over the last axis of extent `normalized_shape`.
-    explicit RMSNorm(std::size_t normalized_shape, double eps = 1e-6, bool elementwise_affine = true);
+    explicit RMSNorm(std::int64_t normalized_shape, double eps = 1e-6, bool elementwise_affine = true);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
@@ -126,8 +126,8 @@ public:
 /// A lookup table of num_embeddings rows of size embedding_dim; weight ~ N(0, 1).
 class Embedding : public Module {
 public:
-    /// Throws xg::Error when either size is 0.
-    Embedding(std::size_t num_embeddings, std::size_t embedding_dim);
+    /// Throws xg::Error naming a size that is not positive.
+    Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim);
     /// Rows of weight at `indices` (any shape): indices.shape + (embedding_dim). An index outside
     /// [0, num_embeddings) throws xg::Error naming it and its position.
     Tensor forward(const IndexArray& indices);

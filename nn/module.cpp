@@ -31,6 +31,11 @@ Tensor Module::forward(const Tensor& x) {
                              shape_str(x.shape())));
 }
 
+std::size_t positive_size(std::int64_t value, const char* op, const char* argument) {
+    if (value <= 0) fail(op, fmt::format("{} must be positive, got {}", argument, value));
+    return static_cast<std::size_t>(value);
+}
+
 // ---- Parameter ----------------------------------------------------------------------------------
 
 Parameter& Parameter::operator=(const Tensor& values) {

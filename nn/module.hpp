@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -21,6 +22,11 @@ namespace xg::nn {
 using StateDict = std::vector<std::pair<std::string, Array>>;
 
 class Module;
+
+/// `value` as a size, for constructor arguments such as Linear's in_features: throws xg::Error
+/// "<op>: <argument> must be positive, got <value>" unless value > 0. Sizes are signed, as in
+/// PyTorch, so that Linear(-1, 3) names its argument instead of allocating 2^64 - 1 rows.
+std::size_t positive_size(std::int64_t value, const char* op, const char* argument);
 
 /// A module's parameter member (Linear::weight, LayerNorm::bias, ...): a Tensor bound for good to
 /// the tensor its module registered, which parameters(), state_dict() and optimizers hold. Reading

@@ -35,7 +35,8 @@ LayerNorm::LayerNorm(Shape shape, double eps_, bool elementwise_affine) : normal
     }
 }
 
-LayerNorm::LayerNorm(std::size_t n, double eps_, bool elementwise_affine) : LayerNorm(Shape{n}, eps_, elementwise_affine) {}
+LayerNorm::LayerNorm(std::int64_t n, double eps_, bool elementwise_affine)
+    : LayerNorm(Shape{positive_size(n, "LayerNorm", "normalized_shape")}, eps_, elementwise_affine) {}
 
 Tensor LayerNorm::forward(const Tensor& x) {
     check_trailing("LayerNorm", x, normalized_shape);
@@ -48,9 +49,10 @@ std::string LayerNorm::extra_repr() const {
 
 // ---- BatchNorm1d --------------------------------------------------------------------------------
 
-BatchNorm1d::BatchNorm1d(std::size_t c, double eps_, std::optional<double> momentum_, bool affine_, bool track)
-    : num_features(c), eps(eps_), momentum(momentum_), affine(affine_), track_running_stats(track) {
-    if (c == 0) fail("BatchNorm1d", "num_features must be positive");
+BatchNorm1d::BatchNorm1d(std::int64_t channels, double eps_, std::optional<double> momentum_, bool affine_, bool track)
+    : num_features(positive_size(channels, "BatchNorm1d", "num_features")), eps(eps_), momentum(momentum_), affine(affine_),
+      track_running_stats(track) {
+    const std::size_t c = num_features;
     if (momentum && !(*momentum >= 0.0 && *momentum <= 1.0)) {
         fail("BatchNorm1d", fmt::format("momentum must be in [0, 1], got {}", *momentum));
     }
@@ -93,7 +95,8 @@ RMSNorm::RMSNorm(Shape shape, double eps_, bool elementwise_affine) : normalized
     if (elementwise_affine) register_parameter("weight", weight, ones(normalized_shape));
 }
 
-RMSNorm::RMSNorm(std::size_t n, double eps_, bool elementwise_affine) : RMSNorm(Shape{n}, eps_, elementwise_affine) {}
+RMSNorm::RMSNorm(std::int64_t n, double eps_, bool elementwise_affine)
+    : RMSNorm(Shape{positive_size(n, "RMSNorm", "normalized_shape")}, eps_, elementwise_affine) {}
 
 Tensor RMSNorm::forward(const Tensor& x) {
     check_trailing("RMSNorm", x, normalized_shape);

@@ -16,9 +16,10 @@ std::string format_duration(double seconds) {
     return fmt::format("{}:{:02d}", s / 60, s % 60);
 }
 
-ProgressBar::ProgressBar(std::size_t total, std::string label, Mode mode, std::FILE* out)
-    : total_(total), label_(std::move(label)), out_(out),
+ProgressBar::ProgressBar(std::int64_t total, std::string label, Mode mode, std::FILE* out)
+    : total_(static_cast<std::size_t>(total)), label_(std::move(label)), out_(out),
       start_(std::chrono::steady_clock::now()), last_draw_(start_) {
+    if (total < 0) fail("ProgressBar", fmt::format("total must be non-negative, got {}", total));
     terminal_ = mode == Mode::terminal || (mode == Mode::automatic && out_ && isatty(fileno(out_)));
 }
 
@@ -51,6 +52,9 @@ std::string ProgressBar::line() const {
 }
 
 void ProgressBar::update(double loss) {
+    if (done_ >= total_) {
+        fail("ProgressBar", fmt::format("update() called after all {} steps of '{}' were done", total_, label_));
+    }
     ++done_;
     loss_sum_ += loss;
     if (done_ == total_) end_ = std::chrono::steady_clock::now();

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -20,13 +21,15 @@ public:
     /// quiet (only the final line).
     enum class Mode { automatic, terminal, quiet };
 
-    /// `total` steps; `label` such as "epoch 2/5"; output goes to `out` (default stderr).
-    ProgressBar(std::size_t total, std::string label = "", Mode mode = Mode::automatic, std::FILE* out = stderr);
+    /// `total` steps (non-negative, else xg::Error); `label` such as "epoch 2/5"; output goes to
+    /// `out` (default stderr).
+    ProgressBar(std::int64_t total, std::string label = "", Mode mode = Mode::automatic, std::FILE* out = stderr);
     ~ProgressBar();
     ProgressBar(const ProgressBar&) = delete;
     ProgressBar& operator=(const ProgressBar&) = delete;
 
-    /// One step done; `loss` joins the running mean shown.
+    /// One step done; `loss` joins the running mean shown. Throws xg::Error once all `total` steps
+    /// are done (a bar past its end would show "3/2" and a meaningless rate).
     void update(double loss);
     /// Ends the line (prints it once when not on a terminal); `extra` is appended, e.g.
     /// "test acc 0.8512". Called by the destructor if you do not.

@@ -215,6 +215,52 @@ def op_max():
     c.save("grad_x", x.grad, "d/dx (4,6)")
 
 
+def op_max_ties():
+    c = Case("op_max_ties", 124, """
+Ties in `max` (the 1/k rule). `x` (3,4) = [[2, 1, 2, 2], [0.5, -1, 0.5, 0], [2, -3, 0, 1]]: the global
+maximum 2 appears 4 times, row maxima 3, 2 and 1 times, column 0's maximum twice.
+`y = randint(0, 2, (2,3,2))` as float64 (0s and 1s: ties in every slice, checked).
+* `out_all = x.max()`: full reduction; PyTorch splits the gradient evenly over the tied maxima.
+* `out_dim1 = x.amax(dim=1)`, `out_dim0 = x.amax(dim=0, keepdim=True)`,
+  `out_y02 = y.amax(dim=(0,2))`: each slice's tied maxima share its gradient evenly.
+  (torch.max(x, dim) instead sends a slice's whole gradient to one index; xgrad's
+  max(x, axes) follows torch.amax.)
+Each output is backpropagated on its own from `sum(out_* * grad_out_*)` into `grad_x_*` / `grad_y_*`.""")
+    x = torch.tensor([[2.0, 1.0, 2.0, 2.0], [0.5, -1.0, 0.5, 0.0], [2.0, -3.0, 0.0, 1.0]])
+    y = torch.randint(0, 2, (2, 3, 2)).to(torch.float64)
+    assert all(int((y[:, j, :] == y[:, j, :].max()).sum()) > 1 for j in range(3))
+    c.save("x", x, "input (3,4) with ties")
+    c.save("y", y, "input (2,3,2) of 0s and 1s")
+    cases = (("all", x, lambda t: t.max()), ("dim1", x, lambda t: t.amax(dim=1)),
+             ("dim0", x, lambda t: t.amax(dim=0, keepdim=True)), ("y02", y, lambda t: t.amax(dim=(0, 2))))
+    for tag, inp, f in cases:
+        t = leaf(inp)
+        out = f(t)
+        g = torch.randn(out.shape)
+        (out * g).sum().backward()
+        name = "x" if inp is x else "y"
+        c.save("out_" + tag, out, "maximum, shape " + str(tuple(out.shape)))
+        c.save("grad_out_" + tag, g, "upstream gradient for out_" + tag)
+        c.save("grad_%s_%s" % (name, tag), t.grad, "d/d%s of sum(out_%s * grad_out_%s)" % (name, tag, tag))
+
+
+def op_pow_zero():
+    c = Case("op_pow_zero", 109, """
+`x = [0, -1.5, 2, 0]`; `out_p<k> = x.pow(k)` for k = 0, 1, 2, 3, each backpropagated from
+`sum(out * grad_out)` with `grad_out = randn(4)`. PyTorch's gradient of x^0 is 0 everywhere, also at
+x = 0 where the formula k x^(k-1) would give 0 * inf.""")
+    x = torch.tensor([0.0, -1.5, 2.0, 0.0])
+    c.save("x", x, "input (4,)")
+    g = torch.randn(4)
+    c.save("grad_out", g, "upstream gradient (4,)")
+    for k in (0, 1, 2, 3):
+        t = leaf(x)
+        out = t.pow(float(k))
+        (out * g).sum().backward()
+        c.save("out_p%d" % k, out, "x ** %d" % k)
+        c.save("grad_x_p%d" % k, t.grad, "d/dx of sum(x ** %d * grad_out)" % k)
+
+
 def op_elementwise():
     c = Case("op_elementwise", 108, """
 Two inputs of shape (3,4):
@@ -854,7 +900,7 @@ def main():
         else:
             os.remove(path)
     for fn in (op_broadcast_mul_add, op_matmul_batched, op_var_unbiased, op_softmax,
-               op_log_softmax, op_gather, op_max, op_elementwise,
+               op_log_softmax, op_gather, op_max, op_max_ties, op_pow_zero, op_elementwise,
                linear, gelu_none, gelu_tanh, layernorm_1d, layernorm_2d,
                layernorm_large_mean, batchnorm_2d, batchnorm_3d, batchnorm_cumulative,
                rmsnorm, embedding, cross_entropy, cross_entropy_weighted, mse_loss,
