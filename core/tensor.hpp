@@ -138,7 +138,7 @@ public:
     /// The stored values; throws xg::Error on an undefined tensor.
     const Array& value() const;
     /// Writable storage for in-place updates outside the graph (optimizers, initialisers). Each
-    /// call bumps the tensor's version, so a pending backward that would read the old value
+    /// call gives the tensor a new version, so a pending backward that would read the old value
     /// throws instead of computing a wrong gradient: write through the reference right away
     /// rather than keeping it across a forward.
     Array& mutable_value();
@@ -150,7 +150,7 @@ public:
     std::size_t size(std::int64_t axis) const;
     /// Number of elements.
     std::size_t numel() const { return value().size(); }
-    /// Writable row-major contiguous storage, for plain loops (bumps the version as mutable_value()).
+    /// Writable row-major contiguous storage, for plain loops (a new version, as mutable_value()).
     double* data() { return mutable_value().data(); }
     /// Read-only row-major contiguous storage.
     const double* data() const { return value().data(); }
