@@ -10,6 +10,12 @@
 
 namespace xg::nn::functional {
 
+// The core activations and softmax under their torch::nn::functional names, so code written
+// against `namespace F = xg::nn::functional` finds them next to gelu and the norms.
+using xg::log_softmax;
+using xg::relu;
+using xg::softmax;
+
 /// y = x W^T + b for x (..., in), weight (out, in), bias (out) or undefined: any leading dims.
 /// Output (..., out). Throws xg::Error naming the shapes when weight is not 2-D, x's last axis is
 /// not `in` or bias is not (out).

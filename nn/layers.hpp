@@ -15,8 +15,11 @@ namespace xg::nn {
 namespace functional {
 
 /// out[..., :] = weight[indices[...], :]: shape indices.shape + (dim,). One graph node; backward
-/// scatter-adds rows so repeated indices accumulate. Out-of-range indices throw.
-Tensor embedding(const IndexArray& indices, const Tensor& weight);
+/// scatter-adds rows so repeated indices accumulate, except into row padding_idx (if given; a
+/// negative value counts from the end, as PyTorch), whose gradient stays zero. Indices may be an
+/// IndexArray, a braced list or a Tensor/Array of whole numbers; out-of-range indices, fractional
+/// values and a padding_idx outside [-num_embeddings, num_embeddings) throw.
+Tensor embedding(const Indices& indices, const Tensor& weight, std::optional<std::int64_t> padding_idx = std::nullopt);
 
 /// Zeroes each element with probability p and scales survivors by 1 / (1 - p) (inverted
 /// dropout); the identity when !training or p == 0. p must be in [0, 1).
@@ -74,7 +77,8 @@ public:
 };
 
 /// Batch normalisation of (N, C) or (N, C, L) inputs per channel C. Buffers running_mean (zeros),
-/// running_var (ones) and num_batches_tracked (0-D) when track_running_stats. momentum nullopt
+/// running_var (ones) and num_batches_tracked (0-D, an int64 buffer: int64 in saved files, as in
+/// PyTorch's state_dict; either dtype loads) when track_running_stats. momentum nullopt
 /// means a cumulative moving average (factor 1 / num_batches_tracked). Evaluation uses the running
 /// statistics, or the batch's own when they are not tracked (as PyTorch does).
 class BatchNorm1d : public Module {
@@ -123,14 +127,18 @@ public:
     Tensor weight;  ///< undefined without elementwise_affine
 };
 
-/// A lookup table of num_embeddings rows of size embedding_dim; weight ~ N(0, 1).
+/// A lookup table of num_embeddings rows of size embedding_dim; weight ~ N(0, 1), with row
+/// padding_idx (if given) zeroed and kept out of training, as torch.nn.Embedding.
 class Embedding : public Module {
 public:
-    /// Throws xg::Error when either size is 0.
-    Embedding(std::size_t num_embeddings, std::size_t embedding_dim);
+    /// Throws xg::Error when either size is 0 or padding_idx is outside
+    /// [-num_embeddings, num_embeddings) (a negative one counts from the end).
+    Embedding(std::size_t num_embeddings, std::size_t embedding_dim,
+              std::optional<std::int64_t> padding_idx = std::nullopt);
     /// Rows of weight at `indices` (any shape): indices.shape + (embedding_dim). An index outside
-    /// [0, num_embeddings) throws xg::Error naming it and its position.
-    Tensor forward(const IndexArray& indices);
+    /// [0, num_embeddings) or, for doubles, not a whole number throws xg::Error naming it and its
+    /// position.
+    Tensor forward(const Indices& indices);
     /// Indices given as a tensor of whole numbers (so Embedding can sit first in a Sequential).
     Tensor forward(const Tensor& indices) override;
     std::string extra_repr() const override;
@@ -139,6 +147,8 @@ public:
     /// Rows in the table, and the size of each row.
     std::size_t num_embeddings, embedding_dim;
     ///@}
+    /// The row whose gradient stays zero (a padding token), in [0, num_embeddings), or none.
+    std::optional<std::int64_t> padding_idx;
     /// The table (num_embeddings, embedding_dim).
     Tensor weight;
 };

@@ -61,7 +61,8 @@ BatchNorm1d::BatchNorm1d(std::size_t c, double eps_, std::optional<double> momen
     if (track_running_stats) {
         running_mean = register_buffer("running_mean", zeros({c}));
         running_var = register_buffer("running_var", ones({c}));
-        num_batches_tracked = register_buffer("num_batches_tracked", scalar(0.0));
+        // int64 in PyTorch's state_dict, and so in the .npz files save() writes
+        num_batches_tracked = register_buffer("num_batches_tracked", scalar(0.0), Dtype::int64);
     }
 }
 
