@@ -36,7 +36,9 @@ public:
     Indices(const Tensor& values) : values_(&values.value()) {}
     /// A braced list of indices, e.g. {0, 2, 1}.
     Indices(std::initializer_list<std::int64_t> list) : owned_(IndexArray(list)), indices_(&*owned_) {}
+    /// A copy refers to what `other` refers to (and owns a copy of a braced list).
     Indices(const Indices& other);
+    /// Not assignable: it is a parameter type.
     Indices& operator=(const Indices&) = delete;
 
     /// The indices; doubles are converted after the whole-number check, which throws xg::Error

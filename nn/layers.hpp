@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 #include "core/ops.hpp"
 #include "core/random.hpp"
@@ -20,6 +21,9 @@ namespace functional {
 /// IndexArray, a braced list or a Tensor/Array of whole numbers; out-of-range indices, fractional
 /// values and a padding_idx outside [-num_embeddings, num_embeddings) throw.
 Tensor embedding(const Indices& indices, const Tensor& weight, std::optional<std::int64_t> padding_idx = std::nullopt);
+/// Not with a floating-point padding_idx: it would be truncated silently.
+template <class F, class = std::enable_if_t<std::is_floating_point<F>::value>>
+Tensor embedding(const Indices& indices, const Tensor& weight, F padding_idx) = delete;
 
 /// Zeroes each element with probability p and scales survivors by 1 / (1 - p) (inverted
 /// dropout); the identity when !training or p == 0. p must be in [0, 1).
@@ -135,6 +139,9 @@ public:
     /// [-num_embeddings, num_embeddings) (a negative one counts from the end).
     Embedding(std::size_t num_embeddings, std::size_t embedding_dim,
               std::optional<std::int64_t> padding_idx = std::nullopt);
+    /// Not with a floating-point padding_idx: it would be truncated silently.
+    template <class F, class = std::enable_if_t<std::is_floating_point<F>::value>>
+    Embedding(std::size_t num_embeddings, std::size_t embedding_dim, F padding_idx) = delete;
     /// Rows of weight at `indices` (any shape): indices.shape + (embedding_dim). An index outside
     /// [0, num_embeddings) or, for doubles, not a whole number throws xg::Error naming it and its
     /// position.

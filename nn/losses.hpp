@@ -3,6 +3,8 @@
 // smoothed one-hot target, with class weights and ignored rows).
 #pragma once
 
+#include <type_traits>
+
 #include "core/ops.hpp"
 #include "nn/module.hpp"
 
@@ -34,6 +36,9 @@ public:
         ignore_index_ = index;
         return *this;
     }
+    /// Not from a floating-point number: it would be truncated silently (say -100, not -100.0).
+    template <class F, class = std::enable_if_t<std::is_floating_point<F>::value>>
+    CrossEntropyFuncOptions& ignore_index(F) = delete;
     /// The ignored target value.
     std::int64_t ignore_index() const noexcept { return ignore_index_; }
     /// How per-row losses are combined (default mean).

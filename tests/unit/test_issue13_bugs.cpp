@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -108,7 +110,7 @@ TEST_CASE("nested loops over one DataLoader are independent", "[issue13][data]")
 }
 
 TEST_CASE("two iterators of one DataLoader advance separately", "[issue13][data]") {
-    Array features = Array::from_shape({4, 1});
+    Array features = Array::from_shape(Shape{4, 1});
     for (std::size_t i = 0; i < 4; ++i) features(i, 0) = static_cast<double>(i);
     const optim::TensorDataset data(features, IndexArray{0, 1, 2, 3});
     optim::DataLoader loader(data, 1);
@@ -174,4 +176,20 @@ TEST_CASE("gather and index_select refuse indices that are not whole numbers", "
     CHECK_THROWS_WITH(gather(x, 1, Array{{0.0, 1.5}, {2.0, 0.0}}), Contains("gather") && Contains("1.5"));
     CHECK_THROWS_WITH(index_select(x, 1, Array{0.0, 2.2}), Contains("index_select") && Contains("2.2"));
     CHECK(gather(x, 1, Array{{2.0, 0.0}}).value() == gather(x, 1, IndexArray{{2, 0}}).value());
+}
+
+// Whether options.ignore_index(T{}) compiles.
+template <class T, class = void>
+struct takes_ignore_index : std::false_type {};
+template <class T>
+struct takes_ignore_index<T, std::void_t<decltype(std::declval<nn::CrossEntropyFuncOptions&>().ignore_index(std::declval<T>()))>>
+    : std::true_type {};
+
+TEST_CASE("index-valued options do not take floating-point numbers (compile-time)", "[issue13][nn]") {
+    // A double would be truncated silently by the implicit conversion to int64: these are deleted.
+    STATIC_REQUIRE_FALSE(std::is_constructible<nn::Embedding, std::size_t, std::size_t, double>::value);
+    STATIC_REQUIRE(std::is_constructible<nn::Embedding, std::size_t, std::size_t, int>::value);
+    STATIC_REQUIRE_FALSE(takes_ignore_index<double>::value);
+    STATIC_REQUIRE(takes_ignore_index<int>::value);
+    CHECK(nn::CrossEntropyFuncOptions().ignore_index(3).ignore_index() == 3);
 }
