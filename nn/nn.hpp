@@ -1,5 +1,5 @@
 // Everything in xg::nn: modules, layers, convolution and pooling, image normalisations,
-// attention, losses, initialisers and the functional ops.
+// recurrent layers, attention, losses, initialisers and the functional ops.
 #pragma once
 
 #include "nn/attention.hpp"
@@ -10,4 +10,5 @@
 #include "nn/layers.hpp"
 #include "nn/losses.hpp"
 #include "nn/module.hpp"
+#include "nn/recurrent.hpp"
 

@@ -736,6 +736,114 @@ def layernorm_chw():
 
 
 # --------------------------------------------------------------------------
+# recurrent layers (issue 16)
+# --------------------------------------------------------------------------
+
+def _outputs_backward(c, outs, inputs, mod=None, tag=""):
+    """Saves every output in `outs` (name -> tensor) with a random upstream gradient
+    grad_<name>_out, backpropagates sum over outputs of sum(out * grad), then saves the inputs
+    (name -> leaf), their gradients grad_<name>, and the module's parameters and gradients."""
+    t = "_" + tag if tag else ""
+    total = 0
+    for name, out in outs.items():
+        g = torch.randn(out.shape)
+        c.save(name + t, out, "output `%s`" % name)
+        c.save("grad_" + name + "_out" + t, g, "upstream gradient for `%s`" % name)
+        total = total + (out * g).sum()
+    total.backward()
+    for name, x in inputs.items():
+        c.save(name + t, x, "input `%s`" % name)
+        c.save("grad_" + name + t, x.grad, "d/d%s" % name)
+    for n, p in (mod.named_parameters() if mod is not None else ()):
+        c.save(n + t, p, "parameter `%s`" % n)
+        c.save("grad_" + n + t, p.grad, "d/d%s" % n)
+
+
+RNN_DOC = """
+Files `<name>.npy` for inputs and outputs, parameters under PyTorch's names, and for each output
+`<o>` an upstream gradient `grad_<o>_out`; the saved gradients `grad_<name>` are those of the sum
+over outputs of `sum(<o> * grad_<o>_out)`. Default PyTorch initialisation under the case's seed."""
+
+
+def lstm_cell():
+    c = Case("lstm_cell", 610, """
+`m = nn.LSTMCell(5, 4)` (gates i, f, g, o); `x = randn(3,5)`, `h0 = randn(3,4)`, `c0 = randn(3,4)`;
+`h1, c1 = m(x, (h0, c0))`.""" + RNN_DOC)
+    m = nn.LSTMCell(5, 4)
+    x, h0, c0 = leaf(torch.randn(3, 5)), leaf(torch.randn(3, 4)), leaf(torch.randn(3, 4))
+    h1, c1 = m(x, (h0, c0))
+    _outputs_backward(c, {"h1": h1, "c1": c1}, {"x": x, "h0": h0, "c0": c0}, m)
+
+
+def gru_cell():
+    c = Case("gru_cell", 611, """
+`m = nn.GRUCell(5, 4)` (gates r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn)));
+`x = randn(3,5)`, `h0 = randn(3,4)`; `h1 = m(x, h0)`.""" + RNN_DOC)
+    m = nn.GRUCell(5, 4)
+    x, h0 = leaf(torch.randn(3, 5)), leaf(torch.randn(3, 4))
+    _outputs_backward(c, {"h1": m(x, h0)}, {"x": x, "h0": h0}, m)
+
+
+def lstm():
+    c = Case("lstm", 612, """
+Two variants (files end in `_V`):
+* `deep`: `m = nn.LSTM(5, 4, num_layers=2, batch_first=True)`, `x = randn(3,6,5)` (B = 3, T = 6),
+  `h0 = randn(2,3,4)`, `c0 = randn(2,3,4)`; `output, (h_n, c_n) = m(x, (h0, c0))`.
+* `plain`: `m = nn.LSTM(5, 4, bias=False)` (sequence first), `x = randn(6,3,5)`, no initial state
+  (zeros); `output, (h_n, c_n) = m(x)`.""" + RNN_DOC)
+    m = nn.LSTM(5, 4, num_layers=2, batch_first=True)
+    x, h0, c0 = leaf(torch.randn(3, 6, 5)), leaf(torch.randn(2, 3, 4)), leaf(torch.randn(2, 3, 4))
+    out, (hn, cn) = m(x, (h0, c0))
+    _outputs_backward(c, {"output": out, "h_n": hn, "c_n": cn}, {"x": x, "h0": h0, "c0": c0}, m, tag="deep")
+    m = nn.LSTM(5, 4, bias=False)
+    x = leaf(torch.randn(6, 3, 5))
+    out, (hn, cn) = m(x)
+    _outputs_backward(c, {"output": out, "h_n": hn, "c_n": cn}, {"x": x}, m, tag="plain")
+
+
+def gru():
+    c = Case("gru", 613, """
+`m = nn.GRU(5, 4, num_layers=2)` (sequence first), `x = randn(6,3,5)`, `h0 = randn(2,3,4)`;
+`output, h_n = m(x, h0)`.""" + RNN_DOC)
+    m = nn.GRU(5, 4, num_layers=2)
+    x, h0 = leaf(torch.randn(6, 3, 5)), leaf(torch.randn(2, 3, 4))
+    out, hn = m(x, h0)
+    _outputs_backward(c, {"output": out, "h_n": hn}, {"x": x, "h0": h0}, m)
+
+
+def layer_norm_lstm_cell():
+    c = Case("layer_norm_lstm_cell", 614, """
+PyTorch has no layer-normalised LSTM; the cell of Ba, Kiros & Hinton (2016) written out with
+`F.layer_norm` (eps = 1e-5), gates in PyTorch's order i, f, g, o, H = 4, input 5:
+```python
+gates = F.layer_norm(h @ weight_hh.T, (16,), layernorm_hh.weight, layernorm_hh.bias) \
+      + F.layer_norm(x @ weight_ih.T, (16,), layernorm_ih.weight, layernorm_ih.bias)
+i, f, g, o = gates.chunk(4, 1)
+c = sigmoid(f) * c + sigmoid(i) * tanh(g)
+h = sigmoid(o) * tanh(F.layer_norm(c, (4,), layernorm_c.weight, layernorm_c.bias))
+```
+`weight_ih = U(-0.5, 0.5)` (16,5), `weight_hh` (16,4) likewise; every LayerNorm weight
+`1 + 0.5*randn`, bias `0.5*randn`. Unrolled over `x = randn(3,2,5)` (T = 3, B = 2) from
+`h0 = randn(2,4)`, `c0 = randn(2,4)`: outputs `h` (3,2,4) (every step's h) and `c_n` (2,4),
+so the gradients run back through time.""" + RNN_DOC)
+    H, I = 4, 5
+    p = {"weight_ih": leaf(torch.rand(4 * H, I) - 0.5), "weight_hh": leaf(torch.rand(4 * H, H) - 0.5)}
+    for name, n in (("layernorm_ih", 4 * H), ("layernorm_hh", 4 * H), ("layernorm_c", H)):
+        p[name + ".weight"] = leaf(1 + 0.5 * torch.randn(n))
+        p[name + ".bias"] = leaf(0.5 * torch.randn(n))
+    x, h0, c0 = leaf(torch.randn(3, 2, I)), leaf(torch.randn(2, H)), leaf(torch.randn(2, H))
+    h, cc, hs = h0, c0, []
+    for t in range(3):
+        gates = (F.layer_norm(h @ p["weight_hh"].T, (4 * H,), p["layernorm_hh.weight"], p["layernorm_hh.bias"])
+                 + F.layer_norm(x[t] @ p["weight_ih"].T, (4 * H,), p["layernorm_ih.weight"], p["layernorm_ih.bias"]))
+        i, f, g, o = gates.chunk(4, 1)
+        cc = torch.sigmoid(f) * cc + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(F.layer_norm(cc, (H,), p["layernorm_c.weight"], p["layernorm_c.bias"]))
+        hs.append(h)
+    _outputs_backward(c, {"h": torch.stack(hs), "c_n": cc}, dict(x=x, h0=h0, c0=c0, **p))
+
+
+# --------------------------------------------------------------------------
 # mini model (article 002, example A2.6)
 # --------------------------------------------------------------------------
 
@@ -1036,7 +1144,8 @@ def main():
                rmsnorm, embedding, cross_entropy, cross_entropy_weighted, mse_loss,
                mini_model, optimizers, schedules,
                conv2d, conv1d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batchnorm_4d,
-               group_norm, instance_norm, layernorm_chw):
+               group_norm, instance_norm, layernorm_chw,
+               lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell):
         fn()
     write_readme()
     total = sum(os.path.getsize(os.path.join(dp, f))
