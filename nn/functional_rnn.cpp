@@ -28,94 +28,96 @@ std::size_t check_gates(const char* op, const char* gates_name, const Tensor& ga
 
 }  // namespace
 
+// The activated gates are kept for the backward: recomputing them would cost five exp/tanh per
+// element again (measured 7 of 35 ms for the LSTM step benchmark, docs/derivations/lstm.md).
 Tensor lstm_next_c(const Tensor& gates, const Tensor& c) {
     const std::size_t H = check_gates("lstm_next_c", "gates", gates, 4, "c", c), B = c.size(0);
     Array c_next = empty_like(c.value());
+    Array i = Array::from_shape({B, H}), f = Array::from_shape({B, H}), g = Array::from_shape({B, H});
     for (std::size_t b = 0; b < B; ++b) {
         const double *a = gates.data() + b * 4 * H, *c_prev = c.data() + b * H;
-        double* out = c_next.data() + b * H;
-        for (std::size_t j = 0; j < H; ++j) {
-            const double i = sigmoid(a[j]), f = sigmoid(a[H + j]), g = std::tanh(a[2 * H + j]);
-            out[j] = f * c_prev[j] + i * g;
+        for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
+            i[k] = sigmoid(a[j]), f[k] = sigmoid(a[H + j]), g[k] = std::tanh(a[2 * H + j]);
+            c_next[k] = f[k] * c_prev[j] + i[k] * g[k];
         }
     }
     // da_i = dc' g i (1 - i), da_f = dc' c f (1 - f), da_g = dc' i (1 - g^2), da_o = 0; dc = dc' f
-    return record("lstm_next_c", std::move(c_next), {gates, c}, [B, H](const GradContext& ctx) -> Grads {
+    return record("lstm_next_c", std::move(c_next), {gates, c},
+                  [B, H, i = std::move(i), f = std::move(f), g = std::move(g)](const GradContext& ctx) -> Grads {
         Array da = xt::zeros<double>({B, 4 * H}), dc = empty_like(ctx.input(1));
         for (std::size_t b = 0; b < B; ++b) {
-            const double *a = ctx.input(0).data() + b * 4 * H, *c_prev = ctx.input(1).data() + b * H;
-            const double* dc_next = ctx.grad.data() + b * H;
-            double *da_b = da.data() + b * 4 * H, *dc_b = dc.data() + b * H;
-            for (std::size_t j = 0; j < H; ++j) {
-                const double i = sigmoid(a[j]), f = sigmoid(a[H + j]), g = std::tanh(a[2 * H + j]);
-                da_b[j] = dc_next[j] * g * i * (1.0 - i);
-                da_b[H + j] = dc_next[j] * c_prev[j] * f * (1.0 - f);
-                da_b[2 * H + j] = dc_next[j] * i * (1.0 - g * g);
-                dc_b[j] = dc_next[j] * f;
+            const double *c_prev = ctx.input(1).data() + b * H, *dc_next = ctx.grad.data() + b * H;
+            double* da_b = da.data() + b * 4 * H;
+            for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
+                da_b[j] = dc_next[j] * g[k] * i[k] * (1.0 - i[k]);
+                da_b[H + j] = dc_next[j] * c_prev[j] * f[k] * (1.0 - f[k]);
+                da_b[2 * H + j] = dc_next[j] * i[k] * (1.0 - g[k] * g[k]);
+                dc[k] = dc_next[j] * f[k];
             }
         }
         return {std::move(da), std::move(dc)};
-    });
+    }, {{"i", {B, H}}, {"f", {B, H}}, {"g", {B, H}}});
 }
 
 Tensor lstm_next_h(const Tensor& gates, const Tensor& c_next) {
     const std::size_t H = check_gates("lstm_next_h", "gates", gates, 4, "c_next", c_next), B = c_next.size(0);
-    Array h = empty_like(c_next.value());
+    Array h = empty_like(c_next.value()), o = Array::from_shape({B, H}), tanh_c = Array::from_shape({B, H});
     for (std::size_t b = 0; b < B; ++b) {
         const double *a = gates.data() + b * 4 * H, *c = c_next.data() + b * H;
-        for (std::size_t j = 0; j < H; ++j) h.data()[b * H + j] = sigmoid(a[3 * H + j]) * std::tanh(c[j]);
+        for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
+            o[k] = sigmoid(a[3 * H + j]), tanh_c[k] = std::tanh(c[j]);
+            h[k] = o[k] * tanh_c[k];
+        }
     }
     // da_o = dh tanh(c') o (1 - o), other gates 0; dc' = dh o (1 - tanh(c')^2)
-    return record("lstm_next_h", std::move(h), {gates, c_next}, [B, H](const GradContext& ctx) -> Grads {
+    return record("lstm_next_h", std::move(h), {gates, c_next},
+                  [B, H, o = std::move(o), tanh_c = std::move(tanh_c)](const GradContext& ctx) -> Grads {
         Array da = xt::zeros<double>({B, 4 * H}), dc = empty_like(ctx.input(1));
         for (std::size_t b = 0; b < B; ++b) {
-            const double *a = ctx.input(0).data() + b * 4 * H, *c = ctx.input(1).data() + b * H;
             const double* dh = ctx.grad.data() + b * H;
-            for (std::size_t j = 0; j < H; ++j) {
-                const double o = sigmoid(a[3 * H + j]), tc = std::tanh(c[j]);
-                da.data()[b * 4 * H + 3 * H + j] = dh[j] * tc * o * (1.0 - o);
-                dc.data()[b * H + j] = dh[j] * o * (1.0 - tc * tc);
+            for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
+                da[b * 4 * H + 3 * H + j] = dh[j] * tanh_c[k] * o[k] * (1.0 - o[k]);
+                dc[k] = dh[j] * o[k] * (1.0 - tanh_c[k] * tanh_c[k]);
             }
         }
         return {std::move(da), std::move(dc)};
-    });
+    }, {{"o", {B, H}}, {"tanh_c", {B, H}}});
 }
 
 Tensor gru_next_h(const Tensor& gi, const Tensor& gh, const Tensor& h) {
     const std::size_t H = check_gates("gru_next_h", "gi", gi, 3, "h", h), B = h.size(0);
     check_gates("gru_next_h", "gh", gh, 3, "h", h);
-    Array h_next = empty_like(h.value());
+    Array h_next = empty_like(h.value()), r = Array::from_shape({B, H}), z = Array::from_shape({B, H}), n = Array::from_shape({B, H});
     for (std::size_t b = 0; b < B; ++b) {
         const double *x = gi.data() + b * 3 * H, *s = gh.data() + b * 3 * H, *h_prev = h.data() + b * H;
-        for (std::size_t j = 0; j < H; ++j) {
-            const double r = sigmoid(x[j] + s[j]), z = sigmoid(x[H + j] + s[H + j]);
-            const double n = std::tanh(x[2 * H + j] + r * s[2 * H + j]);
-            h_next.data()[b * H + j] = (1.0 - z) * n + z * h_prev[j];
+        for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
+            r[k] = sigmoid(x[j] + s[j]), z[k] = sigmoid(x[H + j] + s[H + j]);
+            n[k] = std::tanh(x[2 * H + j] + r[k] * s[2 * H + j]);
+            h_next[k] = (1.0 - z[k]) * n[k] + z[k] * h_prev[j];
         }
     }
     // dn = dh' (1 - z), dz = dh' (h - n), dh = dh' z; da_n = dn (1 - n^2) -> dgi_n = da_n, dgh_n = da_n r;
     // da_r = da_n gh_n r (1 - r) and da_z = dz z (1 - z) go to gi and gh alike
-    return record("gru_next_h", std::move(h_next), {gi, gh, h}, [B, H](const GradContext& ctx) -> Grads {
+    return record("gru_next_h", std::move(h_next), {gi, gh, h},
+                  [B, H, r = std::move(r), z = std::move(z), n = std::move(n)](const GradContext& ctx) -> Grads {
         Array dgi = empty_like(ctx.input(0)), dgh = empty_like(ctx.input(1)), dh = empty_like(ctx.input(2));
         for (std::size_t b = 0; b < B; ++b) {
-            const double *x = ctx.input(0).data() + b * 3 * H, *s = ctx.input(1).data() + b * 3 * H;
-            const double *h_prev = ctx.input(2).data() + b * H, *dh_next = ctx.grad.data() + b * H;
+            const double *s = ctx.input(1).data() + b * 3 * H, *h_prev = ctx.input(2).data() + b * H;
+            const double* dh_next = ctx.grad.data() + b * H;
             double *dx = dgi.data() + b * 3 * H, *ds = dgh.data() + b * 3 * H;
-            for (std::size_t j = 0; j < H; ++j) {
-                const double r = sigmoid(x[j] + s[j]), z = sigmoid(x[H + j] + s[H + j]);
-                const double n = std::tanh(x[2 * H + j] + r * s[2 * H + j]);
-                const double da_n = dh_next[j] * (1.0 - z) * (1.0 - n * n);
-                const double da_r = da_n * s[2 * H + j] * r * (1.0 - r);
-                const double da_z = dh_next[j] * (h_prev[j] - n) * z * (1.0 - z);
+            for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
+                const double da_n = dh_next[j] * (1.0 - z[k]) * (1.0 - n[k] * n[k]);
+                const double da_r = da_n * s[2 * H + j] * r[k] * (1.0 - r[k]);
+                const double da_z = dh_next[j] * (h_prev[j] - n[k]) * z[k] * (1.0 - z[k]);
                 dx[j] = ds[j] = da_r;
                 dx[H + j] = ds[H + j] = da_z;
                 dx[2 * H + j] = da_n;
-                ds[2 * H + j] = da_n * r;
-                dh.data()[b * H + j] = dh_next[j] * z;
+                ds[2 * H + j] = da_n * r[k];
+                dh[k] = dh_next[j] * z[k];
             }
         }
         return {std::move(dgi), std::move(dgh), std::move(dh)};
-    });
+    }, {{"r", {B, H}}, {"z", {B, H}}, {"n", {B, H}}});
 }
 
 namespace {
