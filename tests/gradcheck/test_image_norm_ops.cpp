@@ -1,6 +1,6 @@
 // Finite-difference checks of the image normalisations: batch_norm on (N, C, H, W) (BatchNorm2d),
-// group_norm and instance_norm with their composed twins, w.r.t. the input and every parameter,
-// and the modules in training and evaluation mode.
+// group_norm and instance_norm with their composed twins, LayerNorm over (C, H, W), w.r.t. the
+// input and every parameter, and the modules in training and evaluation mode.
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -77,4 +77,11 @@ TEST_CASE("gradcheck instance_norm and instance_norm_composed (input stats, runn
             return affine.forward(t[0]);
         }, {x, w, b}, std::string("InstanceNorm2d module affine, running stats") + (training ? " train" : " eval"));
     }
+}
+
+TEST_CASE("gradcheck layer_norm over an image's (C, H, W)", "[gradcheck][norm]") {
+    const Tensor x = randn_leaf({2, 2, 3, 2}, 38), w = randn_leaf({2, 3, 2}, 39, 0.5, 1.0), b = randn_leaf({2, 3, 2}, 40, 0.5);
+    check([](const Inputs& t) { return F::layer_norm(t[0], {2, 3, 2}, t[1], t[2]); }, {x, w, b}, "layer_norm over (C, H, W)");
+    check([](const Inputs& t) { return F::layer_norm_composed(t[0], {2, 3, 2}, t[1], t[2]); }, {x, w, b},
+          "layer_norm_composed over (C, H, W)");
 }
