@@ -102,7 +102,8 @@ public:
     /// divide both channel counts, or stride / padding / dilation are out of range.
     Conv2d(std::size_t in_channels, std::size_t out_channels, Size2 kernel_size, Size2 stride = 1, Size2 padding = 0,
            Size2 dilation = 1, std::size_t groups = 1, bool bias = true);
-    /// (N, in_channels, H, W) -> (N, out_channels, OH, OW); other shapes throw naming them.
+    /// (N, in_channels, H, W) -> (N, out_channels, OH, OW), or unbatched (in_channels, H, W) ->
+    /// (out_channels, OH, OW); other shapes throw naming them.
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
@@ -127,7 +128,7 @@ public:
     /// Errors as Conv2d.
     Conv1d(std::size_t in_channels, std::size_t out_channels, std::size_t kernel_size, std::size_t stride = 1,
            std::size_t padding = 0, std::size_t dilation = 1, std::size_t groups = 1, bool bias = true);
-    /// (N, in_channels, L) -> (N, out_channels, OL).
+    /// (N, in_channels, L) -> (N, out_channels, OL), or unbatched (in_channels, L) -> (out_channels, OL).
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
@@ -143,8 +144,8 @@ public:
     Tensor weight, bias;  ///< bias is undefined when constructed with bias = false
 };
 
-/// Max pooling (functional::max_pool2d); no parameters. As libtorch's MaxPool2d, the indices come
-/// from forward_with_indices rather than a return_indices flag.
+/// Max pooling (functional::max_pool2d) of (N, C, H, W) or unbatched (C, H, W); no parameters. As
+/// libtorch's MaxPool2d, the indices come from forward_with_indices rather than a return_indices flag.
 class MaxPool2d : public Module {
 public:
     /// stride defaults to kernel_size. Bad geometry throws at forward, naming the input's shape.
@@ -163,7 +164,7 @@ public:
     bool ceil_mode;
 };
 
-/// Average pooling (functional::avg_pool2d); no parameters.
+/// Average pooling (functional::avg_pool2d) of (N, C, H, W) or unbatched (C, H, W); no parameters.
 class AvgPool2d : public Module {
 public:
     /// stride defaults to kernel_size.
@@ -182,8 +183,8 @@ public:
     ///@}
 };
 
-/// Adaptive average pooling to a fixed output_size (functional::adaptive_avg_pool2d); (1, 1) is
-/// global average pooling.
+/// Adaptive average pooling to a fixed output_size (functional::adaptive_avg_pool2d) of (N, C, H,
+/// W) or unbatched (C, H, W); (1, 1) is global average pooling.
 class AdaptiveAvgPool2d : public Module {
 public:
     /// output_size must be positive.

@@ -44,8 +44,9 @@ Conv2d::Conv2d(std::size_t in, std::size_t out, Size2 k, Size2 s, Size2 p, Size2
 
 Tensor Conv2d::forward(const Tensor& x) {
     const Shape s = x.shape();
+    if (s.size() == 3 && s[0] == in_channels) return squeeze(forward(unsqueeze(x, 0)), 0);  // unbatched (C, H, W)
     if (s.size() != 4 || s[1] != in_channels) {
-        fail("Conv2d", fmt::format("expects input (N, {}, H, W), got {}", in_channels, shape_str(s)));
+        fail("Conv2d", fmt::format("expects input (N, {0}, H, W) or ({0}, H, W), got {1}", in_channels, shape_str(s)));
     }
     return functional::conv2d(x, weight, bias, stride, padding, dilation, static_cast<std::int64_t>(groups));
 }
@@ -75,7 +76,10 @@ Conv1d::Conv1d(std::size_t in, std::size_t out, std::size_t k, std::size_t s, st
 
 Tensor Conv1d::forward(const Tensor& x) {
     const Shape s = x.shape();
-    if (s.size() != 3 || s[1] != in_channels) fail("Conv1d", fmt::format("expects input (N, {}, L), got {}", in_channels, shape_str(s)));
+    if (s.size() == 2 && s[0] == in_channels) return squeeze(forward(unsqueeze(x, 0)), 0);  // unbatched (C, L)
+    if (s.size() != 3 || s[1] != in_channels) {
+        fail("Conv1d", fmt::format("expects input (N, {0}, L) or ({0}, L), got {1}", in_channels, shape_str(s)));
+    }
     const auto i = [](std::size_t v) { return static_cast<std::int64_t>(v); };
     return functional::conv1d(x, weight, bias, i(stride), i(padding), i(dilation), i(groups));
 }
@@ -97,6 +101,11 @@ MaxPool2d::MaxPool2d(Size2 k, std::optional<Size2> s, Size2 p, Size2 d, bool cei
 Tensor MaxPool2d::forward(const Tensor& x) { return forward_with_indices(x).output; }
 
 functional::MaxPoolResult MaxPool2d::forward_with_indices(const Tensor& x) {
+    if (x.dim() == 3) {  // unbatched (C, H, W)
+        functional::MaxPoolResult r = forward_with_indices(unsqueeze(x, 0));
+        r.indices.reshape({r.indices.shape()[1], r.indices.shape()[2], r.indices.shape()[3]});
+        return {squeeze(r.output, 0), r.indices};
+    }
     return functional::max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
@@ -109,6 +118,7 @@ AvgPool2d::AvgPool2d(Size2 k, std::optional<Size2> s, Size2 p, bool ceil, bool i
     : kernel_size(k), stride(s.value_or(k)), padding(p), ceil_mode(ceil), count_include_pad(include_pad) {}
 
 Tensor AvgPool2d::forward(const Tensor& x) {
+    if (x.dim() == 3) return squeeze(forward(unsqueeze(x, 0)), 0);  // unbatched (C, H, W)
     return functional::avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad);
 }
 
@@ -121,7 +131,10 @@ AdaptiveAvgPool2d::AdaptiveAvgPool2d(Size2 size) : output_size(size) {
     if (size.h <= 0 || size.w <= 0) fail("AdaptiveAvgPool2d", fmt::format("output_size must be positive, got {}", size2_str(size)));
 }
 
-Tensor AdaptiveAvgPool2d::forward(const Tensor& x) { return functional::adaptive_avg_pool2d(x, output_size); }
+Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
+    if (x.dim() == 3) return squeeze(forward(unsqueeze(x, 0)), 0);  // unbatched (C, H, W)
+    return functional::adaptive_avg_pool2d(x, output_size);
+}
 
 std::string AdaptiveAvgPool2d::extra_repr() const { return fmt::format("output_size={}", size2_str(output_size)); }
 

@@ -145,8 +145,10 @@ public:
     /// Sizes of the input and of each layer's state, and the number of stacked layers.
     std::size_t input_size, hidden_size, num_layers;
     ///@}
+    ///@{
     /// Whether the biases exist; whether input and output put the batch axis first.
     bool bias, batch_first;
+    ///@}
     /// Dropout probability between layers (training only).
     double dropout;
     /// Parameters per layer.
@@ -167,8 +169,10 @@ public:
     /// Sizes of the input and of each layer's state, and the number of stacked layers.
     std::size_t input_size, hidden_size, num_layers;
     ///@}
+    ///@{
     /// Whether the biases exist; whether input and output put the batch axis first.
     bool bias, batch_first;
+    ///@}
     /// Dropout probability between layers (training only).
     double dropout;
     /// Parameters per layer.

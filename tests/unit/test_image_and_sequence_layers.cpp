@@ -1,6 +1,7 @@
 // Convolution, pooling, image normalisation and recurrent layers beyond their values: bad shapes
 // and arguments raise xg::Error naming the op and the shapes, parameter names, shapes and init
 // ranges follow PyTorch, the printed module reads like PyTorch's, and max pooling's tie and NaN rules.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -50,6 +51,7 @@ TEST_CASE("conv and pooling reject bad shapes and arguments, naming the op and t
     REQUIRE_THROWS_WITH(nn::Conv2d(3, 4, 3, 1, 0, 1, 2), Contains("Conv2d") && Contains("groups (2)"));
     nn::Conv2d conv(3, 4, 3);
     REQUIRE_THROWS_WITH(conv.forward(randn({2, 4, 5, 5})), Contains("Conv2d") && Contains("(N, 3, H, W)") && Contains("(2, 4, 5, 5)"));
+    REQUIRE_THROWS_WITH(conv.forward(randn({4, 5, 5})), Contains("Conv2d") && Contains("(3, H, W)") && Contains("(4, 5, 5)"));
     REQUIRE_THROWS_WITH(nn::Flatten(2, 1).forward(x), Contains("Flatten") && Contains("(2, 3, 5, 5)"));
 }
 
@@ -136,4 +138,27 @@ TEST_CASE("max_pool2d: first maximum wins a tie, a NaN wins its window, as PyTor
     CHECK(static_cast<bool>(r.indices == nans_at));
     CHECK(std::isnan(r.output(0, 0, 0, 0)));
     CHECK(r.output(0, 0, 1, 1) == 3.0);
+}
+
+TEST_CASE("convolution and pooling modules take unbatched input like PyTorch", "[conv]") {
+    manual_seed(7);
+    const Tensor image = randn({3, 6, 5}), batch = unsqueeze(image, 0);
+    nn::Conv2d conv(3, 2, 3, 1, 1);
+    nn::Conv1d conv1(3, 2, 3);
+    nn::MaxPool2d max_pool(2);
+    nn::AvgPool2d avg_pool(3, 2, 1);
+    nn::AdaptiveAvgPool2d global(1);
+    const auto same = [](const Tensor& unbatched, const Tensor& batched) {
+        const Shape b = batched.shape();
+        return unbatched.shape() == Shape(b.begin() + 1, b.end()) &&
+               std::equal(unbatched.value().begin(), unbatched.value().end(), batched.value().begin());
+    };
+    CHECK(same(conv.forward(image), conv.forward(batch)));
+    const Tensor signal = randn({3, 7});
+    CHECK(same(conv1.forward(signal), conv1.forward(unsqueeze(signal, 0))));
+    CHECK(same(max_pool.forward(image), max_pool.forward(batch)));
+    CHECK(same(avg_pool.forward(image), avg_pool.forward(batch)));
+    CHECK(same(global.forward(image), global.forward(batch)));
+    const auto r = max_pool.forward_with_indices(image);
+    CHECK(r.indices.dimension() == 3);
 }
