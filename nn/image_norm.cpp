@@ -29,6 +29,21 @@ RunningStep running_step(bool training, bool track, const Tensor& num_batches_tr
     return s;
 }
 
+// weight (ones) and bias (zeros) when affine, running_mean (zeros), running_var (ones) and
+// num_batches_tracked (0) when tracking: _NormBase's registrations, under PyTorch's names.
+void register_norm_state(Module& m, std::size_t c, bool affine, bool track, Tensor& weight, Tensor& bias,
+                         Tensor& running_mean, Tensor& running_var, Tensor& num_batches_tracked) {
+    if (affine) {
+        weight = m.register_parameter("weight", ones({c}));
+        bias = m.register_parameter("bias", zeros({c}));
+    }
+    if (track) {
+        running_mean = m.register_buffer("running_mean", zeros({c}));
+        running_var = m.register_buffer("running_var", ones({c}));
+        num_batches_tracked = m.register_buffer("num_batches_tracked", scalar(0.0));
+    }
+}
+
 std::string momentum_str(const std::optional<double>& momentum) {
     return momentum ? fmt::format("{}", *momentum) : std::string("None");
 }
@@ -40,15 +55,7 @@ std::string momentum_str(const std::optional<double>& momentum) {
 BatchNorm2d::BatchNorm2d(std::size_t c, double eps_, std::optional<double> momentum_, bool affine_, bool track)
     : num_features(c), eps(eps_), momentum(momentum_), affine(affine_), track_running_stats(track) {
     check_features("BatchNorm2d", c, momentum);
-    if (affine) {
-        weight = register_parameter("weight", ones({c}));
-        bias = register_parameter("bias", zeros({c}));
-    }
-    if (track_running_stats) {
-        running_mean = register_buffer("running_mean", zeros({c}));
-        running_var = register_buffer("running_var", ones({c}));
-        num_batches_tracked = register_buffer("num_batches_tracked", scalar(0.0));
-    }
+    register_norm_state(*this, c, affine, track_running_stats, weight, bias, running_mean, running_var, num_batches_tracked);
 }
 
 Tensor BatchNorm2d::forward(const Tensor& x) {
@@ -95,15 +102,7 @@ std::string GroupNorm::extra_repr() const { return fmt::format("{}, {}, eps={}, 
 InstanceNorm2d::InstanceNorm2d(std::size_t c, double eps_, double momentum_, bool affine_, bool track)
     : num_features(c), eps(eps_), momentum(momentum_), affine(affine_), track_running_stats(track) {
     check_features("InstanceNorm2d", c, momentum);
-    if (affine) {
-        weight = register_parameter("weight", ones({c}));
-        bias = register_parameter("bias", zeros({c}));
-    }
-    if (track_running_stats) {
-        running_mean = register_buffer("running_mean", zeros({c}));
-        running_var = register_buffer("running_var", ones({c}));
-        num_batches_tracked = register_buffer("num_batches_tracked", scalar(0.0));
-    }
+    register_norm_state(*this, c, affine, track_running_stats, weight, bias, running_mean, running_var, num_batches_tracked);
 }
 
 Tensor InstanceNorm2d::forward(const Tensor& x) {
