@@ -254,21 +254,24 @@ tanh=`torch.tanh`, erf=`torch.erf`, sigmoid=`torch.sigmoid`, relu=`torch.relu`, 
 # modules
 # --------------------------------------------------------------------------
 
-def _module_case(c, mod, x, extra_params=()):
-    """Run mod(x), backward of sum(out*grad_out); save x, params, out, grads."""
+def _module_case(c, mod, x, extra_params=(), tag=""):
+    """Run mod(x), backward of sum(out*grad_out); save x, params, out, grads.
+    A non-empty tag suffixes every file name with `_<tag>` (several variants in one case)."""
+    t = "_" + tag if tag else ""
     x = leaf(x)
     out = mod(x)
     g = torch.randn(out.shape)
     (out * g).sum().backward()
-    c.save("x", x, "input")
+    c.save("x" + t, x, "input")
     params = list(mod.named_parameters())
     for n, p in params:
-        c.save(n, p, "parameter `%s`" % n)
-    c.save("out", out, "output")
-    c.save("grad_out", g, "upstream gradient")
-    c.save("grad_x", x.grad, "d/dx")
+        c.save(n + t, p, "parameter `%s`" % n)
+    c.save("out" + t, out, "output")
+    c.save("grad_out" + t, g, "upstream gradient")
+    c.save("grad_x" + t, x.grad, "d/dx")
     for n, p in params:
-        c.save("grad_" + n, p.grad, "d/d%s" % n)
+        c.save("grad_" + n + t, p.grad, "d/d%s" % n)
+    return out
 
 
 def linear():
@@ -559,6 +562,287 @@ def mse_loss():
         c.save("out_" + red, out, "loss, reduction=" + red)
         c.save("grad_x_" + red, xx.grad, "d/dx")
         c.save("grad_target_" + red, tt.grad, "d/dtarget")
+
+
+# --------------------------------------------------------------------------
+# convolution, pooling and image normalisations (issue 16)
+# --------------------------------------------------------------------------
+
+def _perturb_affine(m):
+    """weight = 1 + 0.5*randn, bias = 0.5*randn (so every term of the backward matters)."""
+    with torch.no_grad():
+        m.weight.copy_(1 + 0.5 * torch.randn(m.weight.shape))
+        m.bias.copy_(0.5 * torch.randn(m.bias.shape))
+
+
+def conv2d():
+    c = Case("conv2d", 601, """
+Two `nn.Conv2d` layers (default init, seeded), each run on its own input; backward of
+`sum(out * grad_out)`. Files of variant V end in `_V`:
+* `grouped`: `nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2)`,
+  `x = randn(2,4,7,6)`, out (2,6,4,7); weight (6,2,3,2).
+* `plain`: `nn.Conv2d(3, 5, 3, padding=1, bias=False)`, `x = randn(2,3,6,5)`, out (2,5,6,5).""")
+    _module_case(c, nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2),
+                 torch.randn(2, 4, 7, 6), tag="grouped")
+    _module_case(c, nn.Conv2d(3, 5, 3, padding=1, bias=False), torch.randn(2, 3, 6, 5), tag="plain")
+
+
+def conv1d():
+    c = Case("conv1d", 602, """
+`m = nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2)` (default init, seeded),
+`x = randn(2,4,11)`, out (2,6,5); weight (6,2,3). Backward of `sum(out * grad_out)`.""")
+    _module_case(c, nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2), torch.randn(2, 4, 11))
+
+
+POOL_INPUT = """`x` (2,3,7,6) holds small whole numbers (`randint(-3, 4)`), so windows have tied maxima."""
+
+
+def max_pool2d():
+    c = Case("max_pool2d", 603, POOL_INPUT + """
+Variants (files end in `_V`), each `out, indices = F.max_pool2d(x, ..., return_indices=True)`,
+backward of `sum(out * grad_out)`: the gradient goes to the element `indices` names (flat h*W + w
+in its plane); ties go to the first maximum in row-major window order.
+* `ceil`: kernel 3, stride 2, padding 1, ceil_mode=True, out (2,3,4,3).
+* `dilated`: kernel (2,3), stride (1,2), padding (1,1), dilation (2,1), out (2,3,6,3).""")
+    x = torch.randint(-3, 4, (2, 3, 7, 6)).double()
+    c.save("x", x, "input with ties")
+    for tag, kw in (("ceil", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+                    ("dilated", dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), dilation=(2, 1)))):
+        xx = leaf(x)
+        out, ind = F.max_pool2d(xx, return_indices=True, **kw)
+        g = torch.randn(out.shape)
+        (out * g).sum().backward()
+        c.save("out_" + tag, out, "max over each window")
+        c.save("indices_" + tag, ind, "int64 flat position of each maximum in its (H, W) plane")
+        c.save("grad_out_" + tag, g, "upstream gradient")
+        c.save("grad_x_" + tag, xx.grad, "d/dx")
+
+
+def avg_pool2d():
+    c = Case("avg_pool2d", 604, """`x = randn(2,3,7,6)`. Variants (files end in `_V`), each
+`out = F.avg_pool2d(x, ...)`, backward of `sum(out * grad_out)`:
+* `ceil_pad`: kernel 3, stride 2, padding 1, ceil_mode=True, count_include_pad=True, out (2,3,4,3);
+* `ceil_nopad`: the same with count_include_pad=False;
+* `rect`: kernel (2,3), stride (1,2), padding (1,1), count_include_pad=True, out (2,3,8,3);
+* `rect_nopad`: the same with count_include_pad=False.""")
+    x = torch.randn(2, 3, 7, 6)
+    c.save("x", x, "input")
+    for tag, kw in (("ceil_pad", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=True)),
+                    ("ceil_nopad", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)),
+                    ("rect", dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), count_include_pad=True)),
+                    ("rect_nopad", dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), count_include_pad=False))):
+        xx = leaf(x)
+        out = F.avg_pool2d(xx, **kw)
+        g = torch.randn(out.shape)
+        (out * g).sum().backward()
+        c.save("out_" + tag, out, "mean over each window")
+        c.save("grad_out_" + tag, g, "upstream gradient")
+        c.save("grad_x_" + tag, xx.grad, "d/dx")
+
+
+def adaptive_avg_pool2d():
+    c = Case("adaptive_avg_pool2d", 605, """`x = randn(2,3,7,5)`; `out_V = F.adaptive_avg_pool2d(x, S)` for
+V = `global` (S = (1,1)) and V = `3x2` (S = (3,2): windows of rows [0,3),[2,5),[4,7) and columns
+[0,3),[2,5)); backward of `sum(out_V * grad_out_V)`.""")
+    x = torch.randn(2, 3, 7, 5)
+    c.save("x", x, "input")
+    for tag, size in (("global", (1, 1)), ("3x2", (3, 2))):
+        xx = leaf(x)
+        out = F.adaptive_avg_pool2d(xx, size)
+        g = torch.randn(out.shape)
+        (out * g).sum().backward()
+        c.save("out_" + tag, out, "adaptive average to %s" % (size,))
+        c.save("grad_out_" + tag, g, "upstream gradient")
+        c.save("grad_x_" + tag, xx.grad, "d/dx")
+
+
+def batchnorm_4d():
+    c = Case("batchnorm_4d", 606, """
+`m = nn.BatchNorm2d(3, eps=1e-5, momentum=0.1)`, inputs of shape (N,C,H,W) = (4,3,5,4):
+statistics per channel over (N, H, W) (n = 80).
+""" + BN_DOC)
+    _batchnorm_case(c, nn.BatchNorm2d(3, eps=1e-5, momentum=0.1), (4, 3, 5, 4))
+
+
+def group_norm():
+    c = Case("group_norm", 607, """
+`nn.GroupNorm(G, C)` (eps = 1e-5) with `weight = 1 + 0.5*randn(C)`, `bias = 0.5*randn(C)`;
+backward of `sum(out * grad_out)`. Variants (files end in `_V`):
+* `g2`: G = 2, C = 6, `x = randn(3,6,4,5) * 2 + 1`;
+* `g3_1d`: G = 3, C = 6, `x = randn(2,6,7)` (an (N, C, L) input).""")
+    for tag, (groups, shape) in (("g2", (2, (3, 6, 4, 5))), ("g3_1d", (3, (2, 6, 7)))):
+        m = nn.GroupNorm(groups, 6)
+        _perturb_affine(m)
+        x = torch.randn(shape) * 2 + 1 if tag == "g2" else torch.randn(shape)
+        _module_case(c, m, x, tag=tag)
+
+
+def instance_norm():
+    c = Case("instance_norm", 608, """
+* `affine`: `m = nn.InstanceNorm2d(3, affine=True, track_running_stats=True)`, `weight = 1 + 0.5*randn(3)`,
+  `bias = 0.5*randn(3)`. Training: `out = m(x0)` with backward of `sum(out * grad_out)`, then `m(x1)`,
+  `m(x2)` (no grad); rows k of `running_mean`/`running_var` (3,3) are the buffers after step k
+  (update with the batch average of the instances' mean and unbiased variance, momentum 0.1).
+  Then `m.eval()`: `out_eval = m(x_eval)` uses the running statistics; `grad_x_eval` of
+  `sum(out_eval * grad_out_eval)`. `x_k = randn(2,3,4,5) * 1.5 + 0.7*k`, `x_eval` likewise + 0.5.
+* `plain`: `nn.InstanceNorm2d(3)` (PyTorch's defaults: no affine, no running statistics), in eval
+  mode (it still normalises with each instance's own statistics): files `x_plain`, `out_plain`,
+  `grad_out_plain`, `grad_x_plain`.""")
+    m = nn.InstanceNorm2d(3, affine=True, track_running_stats=True)
+    _perturb_affine(m)
+    shape = (2, 3, 4, 5)
+    xs = [torch.randn(shape) * 1.5 + 0.7 * k for k in range(3)]
+    x_eval = torch.randn(shape) * 1.5 + 0.5
+    c.save("weight", m.weight, "gamma (C,)")
+    c.save("bias", m.bias, "beta (C,)")
+    for k in range(3):
+        c.save("x%d" % k, xs[k], "training input for step %d" % k)
+    x0 = leaf(xs[0])
+    out = m(x0)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("out", out, "training-mode output for x0")
+    c.save("grad_out", g, "upstream gradient for out")
+    c.save("grad_x", x0.grad, "d/dx0")
+    c.save("grad_weight", m.weight.grad, "d/dweight")
+    c.save("grad_bias", m.bias.grad, "d/dbias")
+    rm, rv = [m.running_mean.clone()], [m.running_var.clone()]
+    with torch.no_grad():
+        for k in (1, 2):
+            m(xs[k])
+            rm.append(m.running_mean.clone())
+            rv.append(m.running_var.clone())
+    c.save("running_mean", torch.stack(rm), "row k = running_mean after step k (k=0,1,2)")
+    c.save("running_var", torch.stack(rv), "row k = running_var after step k (k=0,1,2)")
+    m.eval()
+    xe = leaf(x_eval)
+    oe = m(xe)
+    ge = torch.randn(oe.shape)
+    (oe * ge).sum().backward()
+    c.save("x_eval", x_eval, "eval-mode input")
+    c.save("out_eval", oe, "eval-mode output (running statistics after 3 steps)")
+    c.save("grad_out_eval", ge, "upstream gradient for out_eval")
+    c.save("grad_x_eval", xe.grad, "d/dx_eval in eval mode")
+    plain = nn.InstanceNorm2d(3)
+    plain.eval()
+    _module_case(c, plain, torch.randn(shape) * 2 - 1, tag="plain")
+
+
+def layernorm_chw():
+    c = Case("layernorm_chw", 609, """
+`m = nn.LayerNorm((3, 4, 5))` over an image's (C, H, W), with `weight = 1 + 0.5*randn(3,4,5)`,
+`bias = 0.5*randn(3,4,5)`; `x = randn(2,3,4,5)`. Backward of `sum(out * grad_out)`.""")
+    m = nn.LayerNorm((3, 4, 5))
+    _perturb_affine(m)
+    _module_case(c, m, torch.randn(2, 3, 4, 5))
+
+
+# --------------------------------------------------------------------------
+# recurrent layers (issue 16)
+# --------------------------------------------------------------------------
+
+def _outputs_backward(c, outs, inputs, mod=None, tag=""):
+    """Saves every output in `outs` (name -> tensor) with a random upstream gradient
+    grad_<name>_out, backpropagates sum over outputs of sum(out * grad), then saves the inputs
+    (name -> leaf), their gradients grad_<name>, and the module's parameters and gradients."""
+    t = "_" + tag if tag else ""
+    total = 0
+    for name, out in outs.items():
+        g = torch.randn(out.shape)
+        c.save(name + t, out, "output `%s`" % name)
+        c.save("grad_" + name + "_out" + t, g, "upstream gradient for `%s`" % name)
+        total = total + (out * g).sum()
+    total.backward()
+    for name, x in inputs.items():
+        c.save(name + t, x, "input `%s`" % name)
+        c.save("grad_" + name + t, x.grad, "d/d%s" % name)
+    for n, p in (mod.named_parameters() if mod is not None else ()):
+        c.save(n + t, p, "parameter `%s`" % n)
+        c.save("grad_" + n + t, p.grad, "d/d%s" % n)
+
+
+RNN_DOC = """
+Files `<name>.npy` for inputs and outputs, parameters under PyTorch's names, and for each output
+`<o>` an upstream gradient `grad_<o>_out`; the saved gradients `grad_<name>` are those of the sum
+over outputs of `sum(<o> * grad_<o>_out)`. Default PyTorch initialisation under the case's seed."""
+
+
+def lstm_cell():
+    c = Case("lstm_cell", 610, """
+`m = nn.LSTMCell(5, 4)` (gates i, f, g, o); `x = randn(3,5)`, `h0 = randn(3,4)`, `c0 = randn(3,4)`;
+`h1, c1 = m(x, (h0, c0))`.""" + RNN_DOC)
+    m = nn.LSTMCell(5, 4)
+    x, h0, c0 = leaf(torch.randn(3, 5)), leaf(torch.randn(3, 4)), leaf(torch.randn(3, 4))
+    h1, c1 = m(x, (h0, c0))
+    _outputs_backward(c, {"h1": h1, "c1": c1}, {"x": x, "h0": h0, "c0": c0}, m)
+
+
+def gru_cell():
+    c = Case("gru_cell", 611, """
+`m = nn.GRUCell(5, 4)` (gates r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn)));
+`x = randn(3,5)`, `h0 = randn(3,4)`; `h1 = m(x, h0)`.""" + RNN_DOC)
+    m = nn.GRUCell(5, 4)
+    x, h0 = leaf(torch.randn(3, 5)), leaf(torch.randn(3, 4))
+    _outputs_backward(c, {"h1": m(x, h0)}, {"x": x, "h0": h0}, m)
+
+
+def lstm():
+    c = Case("lstm", 612, """
+Two variants (files end in `_V`):
+* `deep`: `m = nn.LSTM(5, 4, num_layers=2, batch_first=True)`, `x = randn(3,6,5)` (B = 3, T = 6),
+  `h0 = randn(2,3,4)`, `c0 = randn(2,3,4)`; `output, (h_n, c_n) = m(x, (h0, c0))`.
+* `plain`: `m = nn.LSTM(5, 4, bias=False)` (sequence first), `x = randn(6,3,5)`, no initial state
+  (zeros); `output, (h_n, c_n) = m(x)`.""" + RNN_DOC)
+    m = nn.LSTM(5, 4, num_layers=2, batch_first=True)
+    x, h0, c0 = leaf(torch.randn(3, 6, 5)), leaf(torch.randn(2, 3, 4)), leaf(torch.randn(2, 3, 4))
+    out, (hn, cn) = m(x, (h0, c0))
+    _outputs_backward(c, {"output": out, "h_n": hn, "c_n": cn}, {"x": x, "h0": h0, "c0": c0}, m, tag="deep")
+    m = nn.LSTM(5, 4, bias=False)
+    x = leaf(torch.randn(6, 3, 5))
+    out, (hn, cn) = m(x)
+    _outputs_backward(c, {"output": out, "h_n": hn, "c_n": cn}, {"x": x}, m, tag="plain")
+
+
+def gru():
+    c = Case("gru", 613, """
+`m = nn.GRU(5, 4, num_layers=2)` (sequence first), `x = randn(6,3,5)`, `h0 = randn(2,3,4)`;
+`output, h_n = m(x, h0)`.""" + RNN_DOC)
+    m = nn.GRU(5, 4, num_layers=2)
+    x, h0 = leaf(torch.randn(6, 3, 5)), leaf(torch.randn(2, 3, 4))
+    out, hn = m(x, h0)
+    _outputs_backward(c, {"output": out, "h_n": hn}, {"x": x, "h0": h0}, m)
+
+
+def layer_norm_lstm_cell():
+    c = Case("layer_norm_lstm_cell", 614, """
+PyTorch has no layer-normalised LSTM; the cell of Ba, Kiros & Hinton (2016) written out with
+`F.layer_norm` (eps = 1e-5), gates in PyTorch's order i, f, g, o, H = 4, input 5:
+```python
+gates = F.layer_norm(h @ weight_hh.T, (16,), layernorm_hh.weight, layernorm_hh.bias) \
+      + F.layer_norm(x @ weight_ih.T, (16,), layernorm_ih.weight, layernorm_ih.bias)
+i, f, g, o = gates.chunk(4, 1)
+c = sigmoid(f) * c + sigmoid(i) * tanh(g)
+h = sigmoid(o) * tanh(F.layer_norm(c, (4,), layernorm_c.weight, layernorm_c.bias))
+```
+`weight_ih = U(-0.5, 0.5)` (16,5), `weight_hh` (16,4) likewise; every LayerNorm weight
+`1 + 0.5*randn`, bias `0.5*randn`. Unrolled over `x = randn(3,2,5)` (T = 3, B = 2) from
+`h0 = randn(2,4)`, `c0 = randn(2,4)`: outputs `h` (3,2,4) (every step's h) and `c_n` (2,4),
+so the gradients run back through time.""" + RNN_DOC)
+    H, I = 4, 5
+    p = {"weight_ih": leaf(torch.rand(4 * H, I) - 0.5), "weight_hh": leaf(torch.rand(4 * H, H) - 0.5)}
+    for name, n in (("layernorm_ih", 4 * H), ("layernorm_hh", 4 * H), ("layernorm_c", H)):
+        p[name + ".weight"] = leaf(1 + 0.5 * torch.randn(n))
+        p[name + ".bias"] = leaf(0.5 * torch.randn(n))
+    x, h0, c0 = leaf(torch.randn(3, 2, I)), leaf(torch.randn(2, H)), leaf(torch.randn(2, H))
+    h, cc, hs = h0, c0, []
+    for t in range(3):
+        gates = (F.layer_norm(h @ p["weight_hh"].T, (4 * H,), p["layernorm_hh.weight"], p["layernorm_hh.bias"])
+                 + F.layer_norm(x[t] @ p["weight_ih"].T, (4 * H,), p["layernorm_ih.weight"], p["layernorm_ih.bias"]))
+        i, f, g, o = gates.chunk(4, 1)
+        cc = torch.sigmoid(f) * cc + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(F.layer_norm(cc, (H,), p["layernorm_c.weight"], p["layernorm_c.bias"]))
+        hs.append(h)
+    _outputs_backward(c, {"h": torch.stack(hs), "c_n": cc}, dict(x=x, h0=h0, c0=c0, **p))
 
 
 # --------------------------------------------------------------------------
@@ -1208,7 +1492,10 @@ def main():
                linear, gelu_none, gelu_tanh, layernorm_1d, layernorm_2d,
                layernorm_large_mean, batchnorm_2d, batchnorm_3d, batchnorm_cumulative,
                rmsnorm, embedding, cross_entropy, cross_entropy_weighted, mse_loss,
-               mini_model, optimizers, schedules) + ISSUE13_CASES:
+               mini_model, optimizers, schedules,
+               conv2d, conv1d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batchnorm_4d,
+               group_norm, instance_norm, layernorm_chw,
+               lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell) + ISSUE13_CASES:
         fn()
     write_readme()
     total = sum(os.path.getsize(os.path.join(dp, f))

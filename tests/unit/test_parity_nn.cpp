@@ -254,6 +254,9 @@ TEST_CASE("MultiheadAttention masks: bool and -inf float agree, causal option, u
 TEST_CASE("num_batches_tracked is an int64 buffer: int64 in .npz, either dtype loads", "[parity][nn]") {
     Net net;
     CHECK(net.int64_keys() == std::set<std::string>{"bn.num_batches_tracked"});
+    CHECK(nn::BatchNorm2d(3).int64_keys() == std::set<std::string>{"num_batches_tracked"});
+    CHECK(nn::InstanceNorm2d(3, 1e-5, 0.1, false, true).int64_keys() == std::set<std::string>{"num_batches_tracked"});
+    CHECK(nn::BatchNorm1d(3, 1e-5, 0.1, true, false).int64_keys().empty());  // no running statistics
     for (int i = 0; i < 3; ++i) net.bn->forward(net.fc->forward(randn({4, 3})));
     const std::string path = temp_file("bn.npz");
     net.save(path);
