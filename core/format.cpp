@@ -1,6 +1,7 @@
 #include "core/format.hpp"
 
 #include <cmath>
+#include <ostream>
 
 namespace xg {
 
@@ -90,6 +91,10 @@ std::string to_string(const Tensor& t, const PrintOptions& options) {
     if (t.requires_grad()) out += ", requires_grad=true";
     if (!t.is_leaf()) out += ", grad_fn=" + t.op();
     return out + ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+    return os << (t.defined() ? to_string(t) : std::string("tensor(undefined)"));
 }
 
 }  // namespace xg

@@ -3,6 +3,7 @@
 //                                       [ 3.0000,  4.0000]], shape=(2, 2), requires_grad=true)
 #pragma once
 
+#include <iosfwd>
 #include <string>
 
 #include <fmt/format.h>
@@ -21,6 +22,10 @@ struct PrintOptions {
 /// The PyTorch-style text of a tensor (value only; gradients print via t.grad()). fmt::print("{}", t)
 /// prints the same text with default options.
 std::string to_string(const Tensor& t, const PrintOptions& options = {});
+
+/// Writes to_string(t) (default options; "tensor(undefined)" for an undefined tensor), so
+/// `std::cout << t` prints what fmt::print("{}", t) prints.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 }  // namespace xg
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,11 +56,18 @@ IndexArray load_npy_int64(const std::string& path);
 /// Arrays keyed by name, in file order (the contents of an .npz file, a state_dict).
 using NamedArrays = std::vector<std::pair<std::string, Array>>;
 
+/// Keys of .npz entries written as '<i8' instead of '<f8': how a state_dict keeps PyTorch's
+/// int64 buffers (BatchNorm's num_batches_tracked) int64 in the file. Their values must be whole
+/// numbers; readers convert them back to doubles.
+using Int64Keys = std::set<std::string>;
+
 /// The complete .npz file contents. Keys must be non-empty and unique; dots are fine
-/// ("blocks.0.ln.weight"). `compress` deflates entries like numpy.savez_compressed.
-std::string npz_bytes(const NamedArrays& arrays, bool compress = false);
+/// ("blocks.0.ln.weight"). `compress` deflates entries like numpy.savez_compressed. Entries named
+/// in `int64_keys` are written as int64 (a value that is not a whole number throws).
+std::string npz_bytes(const NamedArrays& arrays, bool compress = false, const Int64Keys& int64_keys = {});
 /// Saves atomically (see write_file_atomic).
-void save_npz(const std::string& path, const NamedArrays& arrays, bool compress = false);
+void save_npz(const std::string& path, const NamedArrays& arrays, bool compress = false,
+              const Int64Keys& int64_keys = {});
 
 /// Parses .npz bytes; `what` names the source in error messages.
 NamedArrays load_npz_bytes(const std::string& bytes, const std::string& what);

@@ -2,6 +2,7 @@
 // serves files, checkpoints and the fuzzer.
 #include "core/io.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -101,9 +102,22 @@ std::string source_contents(zip_source_t* source) {
     return out;
 }
 
+// An entry to be written as int64: every value must be a whole number an int64 holds.
+IndexArray whole_numbers(const Array& a, const std::string& key) {
+    IndexArray out = IndexArray::from_shape(a.shape());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const double v = a.data()[i];
+        if (!(v == std::floor(v) && std::fabs(v) < 9223372036854775808.0)) {
+            fail("save_npz", fmt::format("entry '{}' is saved as int64 but holds {} at flat position {}", key, v, i));
+        }
+        out.data()[i] = static_cast<std::int64_t>(v);
+    }
+    return out;
+}
+
 }  // namespace
 
-std::string npz_bytes(const NamedArrays& arrays, bool compress) {
+std::string npz_bytes(const NamedArrays& arrays, bool compress, const Int64Keys& int64_keys) {
     // libzip writes nothing at all for an archive without entries; NumPy writes the bare
     // end-of-central-directory record, so do the same.
     if (arrays.empty()) return std::string("PK\x05\x06", 4) + std::string(18, '\0');
@@ -130,7 +144,7 @@ std::string npz_bytes(const NamedArrays& arrays, bool compress) {
     std::vector<std::string> payloads;
     payloads.reserve(arrays.size());
     for (const auto& [key, array] : arrays) {
-        payloads.push_back(npy_bytes(array));
+        payloads.push_back(int64_keys.count(key) ? npy_bytes(whole_numbers(array, key)) : npy_bytes(array));
         const std::string name = key + ".npy";
         zip_source_t* entry = zip_source_buffer(archive.get(), payloads.back().data(), payloads.back().size(), 0);
         if (!entry) fail("save_npz", fmt::format("entry '{}': {}", name, zip_strerror(archive.get())));
@@ -150,8 +164,8 @@ std::string npz_bytes(const NamedArrays& arrays, bool compress) {
     return source_contents(out.get());
 }
 
-void save_npz(const std::string& path, const NamedArrays& arrays, bool compress) {
-    write_file_bytes_atomic(path, npz_bytes(arrays, compress), "save_npz");
+void save_npz(const std::string& path, const NamedArrays& arrays, bool compress, const Int64Keys& int64_keys) {
+    write_file_bytes_atomic(path, npz_bytes(arrays, compress, int64_keys), "save_npz");
 }
 
 NamedArrays load_npz_bytes(const std::string& bytes, const std::string& what) {

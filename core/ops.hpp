@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "core/tensor.hpp"
@@ -16,6 +19,43 @@ using IndexArray = xt::xarray<std::int64_t>;
 using Mask = xt::xarray<bool>;
 /// Axes for reductions and permute; negative values count from the end.
 using Axes = std::vector<int>;
+
+/// Integer indices as a function argument: an IndexArray is used as it is; a Tensor or an Array
+/// of doubles (the type every xgrad value has) is accepted only if each element is a whole number
+/// in the int64 range, else xg::Error names the operation, the value and its position. So a
+/// double never silently truncates into an index (0.9999999 would otherwise select class 0).
+/// Build one from an IndexArray, a Tensor, an Array, or a braced list `{0, 2, 1}`. It refers to
+/// its argument, so it is meant only as a parameter type.
+class Indices {
+public:
+    /// Integer indices, used as given.
+    Indices(const IndexArray& indices) : indices_(&indices) {}
+    /// Whole numbers held as doubles (checked when an op reads them).
+    Indices(const Array& values) : values_(&values) {}
+    /// Whole numbers held in a tensor (checked when an op reads them).
+    Indices(const Tensor& values) : values_(&values.value()) {}
+    /// A braced list of indices, e.g. {0, 2, 1}.
+    Indices(std::initializer_list<std::int64_t> list) : owned_(IndexArray(list)), indices_(&*owned_) {}
+    /// A copy refers to what `other` refers to (and owns a copy of a braced list).
+    Indices(const Indices& other);
+    /// Not assignable: it is a parameter type.
+    Indices& operator=(const Indices&) = delete;
+
+    /// The indices; doubles are converted after the whole-number check, which throws xg::Error
+    /// naming `op`.
+    IndexArray get(const std::string& op) const;
+
+private:
+    std::optional<IndexArray> owned_;
+    const IndexArray* indices_ = nullptr;
+    const Array* values_ = nullptr;
+};
+
+/// Whole numbers held in a tensor as an IndexArray (e.g. labels for a TensorDataset); throws
+/// xg::Error naming the first value that is not a whole number in the int64 range.
+IndexArray to_indices(const Tensor& values);
+/// The same for an Array of doubles.
+IndexArray to_indices(const Array& values);
 
 // ---- broadcasting helpers (shared by ops and modules) -------------------------------------
 
@@ -89,7 +129,9 @@ Tensor abs(const Tensor& a);
 
 // ---- linear algebra -----------------------------------------------------------------------
 
-/// Matrix product: (m,k)@(k,n); batched (...,m,k)@(...,k,n) with broadcast batch axes.
+/// Matrix product: (m,k)@(k,n); batched (...,m,k)@(...,k,n) with broadcast batch axes. A 1-D
+/// operand follows torch.matmul: (k,)@(k,) is the 0-D dot product, (...,m,k)@(k,) gives (...,m)
+/// and (k,)@(...,k,n) gives (...,n).
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 // ---- reductions ---------------------------------------------------------------------------
@@ -134,7 +176,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int axis = 0);
 /// Stacks equal-shaped tensors along a new axis.
 Tensor stack(const std::vector<Tensor>& tensors, int axis = 0);
 /// out[i][j][k] = a[i][index[i][j][k]][k] for axis 1 (torch.gather); index has a's rank.
-Tensor gather(const Tensor& a, int axis, const IndexArray& index);
+Tensor gather(const Tensor& a, int axis, const Indices& index);
 /// Replaces elements where mask (broadcast to a's shape) is true by `value`.
 Tensor masked_fill(const Tensor& a, const Mask& mask, double value);
 
@@ -144,5 +186,62 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, double value);
 Tensor softmax(const Tensor& a, int axis = -1);
 /// a - max - log(sum(exp(a - max))) along axis.
 Tensor log_softmax(const Tensor& a, int axis = -1);
+
+// ---- trigonometry, clamp, min, selection (ops_elementwise.cpp, ops_reduce.cpp, ops_select.cpp) --
+
+/// sin(a) element-wise.
+Tensor sin(const Tensor& a);
+/// cos(a) element-wise.
+Tensor cos(const Tensor& a);
+/// a limited to [min, max] element-wise (either bound may be absent, as torch.clamp); the
+/// gradient is 1 where min <= a <= max and 0 where a bound applied; NaN stays NaN (gradient 0).
+/// Throws xg::Error when both bounds are absent or a bound is NaN.
+Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max);
+/// The larger of a and b element-wise, broadcast; NaN if either is NaN. Where a == b the
+/// gradient is split half and half (as torch.maximum).
+Tensor maximum(const Tensor& a, const Tensor& b);
+/// The smaller of a and b element-wise, broadcast; NaN if either is NaN; ties split the gradient.
+Tensor minimum(const Tensor& a, const Tensor& b);
+/// Minimum over all elements; ties share the gradient equally (like torch.amin); NaN propagates.
+Tensor min(const Tensor& a);
+/// Minimum over `axes`; ties share the gradient equally.
+Tensor min(const Tensor& a, const Axes& axes, bool keepdim = false);
+/// Elements of a where cond is true, of b elsewhere; cond, a and b broadcast together. The
+/// gradient goes to a where cond holds and to b elsewhere (each summed to its own shape).
+/// Call it as xg::where: the Mask argument makes an unqualified call find xt::where as well
+/// (argument-dependent lookup), which then fails to compile.
+Tensor where(const Mask& cond, const Tensor& a, const Tensor& b);
+/// The entries of a at `index` (1-D) along `axis`, in that order (repeats allowed), as
+/// torch.index_select; backward adds the gradient back into the rows read.
+Tensor index_select(const Tensor& a, int axis, const Indices& index);
+
+/// Flat index of the largest element (the first one on ties; NaN counts as largest), 0-D.
+/// Not differentiable. Throws on an empty tensor.
+IndexArray argmax(const Tensor& a);
+/// Index of the largest element along `axis` (the first on ties; NaN counts as largest).
+IndexArray argmax(const Tensor& a, int axis, bool keepdim = false);
+/// Flat index of the smallest element (the first on ties; NaN counts as smallest), 0-D.
+IndexArray argmin(const Tensor& a);
+/// Index of the smallest element along `axis` (the first on ties; NaN counts as smallest).
+IndexArray argmin(const Tensor& a, int axis, bool keepdim = false);
+
+/// One axis given as a plain integer, `mean(x, -1)`: the same as the Axes overloads with {axis}.
+/// (Templates so that `sum(x, {})` still means every axis; bool is not an axis.)
+template <class Int, class = std::enable_if_t<std::is_integral<Int>::value && !std::is_same<Int, bool>::value>>
+Tensor sum(const Tensor& a, Int axis, bool keepdim = false) { return sum(a, Axes{static_cast<int>(axis)}, keepdim); }
+/// mean over one axis.
+template <class Int, class = std::enable_if_t<std::is_integral<Int>::value && !std::is_same<Int, bool>::value>>
+Tensor mean(const Tensor& a, Int axis, bool keepdim = false) { return mean(a, Axes{static_cast<int>(axis)}, keepdim); }
+/// var over one axis.
+template <class Int, class = std::enable_if_t<std::is_integral<Int>::value && !std::is_same<Int, bool>::value>>
+Tensor var(const Tensor& a, Int axis, bool unbiased = true, bool keepdim = false) {
+    return var(a, Axes{static_cast<int>(axis)}, unbiased, keepdim);
+}
+/// max over one axis.
+template <class Int, class = std::enable_if_t<std::is_integral<Int>::value && !std::is_same<Int, bool>::value>>
+Tensor max(const Tensor& a, Int axis, bool keepdim = false) { return max(a, Axes{static_cast<int>(axis)}, keepdim); }
+/// min over one axis.
+template <class Int, class = std::enable_if_t<std::is_integral<Int>::value && !std::is_same<Int, bool>::value>>
+Tensor min(const Tensor& a, Int axis, bool keepdim = false) { return min(a, Axes{static_cast<int>(axis)}, keepdim); }
 
 }  // namespace xg

@@ -271,4 +271,70 @@ Tensor abs(const Tensor& a) {
     });
 }
 
+// ---- sin, cos, clamp, maximum, minimum ------------------------------------------------------
+
+Tensor sin(const Tensor& a) {
+    // d(sin a)/da = cos a
+    return record("sin", map_elements(a.value(), [](double x) { return std::sin(x); }), {a}, [](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.input(0), [](double g, double x) { return g * std::cos(x); })};
+    });
+}
+
+Tensor cos(const Tensor& a) {
+    // d(cos a)/da = -sin a
+    return record("cos", map_elements(a.value(), [](double x) { return std::cos(x); }), {a}, [](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.input(0), [](double g, double x) { return -g * std::sin(x); })};
+    });
+}
+
+Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max) {
+    if (!min && !max) fail("clamp", fmt::format("needs a min or a max bound (input {})", shape_str(a.shape())));
+    if ((min && std::isnan(*min)) || (max && std::isnan(*max))) {
+        fail("clamp", fmt::format("bounds must not be NaN, got min {} and max {}", min ? fmt::format("{}", *min) : "none",
+                                  max ? fmt::format("{}", *max) : "none"));
+    }
+    const double lo = min.value_or(-INFINITY), hi = max.value_or(INFINITY);
+    // std::max/min keep a NaN first argument, so NaN inputs stay NaN (as in PyTorch)
+    Array out = map_elements(a.value(), [lo, hi](double x) { return std::min(std::max(x, lo), hi); });
+    // d clamp/da = 1 where lo <= a <= hi (bounds included, as PyTorch), else 0 (also for NaN)
+    return record("clamp", std::move(out), {a}, [lo, hi](const GradContext& c) -> Grads {
+        return {zip_grad(c.grad, c.input(0), [lo, hi](double g, double x) { return x >= lo && x <= hi ? g : 0.0; })};
+    });
+}
+
+namespace {
+
+// maximum (larger = true) or minimum: the NaN-propagating forward and PyTorch's tie rule.
+Tensor extremum(const Tensor& a, const Tensor& b, bool larger, const char* op) {
+    Array out = broadcast_apply(a.value(), b.value(), op, [larger](double x, double y) {
+        if (std::isnan(x) || std::isnan(y)) return std::nan("");
+        return larger ? (x > y ? x : y) : (x < y ? x : y);
+    });
+    // d/da = 1 where a wins, 1/2 where a == b, 0 where b wins (and 1 to both next to a NaN, as
+    // torch: where(a == b, g / 2, g).masked_fill(b wins, 0)); symmetric for b
+    return record(op, std::move(out), {a, b}, [larger](const GradContext& c) -> Grads {
+        const Shape gs = shape_of(c.grad);
+        const Array x = expand_to(c.input(0), gs), y = expand_to(c.input(1), gs);
+        Grads g(2);
+        for (std::size_t k = 0; k < 2; ++k) {
+            if (!c.needs_grad(k)) continue;
+            const Array& self = k == 0 ? x : y;
+            const Array& other = k == 0 ? y : x;
+            Array part = empty_like(c.grad);
+            for (std::size_t i = 0; i < part.size(); ++i) {
+                const double s = self.data()[i], o = other.data()[i], gi = c.grad.data()[i];
+                const bool loses = larger ? s < o : s > o;
+                part.data()[i] = s == o ? gi / 2.0 : (loses ? 0.0 : gi);
+            }
+            g[k] = reduce_to(std::move(part), c.input_shape(k));
+        }
+        return g;
+    });
+}
+
+}  // namespace
+
+Tensor maximum(const Tensor& a, const Tensor& b) { return extremum(a, b, true, "maximum"); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return extremum(a, b, false, "minimum"); }
+
 }  // namespace xg

@@ -1,4 +1,5 @@
-// Matrix products through xtensor-blas (BLAS dgemm), 2-D and batched with broadcast batch axes.
+// Matrix products through xtensor-blas (BLAS dgemm), 2-D and batched with broadcast batch axes;
+// 1-D operands follow PyTorch's rules (a row on the left, a column on the right).
 #include <array>
 
 #include <fmt/format.h>
@@ -48,8 +49,20 @@ BatchPlan plan_batches(const Shape& a, const Shape& b) {
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
     const Shape sa = a.shape(), sb = b.shape();
-    if (sa.size() < 2 || sb.size() < 2) {
-        fail("matmul", fmt::format("needs tensors of at least 2 dimensions, got {} and {}", shape_str(sa), shape_str(sb)));
+    if (sa.empty() || sb.empty()) {
+        fail("matmul", fmt::format("both arguments need at least 1 dimension, got {} and {}", shape_str(sa), shape_str(sb)));
+    }
+    if (sa.size() == 1 || sb.size() == 1) {
+        // PyTorch's rule: a 1-D left operand is a row (1, k), a 1-D right operand a column (k, 1),
+        // and the axis added for it is removed from the result ((k,) @ (k,) is a 0-D dot product).
+        const std::size_t ka = sa.back(), kb = sb.size() == 1 ? sb[0] : sb[sb.size() - 2];
+        if (ka != kb) {
+            fail("matmul", fmt::format("inner dimensions differ: {} @ {} ({} vs {})", shape_str(sa), shape_str(sb), ka, kb));
+        }
+        Tensor out = matmul(sa.size() == 1 ? unsqueeze(a, 0) : a, sb.size() == 1 ? unsqueeze(b, -1) : b);
+        if (sb.size() == 1) out = squeeze(out, -1);
+        if (sa.size() == 1) out = squeeze(out, sb.size() == 1 ? -1 : -2);
+        return out;
     }
     const std::size_t m = sa[sa.size() - 2], k = sa.back(), k2 = sb[sb.size() - 2], n = sb.back();
     if (k != k2) {

@@ -150,4 +150,32 @@ Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
     }, {{"max", r.kept}});
 }
 
+Tensor min(const Tensor& a) { return min(a, {}, false); }
+
+Tensor min(const Tensor& a, const Axes& axes, bool keepdim) {
+    const Reduction r = plan(a.shape(), axes, keepdim, "min");
+    if (r.count == 0) fail("min", "cannot take the minimum over an empty axis of shape " + shape_str(r.in));
+    Array out = Array::from_shape(r.kept);
+    out.fill(std::numeric_limits<double>::infinity());
+    const double* pa = a.value().data();
+    double* po = out.data();
+    // a NaN anywhere in the reduced set is the result (as torch.amin), never skipped
+    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+        if (std::isnan(pa[i]) || pa[i] < po[io]) po[io] = std::isnan(po[io]) ? po[io] : pa[i];
+    });
+    Array kept_min = out;
+    // d min/dx_i = 1/k for the k elements equal to the minimum (the k NaNs if it is NaN), 0 elsewhere
+    return record("min", reshaped(std::move(out), r.out), {a}, [r, kept_min = std::move(kept_min)](const GradContext& c) -> Grads {
+        const double *px = c.input(0).data(), *pm = kept_min.data(), *pg = c.grad.data();
+        const auto is_min = [](double x, double m) { return std::isnan(m) ? std::isnan(x) : x == m; };
+        Array ties = xt::zeros<double>(r.kept);
+        double* pt = ties.data();
+        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pt[io] += is_min(px[i], pm[io]) ? 1.0 : 0.0; });
+        Array g = Array::from_shape(r.in);
+        double* pr = g.data();
+        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = is_min(px[i], pm[io]) ? pg[io] / pt[io] : 0.0; });
+        return {std::move(g)};
+    }, {{"min", r.kept}});
+}
+
 }  // namespace xg

@@ -230,7 +230,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int axis) {
     return cat(expanded, axis);
 }
 
-Tensor gather(const Tensor& a, int axis, const IndexArray& index) {
+Tensor gather(const Tensor& a, int axis, const Indices& index_arg) {
+    const IndexArray index = index_arg.get("gather");
     const Shape in = a.shape();
     const Shape is(index.shape().begin(), index.shape().end());
     const std::size_t ax = normalize_axis(axis, in.size(), "gather");

@@ -112,7 +112,10 @@ Tensor::Tensor(Array value, bool requires_grad) : node_(new_node()) {
     node_->value = std::move(value);
     node_->requires_grad = requires_grad;
 }
-Tensor::Tensor(xt::nested_initializer_list_t<double, 1> v) : Tensor(Array(v)) {}
+Tensor::Tensor(std::initializer_list<ListElement> v) : Tensor(Array::from_shape({v.size()})) {
+    std::size_t i = 0;
+    for (const ListElement& e : v) node_->value.data()[i++] = e.value;
+}
 Tensor::Tensor(xt::nested_initializer_list_t<double, 2> v) : Tensor(Array(v)) {}
 Tensor::Tensor(xt::nested_initializer_list_t<double, 3> v) : Tensor(Array(v)) {}
 Tensor::Tensor(xt::nested_initializer_list_t<double, 4> v) : Tensor(Array(v)) {}
@@ -318,11 +321,18 @@ void Tensor::backward(BackwardOptions options) const {
 
 void Tensor::backward(const Tensor& gradient, BackwardOptions options) const {
     checked(node_);
+    if (!gradient.defined()) return backward(options);  // libtorch: an undefined gradient means seed 1
     if (gradient.value().shape() != value().shape()) {
         fail("backward", fmt::format("gradient has shape {} but the tensor has shape {}",
                                      shape_str(gradient.shape()), shape_str(shape())));
     }
     run_backward(node_, gradient.value(), options);
+}
+
+void Tensor::backward(bool retain_graph) const { backward(BackwardOptions{retain_graph}); }
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+    backward(gradient, BackwardOptions{retain_graph});
 }
 
 // ---- modes --------------------------------------------------------------------------------

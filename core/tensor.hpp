@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -112,6 +113,16 @@ struct Node {
 
 class Tensor;
 
+/// One number of a 1-D braced list `Tensor({1, 2, 3})`. A class rather than a plain double so
+/// that a column literal `Tensor({{1.0}, {2.0}})` is read as 2-D (a list of rows) instead of
+/// being ambiguous with a 1-D list whose numbers happen to be braced.
+struct ListElement {
+    /// Any number converts implicitly.
+    ListElement(double v) : value(v) {}
+    /// The number.
+    double value;
+};
+
 /// Options of Tensor::backward.
 struct BackwardOptions {
     bool retain_graph = false; ///< keep closures so backward can run through the graph again
@@ -123,9 +134,9 @@ public:
     Tensor() = default; ///< an undefined tensor; defined() is false
     /// A leaf holding `value` (any shape, including 0-D).
     explicit Tensor(Array value, bool requires_grad = false);
-    /// A leaf from a braced list: {1, 2, 3} is (3,), {{1, 2}, {3, 4}} is (2, 2); up to 4-D, and
-    /// every row must have the same length.
-    Tensor(xt::nested_initializer_list_t<double, 1> values);
+    /// A leaf from a braced list: {1, 2, 3} is (3,), {{1, 2}, {3, 4}} is (2, 2), the column
+    /// {{1.0}, {2.0}} is (2, 1); up to 4-D, and every row must have the same length.
+    Tensor(std::initializer_list<ListElement> values);
     /// A 2-D leaf from nested braces.
     Tensor(xt::nested_initializer_list_t<double, 2> values);
     /// A 3-D leaf from nested braces.
@@ -192,8 +203,14 @@ public:
 
     /// Backpropagates from a one-element tensor with seed 1.
     void backward(BackwardOptions options = {}) const;
-    /// Backpropagates with an explicit dLoss/dThis of this tensor's shape.
+    /// Backpropagates with an explicit dLoss/dThis of this tensor's shape (an undefined
+    /// `gradient` means seed 1, for a one-element tensor, as in libtorch).
     void backward(const Tensor& gradient, BackwardOptions options = {}) const;
+    /// backward() keeping the graph when retain_graph is true: `loss.backward(true)` (also
+    /// spelled `loss.backward({true})`).
+    void backward(bool retain_graph) const;
+    /// libtorch's positional spelling: `loss.backward({}, true)`, `y.backward(g, true)`.
+    void backward(const Tensor& gradient, bool retain_graph) const;
 
     /// A new leaf sharing nothing with the graph (value copied, requires_grad false).
     Tensor detach() const;

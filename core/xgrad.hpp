@@ -25,7 +25,8 @@
 
 /// \namespace xg::nn
 /// Modules and layers (nn/): Module, Sequential, Linear, LayerNorm, BatchNorm1d, RMSNorm, GELU,
-/// Embedding, Dropout, MultiheadAttention, losses; PyTorch's names and defaults.
+/// ReLU, Tanh, Sigmoid, Embedding, Dropout, MultiheadAttention, losses and loss modules;
+/// PyTorch's names and defaults.
 
 /// \namespace xg::nn::functional
 /// The fused ops as functions (each one graph node with a hand-derived backward) and their

@@ -1,10 +1,13 @@
 #include "nn/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
+#include <xtensor/xstrided_view.hpp>
 
+#include "core/strided.hpp"
 #include "nn/init.hpp"
 
 namespace xg::nn {
@@ -51,11 +54,26 @@ Tensor split_heads(const Tensor& x, std::size_t heads, std::size_t d) {
 }  // namespace
 
 Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const Mask* attn_mask) {
-    return forward_with_weights(query, key, value, attn_mask, /*average_weights=*/false).output;  // no averaging work
+    MultiheadAttentionForwardOptions options;
+    if (attn_mask) options.attn_mask(*attn_mask);
+    return forward(query, key, value, options);
+}
+
+Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                   const MultiheadAttentionForwardOptions& options) {
+    MultiheadAttentionForwardOptions no_averaging = options;  // the weights are dropped: skip that work
+    return forward_with_weights(query, key, value, no_averaging.average_attn_weights(false)).output;
 }
 
 AttentionOutput MultiheadAttention::forward_with_weights(const Tensor& query, const Tensor& key, const Tensor& value,
                                                          const Mask* attn_mask, bool average_weights) {
+    MultiheadAttentionForwardOptions options;
+    if (attn_mask) options.attn_mask(*attn_mask);
+    return forward_with_weights(query, key, value, options.average_attn_weights(average_weights));
+}
+
+AttentionOutput MultiheadAttention::forward_with_weights(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                         const MultiheadAttentionForwardOptions& options) {
     const Shape qs = query.shape(), ks = key.shape(), vs = value.shape();
     const bool unbatched = qs.size() == 2;
     const std::size_t rank = unbatched ? 2 : 3;
@@ -67,51 +85,139 @@ AttentionOutput MultiheadAttention::forward_with_weights(const Tensor& query, co
                          "got query {1}, key {2}, value {3}",
                          embed_dim, shape_str(qs), shape_str(ks), shape_str(vs)));
     }
+    if (options.is_causal() && qs[rank - 2] != ks[rank - 2]) {
+        fail("MultiheadAttention", fmt::format("a causal mask needs as many queries as keys; got query {} and key {}",
+                                               shape_str(qs), shape_str(ks)));
+    }
     if (unbatched) {
-        AttentionOutput r =
-            forward_with_weights(unsqueeze(query, 0), unsqueeze(key, 0), unsqueeze(value, 0), attn_mask, average_weights);
+        // The key padding mask (S,) gains the batch axis the inputs gain.
+        MultiheadAttentionForwardOptions batched = options;
+        const std::size_t S = ks[0];
+        if (options.key_padding_mask()) {
+            const Mask& m = *options.key_padding_mask();
+            if (m.dimension() != 1 || m.size() != S) {
+                fail("MultiheadAttention", fmt::format("key_padding_mask of shape {} must be (S,) = ({},) for unbatched key {}",
+                                                       shape_str(Shape(m.shape().begin(), m.shape().end())), S, shape_str(ks)));
+            }
+            batched.key_padding_mask(Mask(xt::reshape_view(m, {std::size_t{1}, S})));
+        }
+        if (options.key_padding_bias().defined()) {
+            const Tensor& b = options.key_padding_bias();
+            if (b.shape() != Shape{S}) {
+                fail("MultiheadAttention", fmt::format("key_padding_mask of shape {} must be (S,) = ({},) for unbatched key {}",
+                                                       shape_str(b.shape()), S, shape_str(ks)));
+            }
+            batched.key_padding_mask(unsqueeze(b, 0));
+        }
+        AttentionOutput r = forward_with_weights(unsqueeze(query, 0), unsqueeze(key, 0), unsqueeze(value, 0), batched);
         return {squeeze(r.output, 0), squeeze(r.weights, 0)};
     }
-    AttentionOutput r = attend(query, key, value, attn_mask);
+    AttentionOutput r = attend(query, key, value, options);
     // PyTorch: attn_output_weights.sum(dim=1) / num_heads
-    if (average_weights) r.weights = sum(r.weights, {1}) * (1.0 / static_cast<double>(num_heads));
+    if (options.average_attn_weights()) r.weights = sum(r.weights, {1}) * (1.0 / static_cast<double>(num_heads));
     return r;
 }
 
-AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value, const Mask* attn_mask) {
+namespace {
+
+// Whether a mask of shape `ms` broadcasts to `full` = (B, heads, T, S) the way attn_mask may:
+// 2 to 4 axes, each equal to the matching trailing axis of `full` or 1.
+bool fits_scores(const Shape& ms, const Shape& full) {
+    bool fits = ms.size() >= 2 && ms.size() <= 4;
+    for (std::size_t i = 0; fits && i < ms.size(); ++i) {
+        const std::size_t want = full[4 - ms.size() + i];
+        fits = ms[i] == want || ms[i] == 1;
+    }
+    return fits;
+}
+
+// Sets in `marks` (B, heads, T, S) every score that `removed(flat index into the mask)` says a
+// mask of shape `ms`, broadcast to it, removes.
+template <class F>
+void mark(std::vector<char>& marks, const Shape& full, const Shape& ms, F removed) {
+    const Strides st = broadcast_strides(ms, full);
+    for_each_index(full, st, [&](std::size_t i, std::size_t im) { marks[i] = marks[i] || removed(im); });
+}
+
+}  // namespace
+
+AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value,
+                                           const MultiheadAttentionForwardOptions& options) {
     const Shape qs = query.shape(), ks = key.shape();
     const std::size_t B = qs[0], T = qs[1], S = ks[1];
-    if (attn_mask) {
-        const Shape ms(attn_mask->shape().begin(), attn_mask->shape().end());
-        const Shape full{B, num_heads, T, S};
-        bool fits = ms.size() >= 2 && ms.size() <= 4;
-        for (std::size_t i = 0; fits && i < ms.size(); ++i) {
-            const std::size_t want = full[4 - ms.size() + i];
-            fits = ms[i] == want || ms[i] == 1;
-        }
-        if (!fits) {
-            fail("MultiheadAttention", fmt::format("attn_mask of shape {} does not broadcast to (B, heads, T, S) = {}",
+    const Shape full{B, num_heads, T, S};
+    const Shape padding_shape{B, 1, 1, S};  // a key padding mask (B, S) seen against the scores
+    const auto shape_of = [](const auto& a) { return Shape(a.shape().begin(), a.shape().end()); };
+    const auto check_fits = [&](const Shape& ms, const char* what) {
+        if (!fits_scores(ms, full)) {
+            fail("MultiheadAttention", fmt::format("{} of shape {} does not broadcast to (B, heads, T, S) = {}", what,
                                                    shape_str(ms), shape_str(full)));
         }
-        // A fully masked row would make softmax 0/0 = NaN; refuse it instead.
-        const std::size_t row = ms.back();
-        for (std::size_t start = 0; row > 0 && start < attn_mask->size(); start += row) {
-            bool all = true;
-            for (std::size_t j = 0; all && j < row; ++j) all = attn_mask->data()[start + j];
-            if (all) {
-                fail("MultiheadAttention", fmt::format("attn_mask {} masks every key for some query (row starting at flat "
-                                                       "position {}); softmax would be undefined", shape_str(ms), start));
-            }
+    };
+    const auto check_padding = [&](const Shape& ms) {
+        if (ms != Shape{B, S}) {
+            fail("MultiheadAttention", fmt::format("key_padding_mask of shape {} must be (B, S) = {} for key {}",
+                                                   shape_str(ms), shape_str(Shape{B, S}), shape_str(ks)));
+        }
+    };
+    // Every score a bool mask removes (`fill`) or a float mask sets to -inf; a query row left with
+    // no key would make the softmax 0/0 = NaN, so it is refused instead.
+    const bool bool_masks = options.attn_mask() || options.key_padding_mask() || options.is_causal();
+    const bool float_masks = options.attn_bias().defined() || options.key_padding_bias().defined();
+    std::vector<char> fill, blocked;
+    if (bool_masks || float_masks) fill.assign(B * num_heads * T * S, 0);
+    if (options.attn_mask()) {
+        const Mask& m = *options.attn_mask();
+        check_fits(shape_of(m), "attn_mask");
+        mark(fill, full, shape_of(m), [&](std::size_t i) { return m.data()[i]; });
+    }
+    if (options.key_padding_mask()) {
+        const Mask& m = *options.key_padding_mask();
+        check_padding(shape_of(m));
+        mark(fill, full, padding_shape, [&](std::size_t i) { return m.data()[i]; });
+    }
+    if (options.is_causal()) {
+        const Mask causal = causal_mask(T);
+        mark(fill, full, {T, S}, [&](std::size_t i) { return causal.data()[i]; });
+    }
+    blocked = fill;
+    const double minus_inf = -std::numeric_limits<double>::infinity();
+    if (options.attn_bias().defined()) {
+        const Array& b = options.attn_bias().value();
+        check_fits(shape_of(b), "attn_mask");
+        mark(blocked, full, shape_of(b), [&](std::size_t i) { return b.data()[i] == minus_inf; });
+    }
+    if (options.key_padding_bias().defined()) {
+        const Array& b = options.key_padding_bias().value();
+        check_padding(shape_of(b));
+        mark(blocked, full, padding_shape, [&](std::size_t i) { return b.data()[i] == minus_inf; });
+    }
+    for (std::size_t start = 0; S > 0 && start < blocked.size(); start += S) {
+        const auto row_begin = blocked.begin() + static_cast<long>(start);
+        if (std::all_of(row_begin, row_begin + static_cast<long>(S), [](char b) { return b != 0; })) {
+            const std::size_t row = start / S;
+            fail("MultiheadAttention", fmt::format("the attention masks together leave no key: something masks every key "
+                                                   "for query {} of head {} in batch {} (scores {}); softmax would be undefined",
+                                                   row % T, row / T % num_heads, row / T / num_heads, shape_str(full)));
         }
     }
     const Tensor q = split_heads(project(query, in_proj_weight, in_proj_bias, 0, embed_dim), num_heads, head_dim);
     const Tensor k = split_heads(project(key, in_proj_weight, in_proj_bias, 1, embed_dim), num_heads, head_dim);
     const Tensor v = split_heads(project(value, in_proj_weight, in_proj_bias, 2, embed_dim), num_heads, head_dim);
-    // softmax(q k^T / sqrt(D)) v per head
+    // softmax(q k^T / sqrt(D) + float masks, bool masks applied) v per head
     Tensor scores = matmul(q, transpose(k, -1, -2)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
-    // The most negative finite double, not -inf: exp() still gives exactly 0 (no row is fully
-    // masked, so the row max is finite), and anomaly mode does not mistake the mask for a fault.
-    if (attn_mask) scores = masked_fill(scores, *attn_mask, std::numeric_limits<double>::lowest());
+    if (options.attn_bias().defined()) scores = scores + options.attn_bias();
+    if (options.key_padding_bias().defined()) {
+        scores = scores + reshape(options.key_padding_bias(), {static_cast<long>(B), 1, 1, static_cast<long>(S)});
+    }
+    // The bool masks fill with the most negative finite double, not -inf: exp() still gives exactly
+    // 0 (no row is fully masked, so the row max is finite), and anomaly mode does not mistake the
+    // mask for a fault.
+    if (bool_masks) {
+        Mask filled = Mask::from_shape(full);
+        std::copy(fill.begin(), fill.end(), filled.begin());
+        scores = masked_fill(scores, filled, std::numeric_limits<double>::lowest());
+    }
     const Tensor weights = functional::dropout(softmax(scores, -1), dropout, is_training());
     const Tensor context = matmul(weights, v);  // (B, H, T, D)
     const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {static_cast<long>(B), static_cast<long>(T),
@@ -120,15 +226,7 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& ke
 }
 
 Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, bool causal) {
-    if (!causal) return forward(query, key, value, static_cast<const Mask*>(nullptr));
-    const Shape qs = query.shape(), ks = key.shape();
-    const std::size_t T = qs.size() >= 2 ? qs[qs.size() - 2] : 0, S = ks.size() >= 2 ? ks[ks.size() - 2] : 0;
-    if (qs.size() < 2 || T != S) {
-        fail("MultiheadAttention", fmt::format("a causal mask needs as many queries as keys; got query {} and key {}",
-                                               shape_str(qs), shape_str(ks)));
-    }
-    const Mask mask = causal_mask(T);
-    return forward(query, key, value, &mask);
+    return forward(query, key, value, MultiheadAttentionForwardOptions().is_causal(causal));
 }
 
 Tensor MultiheadAttention::forward(const Tensor& x) { return forward(x, x, x, static_cast<const Mask*>(nullptr)); }

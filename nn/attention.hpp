@@ -3,6 +3,8 @@
 // packed in_proj_weight (3E, E) / in_proj_bias (3E) for q, k, v, then out_proj (a Linear).
 #pragma once
 
+#include <optional>
+
 #include "core/ops.hpp"
 #include "nn/layers.hpp"
 #include "nn/module.hpp"
@@ -17,6 +19,63 @@ Mask causal_mask(std::int64_t T);
 struct AttentionOutput {
     Tensor output;   ///< (B, T, E), as forward()
     Tensor weights;  ///< (B, T, S) averaged over heads, or (B, num_heads, T, S); unbatched: no B
+};
+
+/// Masks and flags of MultiheadAttention::forward (libtorch passes them as forward arguments;
+/// the setters chain, e.g. `MultiheadAttentionForwardOptions().key_padding_mask(pad).is_causal(true)`).
+/// A bool mask marks with `true` what may NOT be attended to; a float mask (a Tensor) is added
+/// to the attention scores before the softmax (0 keeps a key, -inf removes it, other values bias
+/// it; gradients flow into it if it requires them). Bool and float masks may be combined.
+class MultiheadAttentionForwardOptions {
+public:
+    /// (B, S), or (S,) for unbatched inputs: true marks a padding key that no query attends to.
+    MultiheadAttentionForwardOptions& key_padding_mask(const Mask& mask) {
+        key_padding_mask_ = mask;
+        return *this;
+    }
+    /// (B, S), or (S,) unbatched: added to every query's score for that key.
+    MultiheadAttentionForwardOptions& key_padding_mask(const Tensor& additive) {
+        key_padding_bias_ = additive;
+        return *this;
+    }
+    /// (T, S), or any shape broadcasting to (B, num_heads, T, S): true = may not attend.
+    MultiheadAttentionForwardOptions& attn_mask(const Mask& mask) {
+        attn_mask_ = mask;
+        return *this;
+    }
+    /// (T, S), or any shape broadcasting to (B, num_heads, T, S): added to the scores.
+    MultiheadAttentionForwardOptions& attn_mask(const Tensor& additive) {
+        attn_bias_ = additive;
+        return *this;
+    }
+    /// Query t attends only to keys 0..t (needs as many queries as keys); combines with the masks.
+    MultiheadAttentionForwardOptions& is_causal(bool on) {
+        is_causal_ = on;
+        return *this;
+    }
+    /// forward_with_weights: average the weights over heads (default true, as PyTorch).
+    MultiheadAttentionForwardOptions& average_attn_weights(bool on) {
+        average_attn_weights_ = on;
+        return *this;
+    }
+    /// The bool key padding mask, if set.
+    const std::optional<Mask>& key_padding_mask() const { return key_padding_mask_; }
+    /// The float key padding mask (undefined if not set).
+    const Tensor& key_padding_bias() const { return key_padding_bias_; }
+    /// The bool attention mask, if set.
+    const std::optional<Mask>& attn_mask() const { return attn_mask_; }
+    /// The float attention mask (undefined if not set).
+    const Tensor& attn_bias() const { return attn_bias_; }
+    /// Whether the causal mask applies.
+    bool is_causal() const { return is_causal_; }
+    /// Whether forward_with_weights averages over heads.
+    bool average_attn_weights() const { return average_attn_weights_; }
+
+private:
+    std::optional<Mask> key_padding_mask_, attn_mask_;
+    Tensor key_padding_bias_, attn_bias_;
+    bool is_causal_ = false;
+    bool average_attn_weights_ = true;
 };
 
 /// Multi-head scaled dot-product attention, batch first, as torch.nn.MultiheadAttention
@@ -38,6 +97,10 @@ public:
     Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const Mask* attn_mask = nullptr);
     /// With causal = true, query t attends only to keys 0..t (needs T == S).
     Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, bool causal);
+    /// With key padding, bool or float (additive) masks and/or the causal mask; every error of
+    /// the Mask overload, plus a key_padding_mask that is not (B, S) (unbatched: (S,)).
+    Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                   const MultiheadAttentionForwardOptions& options);
     /// Self-attention forward(x, x, x) without a mask.
     Tensor forward(const Tensor& x) override;
     /// forward() and the attention weights it used (PyTorch's need_weights=True): after the
@@ -45,6 +108,9 @@ public:
     /// unless average_weights is false. The weights are part of the graph.
     AttentionOutput forward_with_weights(const Tensor& query, const Tensor& key, const Tensor& value,
                                          const Mask* attn_mask = nullptr, bool average_weights = true);
+    /// forward_with_weights with the masks of `options` (and its average_attn_weights).
+    AttentionOutput forward_with_weights(const Tensor& query, const Tensor& key, const Tensor& value,
+                                         const MultiheadAttentionForwardOptions& options);
     std::string extra_repr() const override;
 
     ///@{
@@ -61,7 +127,8 @@ public:
 private:
     // The batched computation behind forward() and forward_with_weights(): (B, T, E) output and
     // the per-head weights (B, H, T, S).
-    AttentionOutput attend(const Tensor& query, const Tensor& key, const Tensor& value, const Mask* attn_mask);
+    AttentionOutput attend(const Tensor& query, const Tensor& key, const Tensor& value,
+                           const MultiheadAttentionForwardOptions& options);
 };
 
 }  // namespace xg::nn

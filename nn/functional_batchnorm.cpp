@@ -1,4 +1,5 @@
-// BatchNorm over (N, C) or (N, C, L) as one graph node. Channel c's M = N*L values sit in N
+// BatchNorm over (N, C) or (N, C, L) as one graph node; (N, C, H, W) and any (N, C, *) are
+// (N, C, L) with L the product of the trailing axes. Channel c's M = N*L values sit in N
 // contiguous segments of length L (x[(n*C + c)*L + l]). Every loop walks memory in order: 2-D
 // input (L = 1) row by row, vectorised across the C channels of a row; 3-D input segment by
 // segment, vectorised along L. The statistics take one pass over memory (see batch_stats).
@@ -32,12 +33,13 @@ BatchLayout check_batch_norm(const char* op, const Tensor& x, const Tensor& runn
                              const Tensor& weight, const Tensor& bias, bool training) {
     if (!x.defined()) fail(op, "input must be a defined tensor");
     const Shape sx = x.shape();
-    if (sx.size() != 2 && sx.size() != 3) fail(op, fmt::format("expects a (N, C) or (N, C, L) input, got {}", shape_str(sx)));
+    if (sx.size() < 2) fail(op, fmt::format("expects an input (N, C, *), e.g. (N, C) or (N, C, H, W), got {}", shape_str(sx)));
     check_channel_vector(op, "weight", weight, sx);
     check_channel_vector(op, "bias", bias, sx);
     check_channel_vector(op, "running_mean", running_mean, sx);
     check_channel_vector(op, "running_var", running_var, sx);
-    BatchLayout l{sx[0], sx[1], sx.size() == 3 ? sx[2] : 1};
+    BatchLayout l{sx[0], sx[1], 1};
+    for (std::size_t a = 2; a < sx.size(); ++a) l.length *= sx[a];  // (N, C, H, W) is (N, C, L = H W)
     if (training && l.per_channel() <= 1) {
         fail(op, fmt::format("Expected more than 1 value per channel when training, got input of shape {}", shape_str(sx)));
     }
@@ -277,10 +279,12 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
 Tensor batch_norm_composed(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight,
                            const Tensor& bias, bool training, double momentum, double eps) {
     const BatchLayout l = check_batch_norm("batch_norm_composed", x, running_mean, running_var, weight, bias, training);
-    const bool has_length = x.dim() == 3;
-    const Axes axes = has_length ? Axes{0, 2} : Axes{0};
-    const std::vector<long> channel_shape = has_length ? std::vector<long>{static_cast<long>(l.channels), 1}
-                                                       : std::vector<long>{static_cast<long>(l.channels)};
+    Axes axes{0};  // every axis but the channels
+    std::vector<long> channel_shape{static_cast<long>(l.channels)};  // (C, 1, ..., 1) broadcasts over the rest
+    for (std::size_t a = 2; a < x.dim(); ++a) {
+        axes.push_back(static_cast<int>(a));
+        channel_shape.push_back(1);
+    }
     Tensor y;
     if (training) {
         const Tensor mu = mean(x, axes, true);

@@ -16,29 +16,12 @@ namespace xg::nn::functional {
 namespace {
 
 using detail::RowLayout;
-using detail::row_sum;
+using detail::row_stats;
 using detail::row_sums;
 
 RowLayout check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                            const Tensor& bias) {
     return detail::check_rows(op, x, normalized_shape, {{"weight", &weight}, {"bias", &bias}});
-}
-
-// Statistics of one row by the corrected two-pass algorithm: the second pass sums the
-// deviations d = x - m as well as d^2; sum(d) is the rounding error of the first-pass mean, so
-// mean = m + sum(d)/D is correct to the last bit on constant rows (output == beta exactly) and
-// var = (sum(d^2) - sum(d)^2/D)/D is the usual centred sum minus that error's contribution.
-inline void row_stats(const double* x, std::size_t n, double eps, double& mean, double& rstd) {
-    const double m = row_sum(n, [x](std::size_t j, double& a) { a += x[j]; }) / static_cast<double>(n);
-    double sd = 0.0, sd2 = 0.0;
-    row_sums(n, sd, sd2, [x, m](std::size_t j, double& a, double& b) {
-        const double d = x[j] - m;
-        a += d;
-        b += d * d;
-    });
-    const double var = std::max(0.0, (sd2 - sd * sd / static_cast<double>(n)) / static_cast<double>(n));
-    mean = m + sd / static_cast<double>(n);
-    rstd = 1.0 / std::sqrt(var + eps);
 }
 
 XG_KERNEL_CLONES void layer_norm_forward(const double* x, const double* w, const double* b, double* y, double* mean, double* rstd,

@@ -1,6 +1,7 @@
 // Linear, GELU, Embedding and Dropout (the norm layers live in nn/norm_layers.cpp).
 #include "nn/layers.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -11,14 +12,22 @@ namespace xg::nn {
 
 namespace functional {
 
-Tensor embedding(const IndexArray& indices, const Tensor& weight) {
+Tensor embedding(const Indices& index_arg, const Tensor& weight, std::optional<std::int64_t> padding_idx) {
+    const IndexArray indices = index_arg.get("embedding");
     const Shape ws = weight.shape();
     const Shape is(indices.shape().begin(), indices.shape().end());
     if (ws.size() != 2) fail("embedding", fmt::format("weight must be 2-D (num_embeddings, dim), got {}", shape_str(ws)));
     const std::size_t rows = ws[0], dim = ws[1];
+    const auto num = static_cast<std::int64_t>(rows);
+    if (padding_idx && (*padding_idx < -num || *padding_idx >= num)) {
+        fail("embedding", fmt::format("padding_idx {} is out of range for num_embeddings = {} (weight {})", *padding_idx,
+                                      rows, shape_str(ws)));
+    }
+    // -1 (no padding row) never equals a checked index
+    const std::int64_t padding = !padding_idx ? -1 : *padding_idx < 0 ? *padding_idx + num : *padding_idx;
     const std::int64_t* idx = indices.data();
     for (std::size_t i = 0; i < indices.size(); ++i) {
-        if (idx[i] < 0 || idx[i] >= static_cast<std::int64_t>(rows)) {
+        if (idx[i] < 0 || idx[i] >= num) {
             fail("embedding", fmt::format("index {} (at flat position {} of indices {}) is out of range for "
                                           "num_embeddings = {}", idx[i], i, shape_str(is), rows));
         }
@@ -32,10 +41,12 @@ Tensor embedding(const IndexArray& indices, const Tensor& weight) {
         std::copy(src, src + dim, out.data() + i * dim);
     }
     // d out[i] / d weight[idx[i]] = I: scatter-add each output row's gradient into its table row
-    return record("embedding", std::move(out), {weight}, [indices, rows, dim](const GradContext& c) -> Grads {
+    // (none into the padding row, as PyTorch)
+    return record("embedding", std::move(out), {weight}, [indices, rows, dim, padding](const GradContext& c) -> Grads {
         Array g = xt::zeros<double>({rows, dim});
         const std::int64_t* ix = indices.data();
         for (std::size_t i = 0; i < indices.size(); ++i) {
+            if (ix[i] == padding) continue;
             const double* src = c.grad.data() + i * dim;
             double* dst = g.data() + static_cast<std::size_t>(ix[i]) * dim;
             for (std::size_t j = 0; j < dim; ++j) dst[j] += src[j];
@@ -100,28 +111,35 @@ std::string GELU::extra_repr() const {
 
 // ---- Embedding ----------------------------------------------------------------------------------
 
-Embedding::Embedding(std::int64_t num, std::int64_t dim)
-    : num_embeddings(positive_size(num, "Embedding", "num_embeddings")),
-      embedding_dim(positive_size(dim, "Embedding", "embedding_dim")) {
-    register_parameter("weight", weight, init::normal_(zeros({num_embeddings, embedding_dim})));
-}
-
-Tensor Embedding::forward(const IndexArray& indices) { return functional::embedding(indices, weight); }
-
-Tensor Embedding::forward(const Tensor& indices) {
-    IndexArray idx = IndexArray::from_shape(indices.value().shape());
-    const double* v = indices.value().data();
-    for (std::size_t i = 0; i < idx.size(); ++i) {
-        if (!(std::isfinite(v[i]) && v[i] == std::floor(v[i]) && std::fabs(v[i]) < 9.0e15)) {
-            fail("Embedding", fmt::format("index tensor {} holds {} at flat position {}, not a whole number",
-                                          shape_str(indices.shape()), v[i], i));
+Embedding::Embedding(std::int64_t num_rows, std::int64_t dim_, std::optional<std::int64_t> padding)
+    : num_embeddings(positive_size(num_rows, "Embedding", "num_embeddings")),
+      embedding_dim(positive_size(dim_, "Embedding", "embedding_dim")) {
+    const std::size_t num = num_embeddings, dim = embedding_dim;
+    if (padding) {
+        const auto n = static_cast<std::int64_t>(num);
+        if (*padding < -n || *padding >= n) {
+            fail("Embedding", fmt::format("padding_idx {} must be in [-{}, {}) for num_embeddings = {}", *padding, n, n, num));
         }
-        idx.data()[i] = static_cast<std::int64_t>(v[i]);
+        padding_idx = *padding < 0 ? *padding + n : *padding;  // PyTorch stores it non-negative
     }
-    return forward(idx);
+    register_parameter("weight", weight, init::normal_(zeros({num, dim})));
+    if (padding_idx) {  // PyTorch's reset_parameters: the padding row starts at zero
+        double* row = weight.data() + static_cast<std::size_t>(*padding_idx) * dim;
+        std::fill(row, row + dim, 0.0);
+    }
 }
 
-std::string Embedding::extra_repr() const { return fmt::format("{}, {}", num_embeddings, embedding_dim); }
+Tensor Embedding::forward(const Indices& indices) {
+    return functional::embedding(indices.get("Embedding"), weight, padding_idx);
+}
+
+Tensor Embedding::forward(const Tensor& indices) { return forward(Indices(indices)); }
+
+std::string Embedding::extra_repr() const {
+    std::string s = fmt::format("{}, {}", num_embeddings, embedding_dim);
+    if (padding_idx) s += fmt::format(", padding_idx={}", *padding_idx);
+    return s;
+}
 
 // ---- Dropout ------------------------------------------------------------------------------------
 

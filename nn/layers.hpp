@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 #include "core/ops.hpp"
 #include "core/random.hpp"
@@ -15,8 +16,14 @@ namespace xg::nn {
 namespace functional {
 
 /// out[..., :] = weight[indices[...], :]: shape indices.shape + (dim,). One graph node; backward
-/// scatter-adds rows so repeated indices accumulate. Out-of-range indices throw.
-Tensor embedding(const IndexArray& indices, const Tensor& weight);
+/// scatter-adds rows so repeated indices accumulate, except into row padding_idx (if given; a
+/// negative value counts from the end, as PyTorch), whose gradient stays zero. Indices may be an
+/// IndexArray, a braced list or a Tensor/Array of whole numbers; out-of-range indices, fractional
+/// values and a padding_idx outside [-num_embeddings, num_embeddings) throw.
+Tensor embedding(const Indices& indices, const Tensor& weight, std::optional<std::int64_t> padding_idx = std::nullopt);
+/// Not with a floating-point padding_idx: it would be truncated silently.
+template <class F, class = std::enable_if_t<std::is_floating_point<F>::value>>
+Tensor embedding(const Indices& indices, const Tensor& weight, F padding_idx) = delete;
 
 /// Zeroes each element with probability p and scales survivors by 1 / (1 - p) (inverted
 /// dropout); the identity when !training or p == 0. p must be in [0, 1).
@@ -74,7 +81,8 @@ public:
 };
 
 /// Batch normalisation of (N, C) or (N, C, L) inputs per channel C. Buffers running_mean (zeros),
-/// running_var (ones) and num_batches_tracked (0-D) when track_running_stats. momentum nullopt
+/// running_var (ones) and num_batches_tracked (0-D, an int64 buffer: int64 in saved files, as in
+/// PyTorch's state_dict; either dtype loads) when track_running_stats. momentum nullopt
 /// means a cumulative moving average (factor 1 / num_batches_tracked). Evaluation uses the running
 /// statistics, or the batch's own when they are not tracked (as PyTorch does).
 class BatchNorm1d : public Module {
@@ -123,14 +131,21 @@ public:
     Parameter weight;  ///< undefined without elementwise_affine
 };
 
-/// A lookup table of num_embeddings rows of size embedding_dim; weight ~ N(0, 1).
+/// A lookup table of num_embeddings rows of size embedding_dim; weight ~ N(0, 1), with row
+/// padding_idx (if given) zeroed and kept out of training, as torch.nn.Embedding.
 class Embedding : public Module {
 public:
-    /// Throws xg::Error naming a size that is not positive.
-    Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim);
+    /// Throws xg::Error naming a size that is not positive, or a padding_idx outside
+    /// [-num_embeddings, num_embeddings) (a negative one counts from the end).
+    Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim,
+              std::optional<std::int64_t> padding_idx = std::nullopt);
+    /// Not with a floating-point padding_idx: it would be truncated silently.
+    template <class F, class = std::enable_if_t<std::is_floating_point<F>::value>>
+    Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, F padding_idx) = delete;
     /// Rows of weight at `indices` (any shape): indices.shape + (embedding_dim). An index outside
-    /// [0, num_embeddings) throws xg::Error naming it and its position.
-    Tensor forward(const IndexArray& indices);
+    /// [0, num_embeddings) or, for doubles, not a whole number throws xg::Error naming it and its
+    /// position.
+    Tensor forward(const Indices& indices);
     /// Indices given as a tensor of whole numbers (so Embedding can sit first in a Sequential).
     Tensor forward(const Tensor& indices) override;
     std::string extra_repr() const override;
@@ -139,6 +154,8 @@ public:
     /// Rows in the table, and the size of each row.
     std::size_t num_embeddings, embedding_dim;
     ///@}
+    /// The row whose gradient stays zero (a padding token), in [0, num_embeddings), or none.
+    std::optional<std::int64_t> padding_idx;
     /// The table (num_embeddings, embedding_dim).
     Parameter weight;
 };

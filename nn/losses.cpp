@@ -5,21 +5,23 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <xtensor/xmanipulation.hpp>
+#include <xtensor/xview.hpp>
 
 namespace xg::nn {
 
-Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, const CrossEntropyFuncOptions& options) {
+namespace {
+
+// The (N, C) case, which every other layout is brought to; errors name the caller's logits shape
+// `shown` (and a flat position in the targets).
+Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const CrossEntropyFuncOptions& options,
+                          const Shape& shown) {
     const Shape s = logits.shape();
-    const Shape ts(targets.shape().begin(), targets.shape().end());
-    if (s.size() != 2 || ts.size() != 1 || ts[0] != s[0]) {
-        fail("cross_entropy", fmt::format("expects logits (N, C) and targets (N,), got logits {} and targets {}",
-                                          shape_str(s), shape_str(ts)));
-    }
     const std::size_t n = s[0], classes = s[1];
     const Reduction reduction = options.reduction();
     const double label_smoothing = options.label_smoothing();
     const std::int64_t ignore_index = options.ignore_index();
-    if (classes == 0) fail("cross_entropy", fmt::format("logits {} have no classes", shape_str(s)));
+    if (classes == 0) fail("cross_entropy", fmt::format("logits {} have no classes", shape_str(shown)));
     if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0)) {
         fail("cross_entropy", fmt::format("label_smoothing must be in [0, 1], got {}", label_smoothing));
     }
@@ -30,7 +32,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, const Cros
             fail("cross_entropy",
                  fmt::format("target {} at position {} is out of range for C = {} classes (logits {}) and is not "
                              "ignore_index = {}",
-                             targets(i), i, classes, shape_str(s), ignore_index));
+                             targets(i), i, classes, shape_str(shown), ignore_index));
         }
     }
     // Empty when unweighted, so that path keeps exactly the unweighted arithmetic.
@@ -40,7 +42,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, const Cros
         const Shape ws(w.shape().begin(), w.shape().end());
         if (ws != Shape{classes}) {
             fail("cross_entropy", fmt::format("weight must have shape (C,) = ({},) for logits {}, got weight {}",
-                                              classes, shape_str(s), shape_str(ws)));
+                                              classes, shape_str(shown), shape_str(ws)));
         }
         weight.assign(w.data(), w.data() + classes);
         for (std::size_t j = 0; j < classes; ++j) {
@@ -79,17 +81,20 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, const Cros
         // would cost ~1e-13 absolute in every log-probability (as in core log_softmax).
         const double log_sum = std::log(sum_exp);
         for (std::size_t j = 0; j < classes; ++j) lp[j] = (row[j] - m) - log_sum;
+        // Without smoothing the term is absent, not 0 * sum: a masked (-inf) logit makes the sum
+        // -inf, and 0 * -inf would turn the whole loss into NaN (PyTorch skips the term too).
         double smooth_sum = 0.0;
-        if (weighted) {
+        if (label_smoothing > 0.0 && weighted) {
 #pragma omp simd reduction(+ : smooth_sum)
             for (std::size_t j = 0; j < classes; ++j) smooth_sum += weight[j] * lp[j];
-        } else {
+        } else if (label_smoothing > 0.0) {
 #pragma omp simd reduction(+ : smooth_sum)
             for (std::size_t j = 0; j < classes; ++j) smooth_sum += lp[j];
         }
         const auto t = static_cast<std::size_t>(targets(i));
         const double wt = weighted ? weight[t] : 1.0;
-        per_row(i) = -(1.0 - label_smoothing) * wt * lp[t] - smooth * smooth_sum;
+        const double smooth_term = label_smoothing > 0.0 ? smooth * smooth_sum : 0.0;
+        per_row(i) = -(1.0 - label_smoothing) * wt * lp[t] - smooth_term;
         denominator += wt;
         ++counted;
     }
@@ -149,7 +154,43 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, const Cros
                   std::move(saved));
 }
 
-Tensor cross_entropy(const Tensor& logits, const IndexArray& targets, Reduction reduction, double label_smoothing) {
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Indices& target_arg, const CrossEntropyFuncOptions& options) {
+    const IndexArray targets = target_arg.get("cross_entropy");
+    const Shape s = logits.shape();
+    const Shape ts(targets.shape().begin(), targets.shape().end());
+    // PyTorch's layouts: (N, C) with (N,); (N, C, d1, ..., dk) with (N, d1, ..., dk); (C,) with ().
+    Shape expected;
+    if (s.size() == 1) {
+        expected = {};
+    } else if (s.size() >= 2) {
+        expected = s;
+        expected.erase(expected.begin() + 1);
+    }
+    if (s.empty() || ts != expected) {
+        fail("cross_entropy", fmt::format("expects logits (N, C) with targets (N,), (N, C, d1, ...) with targets (N, d1, "
+                                          "...) or (C,) with a 0-D target; got logits {} and targets {}",
+                                          shape_str(s), shape_str(ts)));
+    }
+    if (s.size() == 2) return cross_entropy_rows(logits, targets, options, s);
+    const std::size_t classes = s.size() == 1 ? s[0] : s[1];
+    if (s.size() == 1) {
+        const Tensor loss = cross_entropy_rows(unsqueeze(logits, 0), IndexArray(xt::reshape_view(targets, {1})), options, s);
+        return options.reduction() == Reduction::none ? squeeze(loss, 0) : loss;
+    }
+    // Classes last, then one row per position: (N, d1, ..., dk, C) -> (N * d1 * ... * dk, C).
+    Axes order{0};
+    for (std::size_t d = 2; d < s.size(); ++d) order.push_back(static_cast<int>(d));
+    order.push_back(1);
+    const Tensor rows = reshape(permute(logits, order), {-1, static_cast<long>(classes)});
+    const IndexArray flat = xt::flatten(targets);
+    const Tensor loss = cross_entropy_rows(rows, flat, options, s);
+    if (options.reduction() != Reduction::none) return loss;
+    return reshape(loss, std::vector<long>(ts.begin(), ts.end()));
+}
+
+Tensor cross_entropy(const Tensor& logits, const Indices& targets, Reduction reduction, double label_smoothing) {
     return cross_entropy(logits, targets,
                          CrossEntropyFuncOptions().reduction(reduction).label_smoothing(label_smoothing));
 }
@@ -195,5 +236,13 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
         return g;
     });
 }
+
+// ---- loss modules ---------------------------------------------------------------------------
+
+Tensor CrossEntropyLoss::forward(const Tensor& logits, const Indices& targets) {
+    return cross_entropy(logits, targets, options);
+}
+
+Tensor MSELoss::forward(const Tensor& input, const Tensor& target) { return mse_loss(input, target, reduction); }
 
 }  // namespace xg::nn

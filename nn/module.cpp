@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -94,6 +95,14 @@ void Module::register_parameter(const std::string& name, Parameter& member, Tens
 }
 
 void Module::replace_parameter(const std::string& name, Tensor tensor) {
+    const std::size_t dot = name.find('.');
+    if (dot != std::string::npos) {  // "layernorm_c.weight": the child's own parameter
+        const std::string child = name.substr(0, dot);
+        for (auto& [child_name, module] : children_) {
+            if (child_name == child) return module->replace_parameter(name.substr(dot + 1), std::move(tensor));
+        }
+        fail(this->name(), fmt::format("replace_parameter: no submodule named '{}' (for '{}')", child, name));
+    }
     auto entry = std::find_if(parameters_.begin(), parameters_.end(), [&](const auto& e) { return e.first == name; });
     if (entry == parameters_.end()) {
         std::vector<std::string> names;
@@ -117,10 +126,11 @@ void Module::replace_parameter(const std::string& name, Tensor tensor) {
     }
 }
 
-Tensor Module::register_buffer(const std::string& name, Tensor tensor) {
+Tensor Module::register_buffer(const std::string& name, Tensor tensor, Dtype dtype) {
     check_new_name(name, "buffer");
     if (!tensor.defined()) fail(this->name(), fmt::format("buffer '{}' is an undefined tensor", name));
     buffers_.emplace_back(name, tensor);
+    if (dtype == Dtype::int64) int64_buffers_.insert(name);
     return tensor;
 }
 
@@ -207,13 +217,28 @@ StateDict Module::state_dict() const {
     return out;
 }
 
-void Module::load_state_dict(const StateDict& state, bool strict) {
+void Module::state_dict_keys(const std::string& prefix, std::vector<std::string>& out) const {
+    for (const auto& entry : parameters_) out.push_back(prefix + entry.first);
+    for (const auto& entry : buffers_) out.push_back(prefix + entry.first);
+    for (const auto& [child_name, child] : children_) child->state_dict_keys(prefix + child_name + ".", out);
+}
+
+std::set<std::string> Module::int64_keys() const {
+    std::set<std::string> out = int64_buffers_;
+    for (const auto& [child_name, child] : children_) {
+        for (const std::string& key : child->int64_keys()) out.insert(child_name + "." + key);
+    }
+    return out;
+}
+
+LoadStateDictResult Module::load_state_dict(const StateDict& state, bool strict) {
     std::map<std::string, Tensor> own;  // every key state_dict() has, tied tensors under each name
     for (auto& entry : named_entries(false, true)) own.emplace(entry);
     for (auto& entry : named_entries(true, true)) own.emplace(entry);
 
     // Verify everything before touching anything, so a bad file leaves the model as it was.
-    std::vector<std::string> unexpected, misshaped, duplicated, missing;
+    const std::set<std::string> integer_keys = int64_keys();
+    std::vector<std::string> unexpected, misshaped, duplicated, missing, fractional;
     std::map<std::string, const Array*> incoming;
     for (const auto& [key, value] : state) {
         if (!incoming.emplace(key, &value).second) {
@@ -226,6 +251,13 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
         } else if (it->second.shape() != shape_of(value)) {
             misshaped.push_back(fmt::format("{} (model {}, given {})", key, shape_str(it->second.shape()),
                                             shape_str(shape_of(value))));
+        } else if (integer_keys.count(key)) {
+            for (double v : value) {
+                if (v != std::floor(v)) {  // also NaN and inf
+                    fractional.push_back(fmt::format("{} (holds {})", key, v));
+                    break;
+                }
+            }
         }
     }
     for (const auto& entry : own) {
@@ -236,6 +268,7 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     if (strict && !unexpected.empty()) problems.push_back(fmt::format("unexpected keys: {}", join(unexpected)));
     if (!misshaped.empty()) problems.push_back(fmt::format("shape mismatches: {}", join(misshaped)));
     if (!duplicated.empty()) problems.push_back(fmt::format("duplicated keys: {}", join(duplicated)));
+    if (!fractional.empty()) problems.push_back(fmt::format("int64 buffers given non-integer values: {}", join(fractional)));
     if (!problems.empty()) {
         std::string msg = fmt::format("cannot load state into {} ({} problem kinds; nothing was changed)", name(), problems.size());
         for (const auto& p : problems) msg += "\n  " + p;
@@ -245,14 +278,22 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
         auto it = incoming.find(key);
         if (it != incoming.end()) tensor.mutable_value() = *it->second;
     }
+    LoadStateDictResult result;  // missing keys in state_dict() order, as PyTorch lists them
+    std::vector<std::string> keys;
+    state_dict_keys("", keys);
+    for (const std::string& key : keys) {
+        if (!incoming.count(key)) result.missing_keys.push_back(key);
+    }
+    result.unexpected_keys = std::move(unexpected);
+    return result;
 }
 
-void Module::save(const std::string& path) const { save_npz(path, state_dict()); }
+void Module::save(const std::string& path) const { save_npz(path, state_dict(), false, int64_keys()); }
 
-void Module::load(const std::string& path, bool strict) {
+LoadStateDictResult Module::load(const std::string& path, bool strict) {
     const StateDict state = load_npz(path);
     try {
-        load_state_dict(state, strict);
+        return load_state_dict(state, strict);
     } catch (const Error& e) {
         throw Error(fmt::format("{} (from file '{}')", e.what(), path));
     }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +60,21 @@ private:
     std::string name_;
 };
 
+/// The element type of a state_dict entry in files. Every value is a double in memory; a buffer
+/// that PyTorch keeps as int64 (BatchNorm's num_batches_tracked) is registered as int64, holds
+/// whole numbers, and is written to .npz as int64 so the file matches PyTorch's state_dict.
+enum class Dtype { float64, int64 };
+
+/// What load_state_dict reports, like PyTorch's (missing_keys, unexpected_keys) result: the
+/// module's keys the state lacked and the state's keys the module has no place for. Both are
+/// empty after a strict load (which throws otherwise).
+struct LoadStateDictResult {
+    /// Keys of state_dict() that the loaded state did not have (left unchanged).
+    std::vector<std::string> missing_keys;
+    /// Keys of the loaded state that this module does not have (ignored).
+    std::vector<std::string> unexpected_keys;
+};
+
 /// The base of every layer and model: named parameters, buffers and children in registration
 /// order, train/eval mode, state_dict save/load and PyTorch-style printing. Registration errors
 /// (empty or dotted names, duplicates, undefined or non-leaf parameters) throw xg::Error.
@@ -83,14 +99,16 @@ public:
     /// PyTorch C++ frontend's form). A plain Tensor member assigned this handle can later be
     /// reassigned and drift from the registry: prefer a Parameter member and the form above.
     Tensor register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
-    /// Puts `tensor` (a leaf of the same shape) in place of this module's parameter `name`, in the
-    /// registry and in its Parameter member, e.g. to tie weights:
+    /// Puts `tensor` (a leaf of the same shape) in place of the parameter `name` (dotted names as in
+    /// named_parameters() reach into children), in the registry and in its Parameter member, e.g.
+    /// to tie weights:
     /// `head->replace_parameter("weight", embedding->weight)`. The new tensor takes over the old
     /// one's requires_grad. Optimizers created before still hold the old tensor, so create them
     /// afterwards (as in PyTorch).
     void replace_parameter(const std::string& name, Tensor tensor);
-    /// Registers a buffer (saved in state_dict, never trained); returns the same handle.
-    Tensor register_buffer(const std::string& name, Tensor tensor);
+    /// Registers a buffer (saved in state_dict, never trained); returns the same handle. An
+    /// int64 buffer must hold whole numbers and is written to files as int64.
+    Tensor register_buffer(const std::string& name, Tensor tensor, Dtype dtype = Dtype::float64);
     /// Registers a child module; returns it so it can be stored in a typed member.
     template <class M>
     std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
@@ -129,13 +147,18 @@ public:
     /// Copies of every parameter then buffer value per module, depth first, with dotted names.
     StateDict state_dict() const;
     /// Replaces parameter and buffer values from `state`. Every name and shape is verified first;
-    /// all problems (missing, unexpected, mis-shaped keys) are listed in ONE xg::Error and the
-    /// module is left untouched. With strict = false, missing and unexpected keys are allowed.
-    void load_state_dict(const StateDict& state, bool strict = true);
-    /// Saves state_dict() to one NumPy-readable .npz file (written atomically).
+    /// all problems (missing, unexpected, mis-shaped keys, a fractional value for an int64
+    /// buffer) are listed in ONE xg::Error and the module is left untouched. With strict = false,
+    /// missing and unexpected keys are allowed and returned, as PyTorch's load_state_dict does.
+    LoadStateDictResult load_state_dict(const StateDict& state, bool strict = true);
+    /// The keys of state_dict() whose buffers are int64 (e.g. "bn.num_batches_tracked").
+    std::set<std::string> int64_keys() const;
+    /// Saves state_dict() to one NumPy-readable .npz file (written atomically); int64 buffers
+    /// are stored as int64, the rest as float64.
     void save(const std::string& path) const;
-    /// Loads a file written by save() (or numpy.savez of a PyTorch state_dict) via load_state_dict.
-    void load(const std::string& path, bool strict = true);
+    /// Loads a file written by save() (or numpy.savez of a PyTorch state_dict; int64 and float64
+    /// entries both load) via load_state_dict.
+    LoadStateDictResult load(const std::string& path, bool strict = true);
 
     // ---- printing --------------------------------------------------------------------------------
 
@@ -148,6 +171,7 @@ public:
 
 private:
     std::vector<std::pair<std::string, Tensor>> named_entries(bool buffers, bool recurse) const;
+    void state_dict_keys(const std::string& prefix, std::vector<std::string>& out) const;
     void add_child(const std::string& name, std::shared_ptr<Module> module);
     void check_new_name(const std::string& name, const char* what) const;
     std::string to_string(int indent) const;
@@ -156,6 +180,7 @@ private:
     std::vector<std::pair<std::string, Tensor>> parameters_;
     std::vector<std::pair<std::string, Parameter*>> parameter_members_;  // registered with a member
     std::vector<std::pair<std::string, Tensor>> buffers_;
+    std::set<std::string> int64_buffers_;  // own buffer names registered as Dtype::int64
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
 

@@ -1,10 +1,15 @@
-// Everything in xg::nn: modules, layers, attention, losses, initialisers and the functional ops.
+// Everything in xg::nn: modules, layers, convolution and pooling, image normalisations,
+// recurrent layers, attention, losses, initialisers and the functional ops.
 #pragma once
 
+#include "nn/activation.hpp"
 #include "nn/attention.hpp"
+#include "nn/conv.hpp"
 #include "nn/functional.hpp"
+#include "nn/image_norm.hpp"
 #include "nn/init.hpp"
 #include "nn/layers.hpp"
 #include "nn/losses.hpp"
 #include "nn/module.hpp"
+#include "nn/recurrent.hpp"
 

@@ -63,7 +63,8 @@ BatchNorm1d::BatchNorm1d(std::int64_t channels, double eps_, std::optional<doubl
     if (track_running_stats) {
         running_mean = register_buffer("running_mean", zeros({c}));
         running_var = register_buffer("running_var", ones({c}));
-        num_batches_tracked = register_buffer("num_batches_tracked", scalar(0.0));
+        // int64 in PyTorch's state_dict, and so in the .npz files save() writes
+        num_batches_tracked = register_buffer("num_batches_tracked", scalar(0.0), Dtype::int64);
     }
 }
 

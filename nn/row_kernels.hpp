@@ -1,9 +1,11 @@
 // Internal to nn/: what the normalisation kernels share - the input check that yields the row
-// layout (layer_norm, rms_norm), row sums with independent partial accumulators, streaming
-// stores for large outputs, and how the hot kernels are compiled.
+// layout (layer_norm, rms_norm), row sums with independent partial accumulators, a row's mean
+// and variance (layer_norm, group_norm), streaming stores for large outputs, and how the hot
+// kernels are compiled.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -101,6 +103,30 @@ inline double row_sum(std::size_t n, Term&& term) {
     double sum = 0.0, unused = 0.0;
     row_sums(n, sum, unused, [&term](std::size_t j, double& a, double&) { term(j, a); });
     return sum;
+}
+
+// Statistics of one row by the corrected two-pass algorithm: the second pass sums the
+// deviations d = x - m as well as d^2; sum(d) is the rounding error of the first-pass mean, so
+// mean = m + sum(d)/D is correct to the last bit on constant rows (output == beta exactly) and
+// var = (sum(d^2) - sum(d)^2/D)/D is the usual centred sum minus that error's contribution.
+/// Mean and biased variance of the n values at x (docs/derivations/layernorm.md, Numerics).
+XG_KERNEL_INLINE void row_mean_var(const double* x, std::size_t n, double& mean, double& var) {
+    const double m = row_sum(n, [x](std::size_t j, double& a) { a += x[j]; }) / static_cast<double>(n);
+    double sd = 0.0, sd2 = 0.0;
+    row_sums(n, sd, sd2, [x, m](std::size_t j, double& a, double& b) {
+        const double d = x[j] - m;
+        a += d;
+        b += d * d;
+    });
+    var = std::max(0.0, (sd2 - sd * sd / static_cast<double>(n)) / static_cast<double>(n));
+    mean = m + sd / static_cast<double>(n);
+}
+
+/// Mean and rstd = 1 / sqrt(var + eps) of the n values at x.
+XG_KERNEL_INLINE void row_stats(const double* x, std::size_t n, double eps, double& mean, double& rstd) {
+    double var = 0.0;
+    row_mean_var(x, n, mean, var);
+    rstd = 1.0 / std::sqrt(var + eps);
 }
 
 // Outputs of at least kStreamBytes are written with non-temporal (streaming) stores: an

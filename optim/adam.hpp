@@ -1,5 +1,5 @@
-// Adam (L2 weight decay added to the gradient) and AdamW (decoupled weight decay):
-// torch.optim.Adam / AdamW (1.13, amsgrad=False) exactly.
+// Adam (L2 weight decay added to the gradient) and AdamW (decoupled weight decay), with or
+// without AMSGrad: torch.optim.Adam / AdamW (1.13) exactly.
 #pragma once
 
 #include "optim/optimizer.hpp"
@@ -21,6 +21,8 @@ public:
     XG_OPTIM_ARG(AdamOptions, double, eps, 1e-8);
     /// L2 penalty added to the gradient (default 0).
     XG_OPTIM_ARG(AdamOptions, double, weight_decay, 0.0);
+    /// AMSGrad: divide by the running maximum of the second moment (default false).
+    XG_OPTIM_ARG(AdamOptions, bool, amsgrad, false);
 
 public:
     /// Sets beta1 and beta2 together, like torch's betas=(b1, b2).
@@ -42,19 +44,22 @@ public:
     XG_OPTIM_ARG(AdamWOptions, double, eps, 1e-8);
     /// Decoupled decay: w *= 1 - lr * weight_decay each step (default 1e-2).
     XG_OPTIM_ARG(AdamWOptions, double, weight_decay, 1e-2);
+    /// AMSGrad: divide by the running maximum of the second moment (default false).
+    XG_OPTIM_ARG(AdamWOptions, bool, amsgrad, false);
 
 public:
     /// Sets beta1 and beta2 together.
     AdamWOptions& betas(double b1, double b2) { return beta1(b1).beta2(b2); }
     /// The same numbers as AdamOptions (AdamW passes them to Adam's machinery).
     operator AdamOptions() const {
-        return AdamOptions(lr()).betas(beta1(), beta2()).eps(eps()).weight_decay(weight_decay());
+        return AdamOptions(lr()).betas(beta1(), beta2()).eps(eps()).weight_decay(weight_decay()).amsgrad(amsgrad());
     }
 };
 
 /// Per step t of a parameter (m, v start at 0), with g the gradient:
 ///   Adam:  g += weight_decay * w             AdamW: w *= 1 - lr * weight_decay
 ///   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+///   AMSGrad only: v_max = max(v_max, v), used below in place of v
 ///   w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 class Adam : public Optimizer {
 public:
@@ -67,7 +72,10 @@ public:
     /// The defaults given at construction.
     const AdamOptions& options() const { return options_; }
     std::string name() const override { return decoupled_ ? "AdamW" : "Adam"; }
-    std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+    std::vector<std::string> buffer_names() const override {
+        if (options_.amsgrad()) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+        return {"exp_avg", "exp_avg_sq"};
+    }
 
 protected:
     /// For AdamW: decoupled_weight_decay applies the decay to the weights instead of the gradient.

@@ -165,7 +165,9 @@ TrainingProgress Checkpoint::restore(const NamedArrays& state) {
 
 void Checkpoint::save(const std::string& path, const TrainingProgress& progress,
                       const std::function<void(const std::string& tmp_path)>& before_commit) const {
-    const std::string bytes = npz_bytes(collect(progress));
+    Int64Keys int64_keys;  // the model's int64 buffers stay int64 in the file
+    for (const std::string& key : model_.int64_keys()) int64_keys.insert("model." + key);
+    const std::string bytes = npz_bytes(collect(progress), false, int64_keys);
     write_file_atomic(
         path,
         [&](const std::string& tmp_path) {

@@ -1,7 +1,8 @@
 // Training checkpoints: model, optimizer, schedule, data order, RNG and step counter in ONE .npz
 // file, written atomically, so a resumed run continues bit for bit as if never stopped.
 //
-// Keys (all float64 arrays; numpy.load reads the file):
+// Keys (float64 arrays, except the model's int64 buffers such as num_batches_tracked; numpy.load
+// reads the file):
 //   meta.format (1), meta.step, meta.epoch   model.<state_dict key>   optim.<optimizer key>
 //   sched.<key> (if a scheduler is bound)    loader.<key> (if a loader is bound)
 //   rng.default: xg::default_generator()'s state as bytes (Dropout, init)

@@ -20,7 +20,7 @@ Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()
 // ---- TensorDataset ------------------------------------------------------------------------
 
 TensorDataset::TensorDataset(Array features, IndexArray labels)
-    : features_(std::move(features)), labels_(std::move(labels)) {
+    : features_(std::move(features)), labels_(std::move(labels)), targets_(Array::from_shape({0})) {
     if (features_.dimension() < 1) fail("TensorDataset", "features must have a leading sample axis, got a 0-D array");
     if (labels_.dimension() != 1 || labels_.size() != features_.shape()[0]) {
         fail("TensorDataset", fmt::format("features {} and labels {} disagree: labels must be (N,) with N = {}",
@@ -28,7 +28,21 @@ TensorDataset::TensorDataset(Array features, IndexArray labels)
                                           shape_str(Shape(labels_.shape().begin(), labels_.shape().end())),
                                           features_.shape()[0]));
     }
-    sample_size_ = size() == 0 ? 0 : features_.size() / size();
+    size_ = labels_.size();
+    sample_size_ = size_ == 0 ? 0 : features_.size() / size_;
+}
+
+TensorDataset::TensorDataset(Array features, Array targets)
+    : features_(std::move(features)), labels_(IndexArray::from_shape({0})), targets_(std::move(targets)),
+      has_targets_(true) {
+    if (features_.dimension() < 1 || targets_.dimension() < 1 || targets_.shape()[0] != features_.shape()[0]) {
+        fail("TensorDataset", fmt::format("features {} and float targets {} disagree: both need the same leading sample "
+                                          "axis N",
+                                          shape_str(shape_of(features_)), shape_str(shape_of(targets_))));
+    }
+    size_ = features_.shape()[0];
+    sample_size_ = size_ == 0 ? 0 : features_.size() / size_;
+    target_size_ = size_ == 0 ? 0 : targets_.size() / size_;
 }
 
 Shape TensorDataset::sample_shape() const {
@@ -44,6 +58,7 @@ TensorDataset TensorDataset::subset(std::size_t start, std::size_t count) const 
     std::vector<std::size_t> indices(count);
     for (std::size_t i = 0; i < count; ++i) indices[i] = start + i;
     Batch b = batch(indices);
+    if (has_targets_) return TensorDataset(b.x.value(), b.target.value());
     return TensorDataset(b.x.value(), std::move(b.y));
 }
 
@@ -51,16 +66,24 @@ Batch TensorDataset::batch(const std::vector<std::size_t>& indices) const {
     Shape shape = sample_shape();
     shape.insert(shape.begin(), indices.size());
     Array x = Array::from_shape(shape);
-    IndexArray y = IndexArray::from_shape({indices.size()});
+    IndexArray y = IndexArray::from_shape({has_targets_ ? 0 : indices.size()});
+    Shape target_shape = shape_of(targets_);
+    if (has_targets_) target_shape[0] = indices.size();
+    Array t = has_targets_ ? Array::from_shape(target_shape) : Array();
     for (std::size_t i = 0; i < indices.size(); ++i) {
         if (indices[i] >= size()) {
             fail("TensorDataset.batch", fmt::format("sample index {} is out of range for a dataset of {}", indices[i], size()));
         }
         std::memcpy(x.data() + i * sample_size_, features_.data() + indices[i] * sample_size_,
                     sample_size_ * sizeof(double));
-        y(i) = labels_(indices[i]);
+        if (has_targets_) {
+            std::memcpy(t.data() + i * target_size_, targets_.data() + indices[i] * target_size_,
+                        target_size_ * sizeof(double));
+        } else {
+            y(i) = labels_(indices[i]);
+        }
     }
-    return Batch{Tensor(std::move(x)), std::move(y)};
+    return Batch{Tensor(std::move(x)), std::move(y), has_targets_ ? Tensor(std::move(t)) : Tensor()};
 }
 
 // ---- DataLoader ---------------------------------------------------------------------------
@@ -80,39 +103,49 @@ std::size_t DataLoader::size() const {
     return options_.drop_last() ? n / b : (n + b - 1) / b;
 }
 
+struct DataLoader::Epoch {
+    std::vector<std::size_t> order;  // the samples of this epoch, in the order they are served
+    std::size_t position = 0;       // batches handed out so far
+};
+
 void DataLoader::start_epoch() {
     epoch_start_state_ = generator_.state();
-    order_.resize(dataset_.size());
-    for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+    auto epoch = std::make_shared<Epoch>();
+    epoch->order.resize(dataset_.size());
+    for (std::size_t i = 0; i < epoch->order.size(); ++i) epoch->order[i] = i;
     if (options_.shuffle()) {
         // Fisher-Yates with our own generator: the same order on every platform.
-        for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[generator_.randint(i)]);
+        std::vector<std::size_t>& order = epoch->order;
+        for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[generator_.randint(i)]);
     }
-    position_ = 0;
+    current_ = std::move(epoch);
     ++epoch_;
 }
 
-bool DataLoader::fetch(Batch& out) {
-    if (position_ >= size()) return false;
-    const std::size_t start = position_ * options_.batch_size();
-    const std::size_t stop = std::min(start + options_.batch_size(), order_.size());
-    out = dataset_.batch(std::vector<std::size_t>(order_.begin() + start, order_.begin() + stop));
-    ++position_;
+bool DataLoader::fetch(Batch& out, Epoch& epoch) const {
+    if (epoch.position >= size()) return false;
+    const std::size_t start = epoch.position * options_.batch_size();
+    const std::size_t stop = std::min(start + options_.batch_size(), epoch.order.size());
+    out = dataset_.batch(std::vector<std::size_t>(epoch.order.begin() + start, epoch.order.begin() + stop));
+    ++epoch.position;
     return true;
 }
 
 DataLoader::iterator DataLoader::begin() {
+    // An iterator keeps its own epoch (shared with nobody but the loader's state_dict), so a
+    // begin() inside a running loop starts a new epoch without cutting the running one short.
     if (!resume_pending_) start_epoch();
     resume_pending_ = false;
-    return iterator(this);
+    return iterator(this, current_);
 }
 
-DataLoader::iterator::iterator(DataLoader* loader) : loader_(loader) {
-    if (loader_ && !loader_->fetch(batch_)) loader_ = nullptr;
+DataLoader::iterator::iterator(const DataLoader* loader, std::shared_ptr<Epoch> epoch)
+    : loader_(loader), epoch_(std::move(epoch)) {
+    if (epoch_ && !loader_->fetch(batch_, *epoch_)) epoch_ = nullptr;
 }
 
 DataLoader::iterator& DataLoader::iterator::operator++() {
-    if (loader_ && !loader_->fetch(batch_)) loader_ = nullptr;
+    if (epoch_ && !loader_->fetch(batch_, *epoch_)) epoch_ = nullptr;
     return *this;
 }
 
@@ -147,7 +180,7 @@ NamedArrays DataLoader::state_dict() const {
     const std::string rng = epoch_ == 0 ? generator_.state() : epoch_start_state_;
     return {{"generator", bytes_to_array(rng)},
             {"epoch", scalar(static_cast<double>(epoch_))},
-            {"position", scalar(static_cast<double>(position_))}};
+            {"position", scalar(static_cast<double>(current_ ? current_->position : 0))}};
 }
 
 void DataLoader::validate_state_dict(const NamedArrays& state) const {
@@ -180,14 +213,14 @@ void DataLoader::load_state_dict(const NamedArrays& state) {
     const auto position = static_cast<std::size_t>(state[2].second.data()[0]);
     if (epoch == 0) {
         epoch_ = 0;
-        position_ = 0;
+        current_ = nullptr;
         resume_pending_ = false;
         return;
     }
     // Redraw the saved epoch's order (this also advances the generator exactly as then).
     epoch_ = epoch - 1;
     start_epoch();
-    position_ = position;
+    current_->position = position;
     // A finished epoch is not resumed: the next begin() starts a new one, as without the save.
     resume_pending_ = position < size();
 }

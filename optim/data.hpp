@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,30 +16,43 @@
 
 namespace xg::optim {
 
-/// A mini-batch: inputs (batch, ...) as a leaf tensor (no gradient) and integer labels (batch).
+/// A mini-batch: inputs (batch, ...) as a leaf tensor (no gradient), and the integer labels y of
+/// a classification dataset or the float targets of a regression one.
 struct Batch {
     /// Inputs (batch, ...), no gradient.
     Tensor x;
-    /// Labels (batch).
+    /// Labels (batch) of a dataset built with integer labels; empty for float targets.
     IndexArray y;
+    /// Float targets (batch, ...) of a dataset built with them (no gradient); undefined for labels.
+    Tensor target;
 };
 
-/// Samples held in memory: features (N, ...) and labels (N), like torch's TensorDataset.
+/// Samples held in memory, like torch's TensorDataset: features (N, ...) with either integer
+/// labels (N) for classification or float targets (N, ...) for regression.
 class TensorDataset {
 public:
     TensorDataset() = default;
-    /// features (N, ...) and labels (N); throws xg::Error naming both shapes when they disagree or
-    /// features is 0-D.
+    /// features (N, ...) and class labels (N); throws xg::Error naming both shapes when they
+    /// disagree or features is 0-D. Labels held as doubles go through xg::to_indices first,
+    /// which rejects a value that is not a whole number.
     TensorDataset(Array features, IndexArray labels);
+    /// features (N, ...) and float targets (N, ...) (e.g. regression; batches carry them in
+    /// Batch::target, and Batch::y stays empty): values are kept exactly, never rounded to labels.
+    /// Throws xg::Error naming both shapes when the leading extents differ or either is 0-D.
+    TensorDataset(Array features, Array targets);
 
     /// Number of samples N.
-    std::size_t size() const { return labels_.size(); }
+    std::size_t size() const { return size_; }
     /// Shape of one sample (features' shape without the leading N).
     Shape sample_shape() const;
     /// All features (N, ...).
     const Array& features() const { return features_; }
-    /// All labels (N).
+    /// All labels (N); empty for a dataset of float targets.
     const IndexArray& labels() const { return labels_; }
+    /// True for a dataset of float targets (built from an Array), false for integer labels.
+    bool has_float_targets() const { return has_targets_; }
+    /// All float targets (N, ...); empty for a dataset of labels.
+    const Array& targets() const { return targets_; }
     /// Samples [start, start + count) as a new dataset (e.g. a quick run on the first 10000).
     TensorDataset subset(std::size_t start, std::size_t count) const;
     /// The samples at `indices`, in that order, as one batch.
@@ -47,7 +61,11 @@ public:
 private:
     Array features_;
     IndexArray labels_;
+    Array targets_;
+    bool has_targets_ = false;
+    std::size_t size_ = 0;
     std::size_t sample_size_ = 0;  // elements per sample
+    std::size_t target_size_ = 0;  // elements per float target
 };
 
 /// Options of DataLoader, e.g. `DataLoaderOptions(128).shuffle(true).seed(42)`.
@@ -70,6 +88,8 @@ public:
 /// `seed`), so runs are reproducible and independent of xg::default_generator(). The last
 /// batch is smaller unless drop_last. The loader refers to the dataset, which must outlive it.
 class DataLoader {
+    struct Epoch;  // one epoch's order and progress, owned by the iterators that walk it
+
 public:
     /// Throws xg::Error for batch_size 0 or an empty dataset.
     DataLoader(const TensorDataset& dataset, const DataLoaderOptions& options);
@@ -109,24 +129,28 @@ public:
         const Batch* operator->() const { return &batch_; }
         /// Fetches the next batch (becomes end() after the last).
         iterator& operator++();
-        /// True when both are end() or both iterate the same loader.
-        bool operator==(const iterator& other) const { return loader_ == other.loader_; }
+        /// True when both are end() or both walk the same epoch.
+        bool operator==(const iterator& other) const { return epoch_ == other.epoch_; }
         /// Negation of ==.
         bool operator!=(const iterator& other) const { return !(*this == other); }
 
     private:
         friend class DataLoader;
-        explicit iterator(DataLoader* loader);  // nullptr is the end
-        DataLoader* loader_ = nullptr;
+        iterator(const DataLoader* loader, std::shared_ptr<Epoch> epoch);  // a null epoch is the end
+        const DataLoader* loader_ = nullptr;
+        std::shared_ptr<Epoch> epoch_;
         Batch batch_;
     };
 
-    /// Starts the next epoch (or continues the epoch a load_state_dict left unfinished).
+    /// Starts the next epoch (or continues the epoch a load_state_dict left unfinished). Each
+    /// begin() gets its own order and position, so loops over the same loader may nest: an
+    /// inner loop runs whole epochs of its own and the outer one still sees all its batches.
+    /// state_dict() describes the epoch begun last.
     iterator begin();
     /// The end of the epoch.
-    iterator end() { return iterator(nullptr); }
+    iterator end() { return iterator(this, nullptr); }
 
-    /// {"generator": the generator state before this epoch's shuffle (bytes as doubles),
+    /// {"generator": the generator state before the last begun epoch's shuffle (bytes as doubles),
     ///  "epoch", "position": batches handed out in this epoch}. Saved inside an epoch, the
     /// restored loader continues with the next batch of that same order.
     NamedArrays state_dict() const;
@@ -138,14 +162,13 @@ public:
 
 private:
     void start_epoch();
-    bool fetch(Batch& out);  // the next batch of this epoch, false when it is over
+    bool fetch(Batch& out, Epoch& epoch) const;  // the epoch's next batch, false when it is over
 
     const TensorDataset& dataset_;
     DataLoaderOptions options_;
     Generator generator_;
-    std::string epoch_start_state_;  // generator state before the current epoch's shuffle
-    std::vector<std::size_t> order_;
-    std::size_t position_ = 0;  // batches handed out in the current epoch
+    std::string epoch_start_state_;  // generator state before the last begun epoch's shuffle
+    std::shared_ptr<Epoch> current_;  // the epoch begun last (shared with its iterators)
     std::int64_t epoch_ = 0;
     bool resume_pending_ = false;
 };

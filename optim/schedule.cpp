@@ -12,8 +12,7 @@ LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
 }
 
 void LRScheduler::apply() {
-    const double f = factor(last_step_);
-    for (ParamGroup& group : optimizer_.param_groups()) group.lr = group.initial_lr * f;
+    for (ParamGroup& group : optimizer_.param_groups()) group.lr = lr_at(last_step_, group.initial_lr);
 }
 
 void LRScheduler::step() {
@@ -104,6 +103,76 @@ double InverseSqrtWarmup::factor(std::int64_t step) const {
     const double n = static_cast<double>(step + 1);
     return std::pow(static_cast<double>(d_model_), -0.5) *
            std::min(std::pow(n, -0.5), n * std::pow(static_cast<double>(warmup_), -1.5));
+}
+
+LambdaLR::LambdaLR(Optimizer& optimizer, std::function<double(std::int64_t)> lr_lambda)
+    : LRScheduler(optimizer), lambda_(std::move(lr_lambda)) {
+    if (!lambda_) fail("LambdaLR", "lr_lambda is empty");
+    apply();
+}
+
+double LambdaLR::factor(std::int64_t step) const {
+    const double f = lambda_(step);
+    if (!(f >= 0.0) || !std::isfinite(f)) fail("LambdaLR", fmt::format("lr_lambda({}) returned {}, not a finite factor >= 0", step, f));
+    return f;
+}
+
+LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, std::int64_t total_iters)
+    : LRScheduler(optimizer), start_(start_factor), end_(end_factor), total_(total_iters) {
+    if (!(start_factor > 0.0 && start_factor <= 1.0)) {
+        fail("LinearLR", fmt::format("start_factor must be in (0, 1], got {}", start_factor));
+    }
+    if (!(end_factor >= 0.0 && end_factor <= 1.0)) fail("LinearLR", fmt::format("end_factor must be in [0, 1], got {}", end_factor));
+    if (total_iters <= 0) fail("LinearLR", fmt::format("total_iters must be positive, got {}", total_iters));
+    apply();
+}
+
+double LinearLR::factor(std::int64_t step) const {
+    const double done = static_cast<double>(std::min(step, total_)) / static_cast<double>(total_);
+    return start_ + (end_ - start_) * done;
+}
+
+StepLR::StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma)
+    : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
+    if (step_size <= 0) fail("StepLR", fmt::format("step_size must be positive, got {}", step_size));
+    if (!(gamma >= 0.0) || !std::isfinite(gamma)) fail("StepLR", fmt::format("gamma must be finite and >= 0, got {}", gamma));
+    apply();
+}
+
+double StepLR::factor(std::int64_t step) const { return std::pow(gamma_, static_cast<double>(step / step_size_)); }
+
+MultiStepLR::MultiStepLR(Optimizer& optimizer, std::vector<std::int64_t> milestones, double gamma)
+    : LRScheduler(optimizer), milestones_(std::move(milestones)), gamma_(gamma) {
+    for (std::int64_t m : milestones_) {
+        if (m < 0) fail("MultiStepLR", fmt::format("milestones must be >= 0, got {}", m));
+    }
+    if (!(gamma >= 0.0) || !std::isfinite(gamma)) {
+        fail("MultiStepLR", fmt::format("gamma must be finite and >= 0, got {}", gamma));
+    }
+    std::sort(milestones_.begin(), milestones_.end());
+    apply();
+}
+
+double MultiStepLR::factor(std::int64_t step) const {
+    const auto passed = std::upper_bound(milestones_.begin(), milestones_.end(), step) - milestones_.begin();
+    return std::pow(gamma_, static_cast<double>(passed));
+}
+
+CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, std::int64_t T_max, double eta_min)
+    : LRScheduler(optimizer), t_max_(T_max), eta_min_(eta_min) {
+    if (T_max <= 0) fail("CosineAnnealingLR", fmt::format("T_max must be positive, got {}", T_max));
+    if (!(eta_min >= 0.0) || !std::isfinite(eta_min)) {
+        fail("CosineAnnealingLR", fmt::format("eta_min must be finite and >= 0, got {}", eta_min));
+    }
+    apply();
+}
+
+double CosineAnnealingLR::factor(std::int64_t step) const {
+    return 0.5 * (1.0 + std::cos(M_PI * static_cast<double>(step) / static_cast<double>(t_max_)));
+}
+
+double CosineAnnealingLR::lr_at(std::int64_t step, double initial_lr) const {
+    return eta_min_ + (initial_lr - eta_min_) * factor(step);
 }
 
 }  // namespace xg::optim

@@ -1,9 +1,14 @@
 // Learning-rate schedules: each sets every group's lr = initial_lr * factor(step), like
-// torch.optim.lr_scheduler.LambdaLR. Construction applies factor(0); call step() once per
-// iteration after optimizer.step(). The exact formulas are in tests/fixtures/README.md (sched_*).
+// torch.optim.lr_scheduler.LambdaLR (CosineAnnealingLR adds its eta_min floor). Construction
+// applies factor(0); call step() once per iteration (or epoch) after optimizer.step(). The exact
+// formulas are in tests/fixtures/README.md (sched_*). PyTorch's own LinearLR, StepLR,
+// MultiStepLR and CosineAnnealingLR update lr recursively; the closed forms here give the same
+// values up to rounding, and test_schedule.cpp checks them against PyTorch.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "optim/optimizer.hpp"
 
@@ -35,6 +40,8 @@ protected:
     explicit LRScheduler(Optimizer& optimizer);
     /// Subclasses call this at the end of their constructor (factor() is virtual).
     void apply();
+    /// A group's lr at `step` from its initial lr: initial_lr * factor(step) unless overridden.
+    virtual double lr_at(std::int64_t step, double initial_lr) const { return initial_lr * factor(step); }
 
 private:
     Optimizer& optimizer_;
@@ -91,6 +98,77 @@ public:
 
 private:
     std::int64_t d_model_, warmup_;
+};
+
+/// factor = lr_lambda(step) for any callable (torch's LambdaLR), e.g.
+/// `LambdaLR(opt, [](std::int64_t s) { return std::pow(0.95, s); })`.
+class LambdaLR : public LRScheduler {
+public:
+    /// Throws xg::Error if lr_lambda is empty; factor() throws if it returns a negative or
+    /// non-finite value.
+    LambdaLR(Optimizer& optimizer, std::function<double(std::int64_t)> lr_lambda);
+    double factor(std::int64_t step) const override;
+
+private:
+    std::function<double(std::int64_t)> lambda_;
+};
+
+/// factor = start + (end - start) * min(step, total_iters) / total_iters (torch's LinearLR):
+/// a linear ramp from start_factor to end_factor over total_iters steps, then constant.
+class LinearLR : public LRScheduler {
+public:
+    /// PyTorch's defaults and checks: 0 < start_factor <= 1, 0 <= end_factor <= 1; total_iters
+    /// must be positive. Otherwise xg::Error.
+    explicit LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3.0, double end_factor = 1.0,
+                      std::int64_t total_iters = 5);
+    double factor(std::int64_t step) const override;
+
+private:
+    double start_, end_;
+    std::int64_t total_;
+};
+
+/// factor = gamma^floor(step / step_size) (torch's StepLR).
+class StepLR : public LRScheduler {
+public:
+    /// Throws xg::Error unless step_size > 0 and gamma is finite and >= 0.
+    StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma = 0.1);
+    double factor(std::int64_t step) const override;
+
+private:
+    std::int64_t step_size_;
+    double gamma_;
+};
+
+/// factor = gamma^(number of milestones <= step), a milestone listed twice counting twice
+/// (torch's MultiStepLR).
+class MultiStepLR : public LRScheduler {
+public:
+    /// Milestones in any order (non-negative); throws xg::Error for a negative milestone or a
+    /// gamma that is negative or not finite.
+    MultiStepLR(Optimizer& optimizer, std::vector<std::int64_t> milestones, double gamma = 0.1);
+    double factor(std::int64_t step) const override;
+
+private:
+    std::vector<std::int64_t> milestones_;  // sorted
+    double gamma_;
+};
+
+/// Half a cosine from each group's initial lr down to eta_min over T_max steps (torch's
+/// CosineAnnealingLR, which keeps following the cosine past T_max):
+///   lr = eta_min + (initial_lr - eta_min) * factor(step),  factor = (1 + cos(pi * step / T_max)) / 2.
+class CosineAnnealingLR : public LRScheduler {
+public:
+    /// Throws xg::Error unless T_max > 0 and eta_min is finite and >= 0.
+    CosineAnnealingLR(Optimizer& optimizer, std::int64_t T_max, double eta_min = 0.0);
+    double factor(std::int64_t step) const override;
+
+protected:
+    double lr_at(std::int64_t step, double initial_lr) const override;
+
+private:
+    std::int64_t t_max_;
+    double eta_min_;
 };
 
 }  // namespace xg::optim

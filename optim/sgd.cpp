@@ -34,13 +34,13 @@ std::vector<std::string> SGD::buffer_names() const {
 void SGD::update(const ParamGroup& group, Tensor& param, const Array& grad, ParamState& state) {
     const double lr = group.lr, wd = group.weight_decay;
     const double momentum = options_.momentum(), dampening = options_.dampening();
-    const bool nesterov = options_.nesterov(), first_step = state.step == 1;
+    const bool nesterov = options_.nesterov(), first_step = state.step == 1, maximize = options_.maximize();
     double* w = param.data();
     const double* g = grad.data();
     double* buf = momentum != 0.0 ? state.buffers[0].data() : nullptr;
     // Each line mirrors one PyTorch tensor op, in the same order, so results agree to the last bit.
     for (std::size_t i = 0, n = param.numel(); i < n; ++i) {
-        double d = g[i];
+        double d = maximize ? -g[i] : g[i];                       // d_p if not maximize else -d_p
         if (wd != 0.0) d = d + wd * w[i];                          // d_p.add(param, alpha=wd)
         if (buf) {
             buf[i] = first_step ? d : buf[i] * momentum + (1.0 - dampening) * d;  // buf.mul_(m).add_(d_p, alpha=1-damp)

@@ -21,9 +21,12 @@ public:
     XG_OPTIM_ARG(SGDOptions, double, weight_decay, 0.0);
     /// Nesterov momentum; needs momentum > 0 and dampening 0 (default false).
     XG_OPTIM_ARG(SGDOptions, bool, nesterov, false);
+    /// Ascend instead of descend: the update uses -gradient (default false).
+    XG_OPTIM_ARG(SGDOptions, bool, maximize, false);
 };
 
 /// Per step, with g the gradient:
+///   if maximize: g = -g;
 ///   g += weight_decay * w;
 ///   if momentum: buf = g on a parameter's first step, else buf = momentum * buf + (1 - dampening) * g;
 ///                g = nesterov ? g + momentum * buf : buf;

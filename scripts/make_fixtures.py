@@ -62,9 +62,11 @@ class Case:
         torch.manual_seed(seed)
         CASES.append(self)
 
-    def save(self, fname, arr, meaning):
+    def save(self, fname, arr, meaning, allow_inf=False):
         a = to_np(arr)
-        assert np.all(np.isfinite(a)) or a.dtype == np.int64, (self.name, fname)
+        # allow_inf: an input that holds -inf/inf on purpose (masked logits); never NaN
+        assert (np.all(np.isfinite(a)) or a.dtype == np.int64
+                or (allow_inf and not np.any(np.isnan(a)))), (self.name, fname)
         np.save(os.path.join(self.dir, fname + ".npy"), a, allow_pickle=False)
         self.files.append((fname + ".npy", a.shape, str(a.dtype), meaning))
 
@@ -298,21 +300,24 @@ tanh=`torch.tanh`, erf=`torch.erf`, sigmoid=`torch.sigmoid`, relu=`torch.relu`, 
 # modules
 # --------------------------------------------------------------------------
 
-def _module_case(c, mod, x, extra_params=()):
-    """Run mod(x), backward of sum(out*grad_out); save x, params, out, grads."""
+def _module_case(c, mod, x, extra_params=(), tag=""):
+    """Run mod(x), backward of sum(out*grad_out); save x, params, out, grads.
+    A non-empty tag suffixes every file name with `_<tag>` (several variants in one case)."""
+    t = "_" + tag if tag else ""
     x = leaf(x)
     out = mod(x)
     g = torch.randn(out.shape)
     (out * g).sum().backward()
-    c.save("x", x, "input")
+    c.save("x" + t, x, "input")
     params = list(mod.named_parameters())
     for n, p in params:
-        c.save(n, p, "parameter `%s`" % n)
-    c.save("out", out, "output")
-    c.save("grad_out", g, "upstream gradient")
-    c.save("grad_x", x.grad, "d/dx")
+        c.save(n + t, p, "parameter `%s`" % n)
+    c.save("out" + t, out, "output")
+    c.save("grad_out" + t, g, "upstream gradient")
+    c.save("grad_x" + t, x.grad, "d/dx")
     for n, p in params:
-        c.save("grad_" + n, p.grad, "d/d%s" % n)
+        c.save("grad_" + n + t, p.grad, "d/d%s" % n)
+    return out
 
 
 def linear():
@@ -606,6 +611,287 @@ def mse_loss():
 
 
 # --------------------------------------------------------------------------
+# convolution, pooling and image normalisations (issue 16)
+# --------------------------------------------------------------------------
+
+def _perturb_affine(m):
+    """weight = 1 + 0.5*randn, bias = 0.5*randn (so every term of the backward matters)."""
+    with torch.no_grad():
+        m.weight.copy_(1 + 0.5 * torch.randn(m.weight.shape))
+        m.bias.copy_(0.5 * torch.randn(m.bias.shape))
+
+
+def conv2d():
+    c = Case("conv2d", 601, """
+Two `nn.Conv2d` layers (default init, seeded), each run on its own input; backward of
+`sum(out * grad_out)`. Files of variant V end in `_V`:
+* `grouped`: `nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2)`,
+  `x = randn(2,4,7,6)`, out (2,6,4,7); weight (6,2,3,2).
+* `plain`: `nn.Conv2d(3, 5, 3, padding=1, bias=False)`, `x = randn(2,3,6,5)`, out (2,5,6,5).""")
+    _module_case(c, nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2),
+                 torch.randn(2, 4, 7, 6), tag="grouped")
+    _module_case(c, nn.Conv2d(3, 5, 3, padding=1, bias=False), torch.randn(2, 3, 6, 5), tag="plain")
+
+
+def conv1d():
+    c = Case("conv1d", 602, """
+`m = nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2)` (default init, seeded),
+`x = randn(2,4,11)`, out (2,6,5); weight (6,2,3). Backward of `sum(out * grad_out)`.""")
+    _module_case(c, nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2), torch.randn(2, 4, 11))
+
+
+POOL_INPUT = """`x` (2,3,7,6) holds small whole numbers (`randint(-3, 4)`), so windows have tied maxima."""
+
+
+def max_pool2d():
+    c = Case("max_pool2d", 603, POOL_INPUT + """
+Variants (files end in `_V`), each `out, indices = F.max_pool2d(x, ..., return_indices=True)`,
+backward of `sum(out * grad_out)`: the gradient goes to the element `indices` names (flat h*W + w
+in its plane); ties go to the first maximum in row-major window order.
+* `ceil`: kernel 3, stride 2, padding 1, ceil_mode=True, out (2,3,4,3).
+* `dilated`: kernel (2,3), stride (1,2), padding (1,1), dilation (2,1), out (2,3,6,3).""")
+    x = torch.randint(-3, 4, (2, 3, 7, 6)).double()
+    c.save("x", x, "input with ties")
+    for tag, kw in (("ceil", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+                    ("dilated", dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), dilation=(2, 1)))):
+        xx = leaf(x)
+        out, ind = F.max_pool2d(xx, return_indices=True, **kw)
+        g = torch.randn(out.shape)
+        (out * g).sum().backward()
+        c.save("out_" + tag, out, "max over each window")
+        c.save("indices_" + tag, ind, "int64 flat position of each maximum in its (H, W) plane")
+        c.save("grad_out_" + tag, g, "upstream gradient")
+        c.save("grad_x_" + tag, xx.grad, "d/dx")
+
+
+def avg_pool2d():
+    c = Case("avg_pool2d", 604, """`x = randn(2,3,7,6)`. Variants (files end in `_V`), each
+`out = F.avg_pool2d(x, ...)`, backward of `sum(out * grad_out)`:
+* `ceil_pad`: kernel 3, stride 2, padding 1, ceil_mode=True, count_include_pad=True, out (2,3,4,3);
+* `ceil_nopad`: the same with count_include_pad=False;
+* `rect`: kernel (2,3), stride (1,2), padding (1,1), count_include_pad=True, out (2,3,8,3);
+* `rect_nopad`: the same with count_include_pad=False.""")
+    x = torch.randn(2, 3, 7, 6)
+    c.save("x", x, "input")
+    for tag, kw in (("ceil_pad", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=True)),
+                    ("ceil_nopad", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)),
+                    ("rect", dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), count_include_pad=True)),
+                    ("rect_nopad", dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), count_include_pad=False))):
+        xx = leaf(x)
+        out = F.avg_pool2d(xx, **kw)
+        g = torch.randn(out.shape)
+        (out * g).sum().backward()
+        c.save("out_" + tag, out, "mean over each window")
+        c.save("grad_out_" + tag, g, "upstream gradient")
+        c.save("grad_x_" + tag, xx.grad, "d/dx")
+
+
+def adaptive_avg_pool2d():
+    c = Case("adaptive_avg_pool2d", 605, """`x = randn(2,3,7,5)`; `out_V = F.adaptive_avg_pool2d(x, S)` for
+V = `global` (S = (1,1)) and V = `3x2` (S = (3,2): windows of rows [0,3),[2,5),[4,7) and columns
+[0,3),[2,5)); backward of `sum(out_V * grad_out_V)`.""")
+    x = torch.randn(2, 3, 7, 5)
+    c.save("x", x, "input")
+    for tag, size in (("global", (1, 1)), ("3x2", (3, 2))):
+        xx = leaf(x)
+        out = F.adaptive_avg_pool2d(xx, size)
+        g = torch.randn(out.shape)
+        (out * g).sum().backward()
+        c.save("out_" + tag, out, "adaptive average to %s" % (size,))
+        c.save("grad_out_" + tag, g, "upstream gradient")
+        c.save("grad_x_" + tag, xx.grad, "d/dx")
+
+
+def batchnorm_4d():
+    c = Case("batchnorm_4d", 606, """
+`m = nn.BatchNorm2d(3, eps=1e-5, momentum=0.1)`, inputs of shape (N,C,H,W) = (4,3,5,4):
+statistics per channel over (N, H, W) (n = 80).
+""" + BN_DOC)
+    _batchnorm_case(c, nn.BatchNorm2d(3, eps=1e-5, momentum=0.1), (4, 3, 5, 4))
+
+
+def group_norm():
+    c = Case("group_norm", 607, """
+`nn.GroupNorm(G, C)` (eps = 1e-5) with `weight = 1 + 0.5*randn(C)`, `bias = 0.5*randn(C)`;
+backward of `sum(out * grad_out)`. Variants (files end in `_V`):
+* `g2`: G = 2, C = 6, `x = randn(3,6,4,5) * 2 + 1`;
+* `g3_1d`: G = 3, C = 6, `x = randn(2,6,7)` (an (N, C, L) input).""")
+    for tag, (groups, shape) in (("g2", (2, (3, 6, 4, 5))), ("g3_1d", (3, (2, 6, 7)))):
+        m = nn.GroupNorm(groups, 6)
+        _perturb_affine(m)
+        x = torch.randn(shape) * 2 + 1 if tag == "g2" else torch.randn(shape)
+        _module_case(c, m, x, tag=tag)
+
+
+def instance_norm():
+    c = Case("instance_norm", 608, """
+* `affine`: `m = nn.InstanceNorm2d(3, affine=True, track_running_stats=True)`, `weight = 1 + 0.5*randn(3)`,
+  `bias = 0.5*randn(3)`. Training: `out = m(x0)` with backward of `sum(out * grad_out)`, then `m(x1)`,
+  `m(x2)` (no grad); rows k of `running_mean`/`running_var` (3,3) are the buffers after step k
+  (update with the batch average of the instances' mean and unbiased variance, momentum 0.1).
+  Then `m.eval()`: `out_eval = m(x_eval)` uses the running statistics; `grad_x_eval` of
+  `sum(out_eval * grad_out_eval)`. `x_k = randn(2,3,4,5) * 1.5 + 0.7*k`, `x_eval` likewise + 0.5.
+* `plain`: `nn.InstanceNorm2d(3)` (PyTorch's defaults: no affine, no running statistics), in eval
+  mode (it still normalises with each instance's own statistics): files `x_plain`, `out_plain`,
+  `grad_out_plain`, `grad_x_plain`.""")
+    m = nn.InstanceNorm2d(3, affine=True, track_running_stats=True)
+    _perturb_affine(m)
+    shape = (2, 3, 4, 5)
+    xs = [torch.randn(shape) * 1.5 + 0.7 * k for k in range(3)]
+    x_eval = torch.randn(shape) * 1.5 + 0.5
+    c.save("weight", m.weight, "gamma (C,)")
+    c.save("bias", m.bias, "beta (C,)")
+    for k in range(3):
+        c.save("x%d" % k, xs[k], "training input for step %d" % k)
+    x0 = leaf(xs[0])
+    out = m(x0)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("out", out, "training-mode output for x0")
+    c.save("grad_out", g, "upstream gradient for out")
+    c.save("grad_x", x0.grad, "d/dx0")
+    c.save("grad_weight", m.weight.grad, "d/dweight")
+    c.save("grad_bias", m.bias.grad, "d/dbias")
+    rm, rv = [m.running_mean.clone()], [m.running_var.clone()]
+    with torch.no_grad():
+        for k in (1, 2):
+            m(xs[k])
+            rm.append(m.running_mean.clone())
+            rv.append(m.running_var.clone())
+    c.save("running_mean", torch.stack(rm), "row k = running_mean after step k (k=0,1,2)")
+    c.save("running_var", torch.stack(rv), "row k = running_var after step k (k=0,1,2)")
+    m.eval()
+    xe = leaf(x_eval)
+    oe = m(xe)
+    ge = torch.randn(oe.shape)
+    (oe * ge).sum().backward()
+    c.save("x_eval", x_eval, "eval-mode input")
+    c.save("out_eval", oe, "eval-mode output (running statistics after 3 steps)")
+    c.save("grad_out_eval", ge, "upstream gradient for out_eval")
+    c.save("grad_x_eval", xe.grad, "d/dx_eval in eval mode")
+    plain = nn.InstanceNorm2d(3)
+    plain.eval()
+    _module_case(c, plain, torch.randn(shape) * 2 - 1, tag="plain")
+
+
+def layernorm_chw():
+    c = Case("layernorm_chw", 609, """
+`m = nn.LayerNorm((3, 4, 5))` over an image's (C, H, W), with `weight = 1 + 0.5*randn(3,4,5)`,
+`bias = 0.5*randn(3,4,5)`; `x = randn(2,3,4,5)`. Backward of `sum(out * grad_out)`.""")
+    m = nn.LayerNorm((3, 4, 5))
+    _perturb_affine(m)
+    _module_case(c, m, torch.randn(2, 3, 4, 5))
+
+
+# --------------------------------------------------------------------------
+# recurrent layers (issue 16)
+# --------------------------------------------------------------------------
+
+def _outputs_backward(c, outs, inputs, mod=None, tag=""):
+    """Saves every output in `outs` (name -> tensor) with a random upstream gradient
+    grad_<name>_out, backpropagates sum over outputs of sum(out * grad), then saves the inputs
+    (name -> leaf), their gradients grad_<name>, and the module's parameters and gradients."""
+    t = "_" + tag if tag else ""
+    total = 0
+    for name, out in outs.items():
+        g = torch.randn(out.shape)
+        c.save(name + t, out, "output `%s`" % name)
+        c.save("grad_" + name + "_out" + t, g, "upstream gradient for `%s`" % name)
+        total = total + (out * g).sum()
+    total.backward()
+    for name, x in inputs.items():
+        c.save(name + t, x, "input `%s`" % name)
+        c.save("grad_" + name + t, x.grad, "d/d%s" % name)
+    for n, p in (mod.named_parameters() if mod is not None else ()):
+        c.save(n + t, p, "parameter `%s`" % n)
+        c.save("grad_" + n + t, p.grad, "d/d%s" % n)
+
+
+RNN_DOC = """
+Files `<name>.npy` for inputs and outputs, parameters under PyTorch's names, and for each output
+`<o>` an upstream gradient `grad_<o>_out`; the saved gradients `grad_<name>` are those of the sum
+over outputs of `sum(<o> * grad_<o>_out)`. Default PyTorch initialisation under the case's seed."""
+
+
+def lstm_cell():
+    c = Case("lstm_cell", 610, """
+`m = nn.LSTMCell(5, 4)` (gates i, f, g, o); `x = randn(3,5)`, `h0 = randn(3,4)`, `c0 = randn(3,4)`;
+`h1, c1 = m(x, (h0, c0))`.""" + RNN_DOC)
+    m = nn.LSTMCell(5, 4)
+    x, h0, c0 = leaf(torch.randn(3, 5)), leaf(torch.randn(3, 4)), leaf(torch.randn(3, 4))
+    h1, c1 = m(x, (h0, c0))
+    _outputs_backward(c, {"h1": h1, "c1": c1}, {"x": x, "h0": h0, "c0": c0}, m)
+
+
+def gru_cell():
+    c = Case("gru_cell", 611, """
+`m = nn.GRUCell(5, 4)` (gates r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn)));
+`x = randn(3,5)`, `h0 = randn(3,4)`; `h1 = m(x, h0)`.""" + RNN_DOC)
+    m = nn.GRUCell(5, 4)
+    x, h0 = leaf(torch.randn(3, 5)), leaf(torch.randn(3, 4))
+    _outputs_backward(c, {"h1": m(x, h0)}, {"x": x, "h0": h0}, m)
+
+
+def lstm():
+    c = Case("lstm", 612, """
+Two variants (files end in `_V`):
+* `deep`: `m = nn.LSTM(5, 4, num_layers=2, batch_first=True)`, `x = randn(3,6,5)` (B = 3, T = 6),
+  `h0 = randn(2,3,4)`, `c0 = randn(2,3,4)`; `output, (h_n, c_n) = m(x, (h0, c0))`.
+* `plain`: `m = nn.LSTM(5, 4, bias=False)` (sequence first), `x = randn(6,3,5)`, no initial state
+  (zeros); `output, (h_n, c_n) = m(x)`.""" + RNN_DOC)
+    m = nn.LSTM(5, 4, num_layers=2, batch_first=True)
+    x, h0, c0 = leaf(torch.randn(3, 6, 5)), leaf(torch.randn(2, 3, 4)), leaf(torch.randn(2, 3, 4))
+    out, (hn, cn) = m(x, (h0, c0))
+    _outputs_backward(c, {"output": out, "h_n": hn, "c_n": cn}, {"x": x, "h0": h0, "c0": c0}, m, tag="deep")
+    m = nn.LSTM(5, 4, bias=False)
+    x = leaf(torch.randn(6, 3, 5))
+    out, (hn, cn) = m(x)
+    _outputs_backward(c, {"output": out, "h_n": hn, "c_n": cn}, {"x": x}, m, tag="plain")
+
+
+def gru():
+    c = Case("gru", 613, """
+`m = nn.GRU(5, 4, num_layers=2)` (sequence first), `x = randn(6,3,5)`, `h0 = randn(2,3,4)`;
+`output, h_n = m(x, h0)`.""" + RNN_DOC)
+    m = nn.GRU(5, 4, num_layers=2)
+    x, h0 = leaf(torch.randn(6, 3, 5)), leaf(torch.randn(2, 3, 4))
+    out, hn = m(x, h0)
+    _outputs_backward(c, {"output": out, "h_n": hn}, {"x": x, "h0": h0}, m)
+
+
+def layer_norm_lstm_cell():
+    c = Case("layer_norm_lstm_cell", 614, """
+PyTorch has no layer-normalised LSTM; the cell of Ba, Kiros & Hinton (2016) written out with
+`F.layer_norm` (eps = 1e-5), gates in PyTorch's order i, f, g, o, H = 4, input 5:
+```python
+gates = F.layer_norm(h @ weight_hh.T, (16,), layernorm_hh.weight, layernorm_hh.bias) \
+      + F.layer_norm(x @ weight_ih.T, (16,), layernorm_ih.weight, layernorm_ih.bias)
+i, f, g, o = gates.chunk(4, 1)
+c = sigmoid(f) * c + sigmoid(i) * tanh(g)
+h = sigmoid(o) * tanh(F.layer_norm(c, (4,), layernorm_c.weight, layernorm_c.bias))
+```
+`weight_ih = U(-0.5, 0.5)` (16,5), `weight_hh` (16,4) likewise; every LayerNorm weight
+`1 + 0.5*randn`, bias `0.5*randn`. Unrolled over `x = randn(3,2,5)` (T = 3, B = 2) from
+`h0 = randn(2,4)`, `c0 = randn(2,4)`: outputs `h` (3,2,4) (every step's h) and `c_n` (2,4),
+so the gradients run back through time.""" + RNN_DOC)
+    H, I = 4, 5
+    p = {"weight_ih": leaf(torch.rand(4 * H, I) - 0.5), "weight_hh": leaf(torch.rand(4 * H, H) - 0.5)}
+    for name, n in (("layernorm_ih", 4 * H), ("layernorm_hh", 4 * H), ("layernorm_c", H)):
+        p[name + ".weight"] = leaf(1 + 0.5 * torch.randn(n))
+        p[name + ".bias"] = leaf(0.5 * torch.randn(n))
+    x, h0, c0 = leaf(torch.randn(3, 2, I)), leaf(torch.randn(2, H)), leaf(torch.randn(2, H))
+    h, cc, hs = h0, c0, []
+    for t in range(3):
+        gates = (F.layer_norm(h @ p["weight_hh"].T, (4 * H,), p["layernorm_hh.weight"], p["layernorm_hh.bias"])
+                 + F.layer_norm(x[t] @ p["weight_ih"].T, (4 * H,), p["layernorm_ih.weight"], p["layernorm_ih.bias"]))
+        i, f, g, o = gates.chunk(4, 1)
+        cc = torch.sigmoid(f) * cc + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(F.layer_norm(cc, (H,), p["layernorm_c.weight"], p["layernorm_c.bias"]))
+        hs.append(h)
+    _outputs_backward(c, {"h": torch.stack(hs), "c_n": cc}, dict(x=x, h0=h0, c0=c0, **p))
+
+
+# --------------------------------------------------------------------------
 # mini model (article 002, example A2.6)
 # --------------------------------------------------------------------------
 
@@ -839,6 +1125,354 @@ lr_lambda = lambda step: d_model ** -0.5 * min((step + 1) ** -0.5, (step + 1) * 
 
 
 # --------------------------------------------------------------------------
+# issue 13: the PyTorch parity users reached for, and its bug regressions
+# --------------------------------------------------------------------------
+
+def cross_entropy_masked():
+    c = Case("cross_entropy_masked", 601, """
+Masked logits (-inf), no label smoothing. `x1 = [[-inf, 0, 1]]`, `target1 = [1]`:
+`out1 = F.cross_entropy(x1, target1)` = log(1 + e) = 1.3132617 (the masked logit adds nothing),
+`grad_x1` = d out1 / d x1 (0 at the masked logit).
+`x = randn(4,5) * 2` with -inf at (0,3), (1,0), (1,4), (3,2) (never a target), `target = [1,2,0,4]`;
+`out_mean`, `out_none` (with `grad_out_none`) and their `grad_x_*`.""")
+    x1 = torch.tensor([[-math.inf, 0.0, 1.0]])
+    t1 = torch.tensor([1])
+    xx = leaf(x1)
+    out1 = F.cross_entropy(xx, t1)
+    out1.backward()
+    c.save("x1", x1, "logits (1,3) with -inf", allow_inf=True)
+    c.save("target1", t1, "int64 target (1,)")
+    c.save("out1", out1, "loss (scalar)")
+    c.save("grad_x1", xx.grad, "d/dx1")
+    x = torch.randn(4, 5) * 2
+    for r, col in ((0, 3), (1, 0), (1, 4), (3, 2)):
+        x[r, col] = -math.inf
+    t = torch.tensor([1, 2, 0, 4])
+    c.save("x", x, "logits (4,5) with four -inf entries", allow_inf=True)
+    c.save("target", t, "int64 targets (4,)")
+    for red in ("mean", "none"):
+        xx = leaf(x)
+        out = F.cross_entropy(xx, t, reduction=red)
+        _loss_backward(c, out, red)
+        c.save("out_" + red, out, "loss, reduction=" + red)
+        c.save("grad_x_" + red, xx.grad, "d/dx")
+
+
+def cross_entropy_nd():
+    c = Case("cross_entropy_nd", 602, """
+PyTorch's (N, C, d1, ..., dk) layout: `x = randn(2,4,3,2) * 2` (N=2, C=4, d1=3, d2=2),
+`target` int64 (2,3,2) with two positions = -100 (ignored), `weight = rand(4) + 0.5`.
+Variants `<R>` and `<R>_w_ls` for R in mean, sum, none: `F.cross_entropy(x, target,
+reduction=R)` and the same with `weight=weight, label_smoothing=0.1`; `none` gives (2,3,2) and is
+backpropagated with `grad_out_<variant>`. Also unbatched: `xu = randn(5)`, `tu = 3` (0-D),
+`out_unbatched = F.cross_entropy(xu, tu)` and `grad_xu`.""")
+    x = torch.randn(2, 4, 3, 2) * 2
+    t = torch.randint(0, 4, (2, 3, 2))
+    t[0, 1, 0] = -100
+    t[1, 2, 1] = -100
+    w = torch.rand(4) + 0.5
+    c.save("x", x, "logits (2,4,3,2), classes on axis 1")
+    c.save("target", t, "int64 targets (2,3,2), -100 ignored")
+    c.save("weight", w, "class weights (4,)")
+    for tag, kw in (("", {}), ("_w_ls", {"weight": w, "label_smoothing": 0.1})):
+        for red in ("mean", "sum", "none"):
+            xx = leaf(x)
+            out = F.cross_entropy(xx, t, reduction=red, **kw)
+            _loss_backward(c, out, red + tag)
+            c.save("out_" + red + tag, out, "loss, reduction=%s%s" % (red, tag and ", weight, label_smoothing=0.1"))
+            c.save("grad_x_" + red + tag, xx.grad, "d/dx")
+    xu = leaf(torch.randn(5))
+    tu = torch.tensor(3)
+    out = F.cross_entropy(xu, tu)
+    out.backward()
+    c.save("xu", xu, "unbatched logits (5,)")
+    c.save("tu", tu, "0-d int64 target")
+    c.save("out_unbatched", out, "loss (scalar)")
+    c.save("grad_xu", xu.grad, "d/dxu")
+
+
+def op_trig_clamp():
+    c = Case("op_trig_clamp", 603, """
+`x = randn(3,4) * 2`, kept at least 0.05 away from the clamp bounds -0.5 and 0.8 (so the kinks
+are not hit); one shared `grad_out = randn(3,4)`. `out_<f>` and `grad_x_<f>` (of
+`sum(out * grad_out)`) for sin, cos, clamp = `torch.clamp(x, -0.5, 0.8)`,
+clamp_min = `torch.clamp(x, min=-0.5)`, clamp_max = `torch.clamp(x, max=0.8)`.
+Also `x_edges = [-1, -0.5, 0, 0.8, 2]` with `grad_x_edges` of `clamp(x_edges, -0.5, 0.8).sum()`:
+at a bound the gradient is 1 (PyTorch includes the bounds).""")
+    x = torch.randn(3, 4) * 2
+    for b in (-0.5, 0.8):
+        x = torch.where((x - b).abs() < 0.05, x + 0.1, x)
+    assert torch.all((x + 0.5).abs() > 0.04) and torch.all((x - 0.8).abs() > 0.04)
+    g = torch.randn(3, 4)
+    c.save("x", x, "input (3,4)")
+    c.save("grad_out", g, "shared upstream gradient")
+    ops = [("sin", torch.sin), ("cos", torch.cos), ("clamp", lambda t: torch.clamp(t, -0.5, 0.8)),
+           ("clamp_min", lambda t: torch.clamp(t, min=-0.5)), ("clamp_max", lambda t: torch.clamp(t, max=0.8))]
+    for name, f in ops:
+        xx = leaf(x)
+        out = f(xx)
+        (out * g).sum().backward()
+        c.save("out_" + name, out, name + "(x)")
+        c.save("grad_x_" + name, xx.grad, "d/dx of sum(out_%s*grad_out)" % name)
+    xe = leaf(torch.tensor([-1.0, -0.5, 0.0, 0.8, 2.0]))
+    torch.clamp(xe, -0.5, 0.8).sum().backward()
+    c.save("x_edges", xe, "input with values on the bounds")
+    c.save("grad_x_edges", xe.grad, "d/dx_edges of clamp(x_edges, -0.5, 0.8).sum()")
+
+
+def op_min_max_select():
+    c = Case("op_min_max_select", 604, """
+Element-wise `torch.maximum` / `torch.minimum` of `a` (2,3,4) and `b` (3,1) (broadcast), with
+ties on purpose: `a[0,0,:2] = b[0]`, `a[1,2,3] = b[2]`. `out_maximum`, `out_minimum` and the
+gradients `grad_a_*`, `grad_b_*` of `sum(out * grad_out)` (ties split the gradient in half).
+`x` (4,6) with ties: `x[1,2] = x[1,4] = x[1].min()`, `x[3,0] = x[3,5] = x[3].max()`.
+`out_amin1 = torch.amin(x, 1)` with `grad_x_amin1` of `sum(out * grad_amin1)`; `out_amin =
+torch.min(x)` (all elements) with `grad_x_amin` (upstream 1). `argmax0/argmax1/argmin0/argmin1`
+= `torch.argmax(x, dim)` etc. (int64; the first index on ties), `argmax_all`, `argmin_all`
+= flat indices (0-d).""")
+    a, b = torch.randn(2, 3, 4), torch.randn(3, 1)
+    a[0, 0, :2] = b[0]
+    a[1, 2, 3] = b[2]
+    g = torch.randn(2, 3, 4)
+    c.save("a", a, "input a (2,3,4)")
+    c.save("b", b, "input b (3,1)")
+    c.save("grad_out", g, "upstream gradient (2,3,4)")
+    for name, f in (("maximum", torch.maximum), ("minimum", torch.minimum)):
+        aa, bb = leaf(a), leaf(b)
+        out = f(aa, bb)
+        (out * g).sum().backward()
+        c.save("out_" + name, out, name + "(a, b)")
+        c.save("grad_a_" + name, aa.grad, "d/da")
+        c.save("grad_b_" + name, bb.grad, "d/db")
+    x = torch.randn(4, 6)
+    x[1, 2] = x[1, 4] = x[1].min() - 0.5
+    x[3, 0] = x[3, 5] = x[3].max() + 0.5
+    c.save("x", x, "input (4,6) with ties")
+    xx = leaf(x)
+    out = torch.amin(xx, 1)
+    ga = torch.randn(4)
+    (out * ga).sum().backward()
+    c.save("out_amin1", out, "amin over axis 1")
+    c.save("grad_amin1", ga, "upstream gradient (4,)")
+    c.save("grad_x_amin1", xx.grad, "d/dx (ties share)")
+    xx = leaf(x)
+    out = torch.min(xx)
+    out.backward()
+    c.save("out_amin", out, "min of all elements")
+    c.save("grad_x_amin", xx.grad, "d/dx")
+    for dim in (0, 1):
+        c.save("argmax%d" % dim, torch.argmax(x, dim), "argmax over axis %d" % dim)
+        c.save("argmin%d" % dim, torch.argmin(x, dim), "argmin over axis %d" % dim)
+    c.save("argmax_all", torch.argmax(x), "flat argmax (0-d)")
+    c.save("argmin_all", torch.argmin(x), "flat argmin (0-d)")
+
+
+def op_where_index_select():
+    c = Case("op_where_index_select", 605, """
+`cond = rand(3,1,4) > 0.5` (saved as int64 0/1), `a = randn(2,1,1,4)`, `b = randn(4)`:
+`out_where = torch.where(cond, a, b)`, all three broadcast to (2,3,1,4); the gradients of
+`sum(out * grad_out_where)` are summed back to each input's shape.
+`x = randn(3,5,2)`, `index = [4,0,4,2]`: `out_index_select = torch.index_select(x, 1, index)`
+(3,4,2) and `grad_x_index_select` (repeats accumulate).""")
+    cond = torch.rand(3, 1, 4) > 0.5
+    a, b = torch.randn(2, 1, 1, 4), torch.randn(4)
+    aa, bb = leaf(a), leaf(b)
+    out = torch.where(cond, aa, bb)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("cond", cond.long(), "condition (3,1,4) as 0/1")
+    c.save("a", a, "taken where cond (2,1,1,4)")
+    c.save("b", b, "taken elsewhere (4,)")
+    c.save("out_where", out, "where(cond, a, b), (2,3,1,4)")
+    c.save("grad_out_where", g, "upstream gradient")
+    c.save("grad_a_where", aa.grad, "d/da")
+    c.save("grad_b_where", bb.grad, "d/db")
+    x = leaf(torch.randn(3, 5, 2))
+    idx = torch.tensor([4, 0, 4, 2])
+    out = torch.index_select(x, 1, idx)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    c.save("x", x, "input (3,5,2)")
+    c.save("index", idx, "int64 indices into axis 1")
+    c.save("out_index_select", out, "index_select(x, 1, index), (3,4,2)")
+    c.save("grad_out_index_select", g, "upstream gradient")
+    c.save("grad_x_index_select", x.grad, "d/dx")
+
+
+def op_matmul_1d():
+    c = Case("op_matmul_1d", 606, """
+torch.matmul with 1-D operands: `v = randn(4)`, `w = randn(4)`, `m = randn(3,4)`, `n = randn(4,2)`,
+`bm = randn(2,3,3,4)`, `bn = randn(2,4,2)`. Products (name: expression, shape):
+`vw: v@w ()`, `mv: m@v (3,)`, `vn: v@n (2,)`, `bmv: bm@v (2,3,3)`, `vbn: v@bn (2,2)`.
+For each product P: `out_P`, `grad_out_P` (a scalar product is backpropagated with upstream 1 and
+has none) and the gradients `grad_<operand>_P` of `sum(out * grad_out)`.""")
+    t = {"v": torch.randn(4), "w": torch.randn(4), "m": torch.randn(3, 4), "n": torch.randn(4, 2),
+         "bm": torch.randn(2, 3, 3, 4), "bn": torch.randn(2, 4, 2)}
+    for k, v in t.items():
+        c.save(k, v, "operand %s %s" % (k, tuple(v.shape)))
+    for name, (l, r) in (("vw", ("v", "w")), ("mv", ("m", "v")), ("vn", ("v", "n")),
+                         ("bmv", ("bm", "v")), ("vbn", ("v", "bn"))):
+        a, b = leaf(t[l]), leaf(t[r])
+        out = torch.matmul(a, b)
+        if out.dim() == 0:
+            out.backward()
+        else:
+            g = torch.randn(out.shape)
+            c.save("grad_out_" + name, g, "upstream gradient")
+            (out * g).sum().backward()
+        c.save("out_" + name, out, "%s @ %s" % (l, r))
+        c.save("grad_%s_%s" % (l, name), a.grad, "d/d" + l)
+        c.save("grad_%s_%s" % (r, name), b.grad, "d/d" + r)
+
+
+def embedding_padding():
+    c = Case("embedding_padding", 607, """
+`m = nn.Embedding(7, 3, padding_idx=2)` (seeded init: row 2 is zero); `indices` int64 (2,4) =
+[[2,0,2,5],[1,2,6,0]] (the padding index three times). `out = m(indices)` (2,4,3); backward of
+`sum(out * grad_out)`: `grad_weight` accumulates every row but row 2, which stays 0.
+Then the same with `padding_idx=-1` (row 6): `out_neg`, `grad_weight_neg` (weight `weight_neg`).""")
+    m = nn.Embedding(7, 3, padding_idx=2)
+    idx = torch.tensor([[2, 0, 2, 5], [1, 2, 6, 0]])
+    out = m(idx)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    assert torch.all(m.weight[2] == 0)
+    c.save("weight", m.weight, "table after init (row 2 zero)")
+    c.save("indices", idx, "int64 indices (2,4)")
+    c.save("out", out, "rows (2,4,3)")
+    c.save("grad_out", g, "upstream gradient")
+    c.save("grad_weight", m.weight.grad, "d/dweight (row 2 zero)")
+    m = nn.Embedding(7, 3, padding_idx=-1)
+    out = m(idx)
+    (out * g).sum().backward()
+    c.save("weight_neg", m.weight, "table of the padding_idx=-1 module (row 6 zero)")
+    c.save("out_neg", out, "rows (2,4,3)")
+    c.save("grad_weight_neg", m.weight.grad, "d/dweight (row 6 zero)")
+
+
+def mha_masks():
+    c = Case("mha_masks", 608, """
+`m = nn.MultiheadAttention(6, 2, batch_first=True)` (seeded init, dropout 0, training mode),
+parameters saved under their state_dict names; `q = randn(2,3,6)`, `kv = randn(2,4,6)` (key =
+value). Two mask variants, each `out_V, weights_V = m(q, kv, kv, key_padding_mask=..., attn_mask=...)`
+(weights averaged over heads) with gradients of `sum(out_V * grad_out_V)` w.r.t. q, kv and every
+parameter (`grad_<V>_<name>`):
+* `a`: bool `key_padding_mask` (2,4) (true = padding: keys 3 of batch 0 and 0, 2 of batch 1)
+  and float `attn_mask_a` (3,4) = randn with one -inf at (1,1);
+* `b`: float `key_padding_b` (2,4) = randn with -inf where `a`'s bool mask is true, alone
+  (torch 1.13 merges a float key padding mask with an attn_mask as a bool one, so it is
+  checked on its own);
+* `c`: the bool `key_padding_mask` of `a` and bool `attn_mask_c` (3,4) (true at (0,3), (2,0)).""")
+    m = nn.MultiheadAttention(6, 2, batch_first=True)
+    sd = m.state_dict()
+    for k, v in sd.items():
+        c.save(k, v, "parameter `%s`" % k)
+    q, kv = torch.randn(2, 3, 6), torch.randn(2, 4, 6)
+    c.save("q", q, "query (2,3,6)")
+    c.save("kv", kv, "key = value (2,4,6)")
+    kpm = torch.tensor([[False, False, False, True], [True, False, True, False]])
+    am_a = torch.randn(3, 4)
+    am_a[1, 1] = -math.inf
+    kp_b = torch.randn(2, 4).masked_fill(kpm, -math.inf)
+    am_c = torch.zeros(3, 4, dtype=torch.bool)
+    am_c[0, 3] = True
+    am_c[2, 0] = True
+    c.save("key_padding_mask", kpm.long(), "bool key padding mask (2,4) as 0/1")
+    c.save("attn_mask_a", am_a, "float attention mask (3,4)", allow_inf=True)
+    c.save("key_padding_b", kp_b, "float key padding mask (2,4)", allow_inf=True)
+    c.save("attn_mask_c", am_c.long(), "bool attention mask (3,4) as 0/1")
+    for tag, kw in (("a", {"key_padding_mask": kpm, "attn_mask": am_a}),
+                    ("b", {"key_padding_mask": kp_b}),
+                    ("c", {"key_padding_mask": kpm, "attn_mask": am_c})):
+        m.zero_grad()
+        qq, kk = leaf(q), leaf(kv)
+        out, weights = m(qq, kk, kk, need_weights=True, **kw)
+        g = torch.randn(out.shape)
+        (out * g).sum().backward()
+        c.save("out_" + tag, out, "output (2,3,6)")
+        c.save("weights_" + tag, weights, "weights averaged over heads (2,3,4)")
+        c.save("grad_out_" + tag, g, "upstream gradient")
+        c.save("grad_%s_q" % tag, qq.grad, "d/dq")
+        c.save("grad_%s_kv" % tag, kk.grad, "d/dkv (as key and value)")
+        for k, p in m.named_parameters():
+            c.save("grad_%s_%s" % (tag, k), p.grad, "d/d" + k)
+
+
+def optimizers_issue13():
+    o = torch.optim
+    _opt_case("adam_amsgrad", 409,
+              lambda p: o.Adam(p, lr=0.1, betas=(0.9, 0.5), eps=1e-8, weight_decay=0.0, amsgrad=True,
+                               foreach=False),
+              "`torch.optim.Adam(lr=0.1, betas=(0.9, 0.5), eps=1e-8, amsgrad=True)`: beta2 = 0.5 lets "
+              "the second moment fall, so the running maximum matters (checked: the trajectory differs "
+              "from amsgrad=False)." + ADAM_RULE + " AMSGrad: `v_max = max(v_max, v)` replaces v in denom.")
+    _opt_case("adamw_amsgrad", 410,
+              lambda p: o.AdamW(p, lr=0.1, betas=(0.9, 0.5), eps=1e-8, weight_decay=0.1, amsgrad=True,
+                                foreach=False),
+              "`torch.optim.AdamW(lr=0.1, betas=(0.9, 0.5), eps=1e-8, weight_decay=0.1, amsgrad=True)`."
+              + ADAM_RULE)
+    _opt_case("sgd_maximize", 411,
+              lambda p: o.SGD(p, lr=0.1, momentum=0.9, weight_decay=0.01, maximize=True),
+              "`torch.optim.SGD(lr=0.1, momentum=0.9, weight_decay=0.01, maximize=True)`: the gradient is "
+              "negated first, then the usual rule (ascends the quadratic)." + SGD_RULE)
+    for name in ("adam_amsgrad", "adamw_amsgrad"):
+        plain = name.replace("_amsgrad", "")
+        seed = 412 if plain == "adam" else 413
+        ctor = (lambda p: o.Adam(p, lr=0.1, betas=(0.9, 0.5), foreach=False)) if plain == "adam" else \
+            (lambda p: o.AdamW(p, lr=0.1, betas=(0.9, 0.5), weight_decay=0.1, foreach=False))
+        w = torch.tensor(QUAD_W0, requires_grad=True)
+        opt = ctor([w])
+        A, cc = torch.tensor(QUAD_A), torch.tensor(QUAD_C)
+        for _ in range(5):
+            opt.zero_grad()
+            (0.5 * torch.sum(A * (w - cc) ** 2)).backward()
+            opt.step()
+        got = np.load(os.path.join(OUT_DIR, name, "trajectory.npy"))[-1]
+        assert np.max(np.abs(got - w.detach().numpy())) > 1e-6, name + ": amsgrad made no difference"
+
+
+SCHED_TORCH_DOC = """
+torch.optim.lr_scheduler.{cls} itself (not LambdaLR): `SGD` with two parameter groups,
+lr 0.5 and 0.1. For step = 0..29: record both groups' lr, then `opt.step(); sched.step()`.
+`lr.npy` (30, 2): column g = group g. Scheduler: `{ctor}`.
+"""
+
+
+def schedules_issue13():
+    sched = torch.optim.lr_scheduler
+    cases = (
+        ("sched_linear_lr", 504, "LinearLR", "LinearLR(opt, start_factor=0.25, end_factor=1.0, total_iters=8)",
+         lambda o: sched.LinearLR(o, start_factor=0.25, end_factor=1.0, total_iters=8)),
+        ("sched_linear_lr_down", 505, "LinearLR", "LinearLR(opt, start_factor=1.0, end_factor=0.1, total_iters=20)",
+         lambda o: sched.LinearLR(o, start_factor=1.0, end_factor=0.1, total_iters=20)),
+        ("sched_lambda_lr", 506, "LambdaLR", "LambdaLR(opt, lambda s: 0.95 ** s)",
+         lambda o: sched.LambdaLR(o, lambda s: 0.95 ** s)),
+        ("sched_step_lr", 507, "StepLR", "StepLR(opt, step_size=7, gamma=0.5)",
+         lambda o: sched.StepLR(o, step_size=7, gamma=0.5)),
+        ("sched_multistep_lr", 508, "MultiStepLR", "MultiStepLR(opt, milestones=[10, 3, 20, 10], gamma=0.3)",
+         lambda o: sched.MultiStepLR(o, milestones=[10, 3, 20, 10], gamma=0.3)),
+        ("sched_cosine_annealing", 509, "CosineAnnealingLR", "CosineAnnealingLR(opt, T_max=12, eta_min=0.01)",
+         lambda o: sched.CosineAnnealingLR(o, T_max=12, eta_min=0.01)),
+    )
+    for name, seed, cls, ctor_src, ctor in cases:
+        c = Case(name, seed, SCHED_TORCH_DOC.format(cls=cls, ctor=ctor_src))
+        a, b = torch.zeros(1, requires_grad=True), torch.zeros(1, requires_grad=True)
+        opt = torch.optim.SGD([{"params": [a], "lr": 0.5}, {"params": [b], "lr": 0.1}], lr=1.0)
+        s = ctor(opt)
+        lrs = []
+        for _ in range(30):
+            lrs.append([g["lr"] for g in opt.param_groups])
+            opt.step()
+            s.step()
+        c.save("lr", np.array(lrs, dtype=np.float64), "lr of groups 0 and 1 at steps 0..29 (30,2)")
+
+
+ISSUE13_CASES = (cross_entropy_masked, cross_entropy_nd, op_trig_clamp, op_min_max_select,
+                 op_where_index_select, op_matmul_1d, embedding_padding, mha_masks,
+                 optimizers_issue13, schedules_issue13)
+
+
+# --------------------------------------------------------------------------
 # README
 # --------------------------------------------------------------------------
 
@@ -904,7 +1538,10 @@ def main():
                linear, gelu_none, gelu_tanh, layernorm_1d, layernorm_2d,
                layernorm_large_mean, batchnorm_2d, batchnorm_3d, batchnorm_cumulative,
                rmsnorm, embedding, cross_entropy, cross_entropy_weighted, mse_loss,
-               mini_model, optimizers, schedules):
+               mini_model, optimizers, schedules,
+               conv2d, conv1d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batchnorm_4d,
+               group_norm, instance_norm, layernorm_chw,
+               lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell) + ISSUE13_CASES:
         fn()
     write_readme()
     total = sum(os.path.getsize(os.path.join(dp, f))

@@ -5,7 +5,7 @@
 #                           sanitizer run below (skip it with XGRAD_SANITIZE_TESTS=0)
 #   scripts/setup.sh sanitize  only the sanitizer run: the test executables built with
 #                           AddressSanitizer + UBSan (-O1 -g1) in build-asan (SANITIZE_DIR), and the
-#                           whole ctest suite run under them except the install/consumer test
+#                           whole ctest suite run under them except the install/consumer tests
 #   scripts/setup.sh build  install what is missing and build only
 #   scripts/setup.sh docs   as build, plus Doxygen/Graphviz and the API reference (target `docs`)
 #   scripts/setup.sh debug  a Debug build (-O0 -g) in build-debug, to step through a tutorial in gdb:
@@ -46,12 +46,13 @@ export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 
 # Every unit and gradcheck test under AddressSanitizer + UndefinedBehaviorSanitizer; any report
 # fails the run (leaks included). -O1 -g1: half the compile time of -O2 -g, line numbers kept.
-# The install.template_consumer test is left out: it builds an unsanitized program against the
-# sanitized libraries, which cannot link; it runs in the normal suite.
+# The install.* tests (template_consumer, build_tree_consumer) are left out: they build an
+# unsanitized program against the sanitized libraries, which cannot link; they run in the normal
+# suite. The interop test's xgrad half runs sanitized (PyTorch runs in its own process).
 run_sanitized_suite() {
   local dir="${SANITIZE_DIR:-build-asan}"
   cmake -S . -B "$dir" -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1"
-  cmake --build "$dir" -j "$jobs" --target xgrad_unit_tests xgrad_gradcheck_tests xgrad_dump_kernels xgrad_dump_kernels_no_clones
+  cmake --build "$dir" -j "$jobs" --target xgrad_unit_tests xgrad_gradcheck_tests xgrad_dump_kernels xgrad_dump_kernels_no_clones xgrad_interop_torch
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 600 -LE install
 }

@@ -1,7 +1,8 @@
 // Writes the outputs and gradients of the kernels that have AVX2 clones (layer_norm, rms_norm,
-// batch_norm; nn/row_kernels.hpp) to the file named by argv[1], as raw doubles. Built twice -
-// against the library as it is, and with those kernels compiled without clones - so that
-// compare_dumps.cmake can show that both versions round identically (ctest kernels.*).
+// batch_norm, group_norm; nn/row_kernels.hpp) to the file named by argv[1], as raw doubles.
+// Built twice - against the library as it is, and with those kernels compiled without clones - so
+// that compare_dumps.cmake can show that both versions round identically (ctest kernels.*).
+#include <cstdint>
 #include <cstdio>
 
 #include "core/random.hpp"
@@ -37,12 +38,14 @@ int main(int argc, char** argv) {
         Tensor wl = xg::randn({width}, true), bl = xg::randn({width}, true);
         Tensor running_mean = xg::zeros({channels}), running_var = xg::ones({channels});
         const Tensor dy = xg::randn(s);
-        for (int op = 0; op < 4; ++op) {
+        const std::int64_t groups = channels % 2 == 0 ? 2 : 1;
+        for (int op = 0; op < 5; ++op) {
             for (Tensor* t : {&x, &w, &b, &wl, &bl}) t->zero_grad();
             const Tensor y = op == 0   ? F::layer_norm(x, {width}, wl, bl, 1e-5)
                              : op == 1 ? F::rms_norm(x, {width}, wl, 1e-6)
                              : op == 2 ? F::batch_norm(x, running_mean, running_var, w, b, true, 0.1, 1e-5)
-                                       : F::batch_norm(x, running_mean, running_var, w, b, false, 0.1, 1e-5);
+                             : op == 3 ? F::batch_norm(x, running_mean, running_var, w, b, false, 0.1, 1e-5)
+                                       : F::group_norm(x, groups, w, b, 1e-5);
             y.backward(dy);
             put(f, y.value());
             put(f, x.grad_value());
@@ -51,8 +54,8 @@ int main(int argc, char** argv) {
             } else {
                 put(f, w.grad_value());
                 put(f, b.grad_value());
-                put(f, running_mean.value());
-                put(f, running_var.value());
+                if (op < 4) put(f, running_mean.value());
+                if (op < 4) put(f, running_var.value());
             }
         }
     }

@@ -45,15 +45,17 @@ TEST_CASE("uniform rejects an empty or non-finite range, as PyTorch's uniform_",
 TEST_CASE("a progress bar refuses steps past its total and negative totals", "[errors][arguments][progress]") {
     std::FILE* f = std::tmpfile();
     REQUIRE(f);
-    optim::ProgressBar bar(2, "epoch", optim::ProgressBar::Mode::quiet, f);
-    bar.update(1.0);
-    bar.update(1.0);
-    // It printed "3/2  30000000.0 it/s" before.
-    CHECK_THROWS_WITH(bar.update(1.0), Contains("ProgressBar: update() called after all 2 steps of 'epoch' were done"));
-    CHECK(bar.steps() == 2);
-    CHECK(bar.line().find("2/2") != std::string::npos);
-    CHECK_THROWS_WITH(optim::ProgressBar(-1), Contains("ProgressBar: total must be non-negative, got -1"));
+    {
+        optim::ProgressBar bar(2, "epoch", optim::ProgressBar::Mode::quiet, f);
+        bar.update(1.0);
+        bar.update(1.0);
+        // It printed "3/2  30000000.0 it/s" before.
+        CHECK_THROWS_WITH(bar.update(1.0), Contains("ProgressBar: update() called after all 2 steps of 'epoch' were done"));
+        CHECK(bar.steps() == 2);
+        CHECK(bar.line().find("2/2") != std::string::npos);
+    }  // the destructor writes the final line to f
     std::fclose(f);
+    CHECK_THROWS_WITH(optim::ProgressBar(-1), Contains("ProgressBar: total must be non-negative, got -1"));
 }
 
 TEST_CASE("negative axes and starts count from the end; negative sizes are named", "[errors][arguments]") {
@@ -87,6 +89,18 @@ TEST_CASE("negative axes and starts count from the end; negative sizes are named
     CHECK_THROWS_WITH(nn::MultiheadAttention(-4, 2), Contains("MultiheadAttention: embed_dim must be positive, got -4"));
     CHECK_THROWS_WITH(nn::MultiheadAttention(4, -2), Contains("MultiheadAttention: num_heads must be positive, got -2"));
     CHECK_THROWS_WITH(nn::causal_mask(-1), Contains("causal_mask: T must be non-negative, got -1"));
+    CHECK_THROWS_WITH(nn::Conv2d(-2, 3, 3), Contains("Conv2d: in_channels must be positive, got -2"));
+    CHECK_THROWS_WITH(nn::Conv2d(2, 4, 3, 1, 0, 1, -2), Contains("Conv2d: groups must be positive, got -2"));
+    CHECK_THROWS_WITH(nn::Conv1d(2, 3, -3), Contains("Conv1d: kernel_size must be positive, got -3"));
+    CHECK_THROWS_WITH(nn::Conv1d(2, 3, 3, 1, -1), Contains("Conv1d: padding must be non-negative, got -1"));
+    CHECK_THROWS_WITH(nn::BatchNorm2d(-1), Contains("BatchNorm2d: num_features must be positive, got -1"));
+    CHECK_THROWS_WITH(nn::InstanceNorm2d(-1), Contains("InstanceNorm2d: num_features must be positive, got -1"));
+    CHECK_THROWS_WITH(nn::GroupNorm(-2, 4), Contains("GroupNorm: num_groups must be positive, got -2"));
+    CHECK_THROWS_WITH(nn::LSTMCell(-1, 2), Contains("LSTMCell: input_size must be positive, got -1"));
+    CHECK_THROWS_WITH(nn::GRUCell(3, -2), Contains("GRUCell: hidden_size must be positive, got -2"));
+    CHECK_THROWS_WITH(nn::LSTM(3, 4, -1), Contains("LSTM: num_layers must be positive, got -1"));
+    CHECK_THROWS_WITH(nn::GRU(-3, 4), Contains("GRU: input_size must be positive, got -3"));
+    CHECK_THROWS_WITH(nn::LayerNormLSTMCell(3, -4), Contains("LayerNormLSTMCell: hidden_size must be positive, got -4"));
     // Sizes held in std::size_t variables still work.
     const std::size_t in = 3, out = 2;
     nn::Linear lin(in, out);

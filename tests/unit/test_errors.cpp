@@ -128,7 +128,8 @@ TEST_CASE("element-wise binary ops name themselves and both shapes", "[errors]")
 
 TEST_CASE("matmul names both shapes", "[errors]") {
     REQUIRE_ERROR(matmul(zeros({2, 3}), zeros({4, 5})), "matmul", "(2, 3) @ (4, 5)", "3 vs 4");
-    REQUIRE_ERROR(matmul(zeros({3}), zeros({3, 2})), "matmul", "at least 2 dimensions", "(3,)", "(3, 2)");
+    REQUIRE_ERROR(matmul(scalar(1.0), zeros({3, 2})), "matmul", "at least 1 dimension", "()", "(3, 2)");
+    REQUIRE_ERROR(matmul(zeros({4}), zeros({3, 2})), "matmul", "(4,) @ (3, 2)", "4 vs 3");  // 1-D: PyTorch's rules
     REQUIRE_ERROR(matmul(zeros({2, 3, 4}), zeros({3, 4, 5})), "matmul", "(2, 3, 4)", "(3, 4, 5)");
 }
 

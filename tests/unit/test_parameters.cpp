@@ -113,3 +113,24 @@ TEST_CASE("a Parameter member is bound once", "[nn][parameters]") {
     Twice m;
     CHECK_THROWS_WITH(m.bind_again(), Contains("cannot register parameter 'v': its member already holds parameter 'w'"));
 }
+
+TEST_CASE("every built-in layer holds its parameters as Parameters, the recurrent layers' all_weights too", "[nn][parameters]") {
+    nn::Conv2d conv(2, 3, 3);
+    optim::SGD opt(conv.parameters(), optim::SGDOptions(0.1));
+    conv.weight = zeros({3, 2, 3, 3});
+    CHECK(saved(conv.state_dict(), "weight") == Array(xt::zeros<double>({3, 2, 3, 3})));
+    CHECK(conv.parameters()[0].node() == conv.weight.node());
+
+    nn::LSTM lstm(3, 2, 2);
+    lstm.all_weights[1].weight_hh = ones({8, 2});
+    CHECK(saved(lstm.state_dict(), "weight_hh_l1") == Array(xt::ones<double>({8, 2})));
+    const Tensor replacement = zeros({8, 3});
+    lstm.replace_parameter("weight_ih_l0", replacement);
+    CHECK(lstm.all_weights[0].weight_ih.node() == replacement.node());  // the member follows
+
+    nn::LayerNormLSTMCell cell(3, 2);
+    const Tensor gain = ones({2});
+    cell.replace_parameter("layernorm_c.weight", gain);  // dotted names reach into children
+    CHECK(cell.layernorm_c->weight.node() == gain.node());
+    CHECK_THROWS_WITH(cell.replace_parameter("layernorm_x.weight", gain), Contains("no submodule named 'layernorm_x'"));
+}

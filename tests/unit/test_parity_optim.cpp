@@ -1,0 +1,166 @@
+// optim additions for PyTorch parity (issue 13): the schedules LinearLR, LambdaLR, StepLR,
+// MultiStepLR and CosineAnnealingLR against torch.optim.lr_scheduler's own classes
+// (tests/fixtures/sched_*_lr, sched_cosine_annealing), Adam/AdamW amsgrad and SGD maximize
+// trajectories (tests/fixtures/adam_amsgrad, adamw_amsgrad, sgd_maximize), and TensorDataset's
+// float targets for regression.
+#include <cmath>
+#include <functional>
+#include <memory>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "nn/losses.hpp"
+#include "optim/optim.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace xg;
+using Catch::Matchers::Contains;
+using test::fixture;
+using test::max_rel_diff;
+
+namespace {
+
+// The fixture's loop: two groups (lr 0.5 and 0.1); record both lrs, then opt.step(); sched.step().
+template <class Make>
+void check_schedule(const std::string& name, Make make, double tolerance) {
+    Tensor a = zeros({1}, true), b = zeros({1}, true);
+    optim::SGD opt({optim::ParamGroupSpec{{a}, 0.5, {}}, optim::ParamGroupSpec{{b}, 0.1, {}}}, optim::SGDOptions(1.0));
+    auto sched = make(opt);
+    const Array expected = fixture(name, "lr");
+    Array got = Array::from_shape(expected.shape());
+    for (std::size_t step = 0; step < expected.shape()[0]; ++step) {
+        for (std::size_t g = 0; g < 2; ++g) got(step, g) = opt.param_groups()[g].lr;
+        CHECK(sched.lr() == got(step, 0));
+        opt.step();
+        sched.step();
+    }
+    const double err = max_rel_diff(got, expected);
+    fmt::print("schedule {:24s} max rel error {:.3g}\n", name, err);
+    INFO(name);
+    CHECK(err < tolerance);
+}
+
+// 5 x (zero_grad; loss(w) = 0.5 * sum(A * (w - c)^2); backward; step), as tests/unit/test_optim.cpp.
+Array trajectory(const std::string& name, optim::Optimizer& opt, Tensor& w) {
+    const Tensor A(fixture(name, "A")), c(fixture(name, "c"));
+    Array out = xt::zeros<double>({6, 3});
+    for (std::size_t j = 0; j < 3; ++j) out(0, j) = w(j);
+    for (std::size_t k = 1; k <= 5; ++k) {
+        opt.zero_grad();
+        Tensor diff = w - c;
+        (0.5 * sum(A * diff * diff)).backward();
+        opt.step();
+        for (std::size_t j = 0; j < 3; ++j) out(k, j) = w(j);
+    }
+    return out;
+}
+
+template <class Opt, class Options>
+void check_trajectory(const std::string& name, const Options& options) {
+    Tensor w(Array{2.0, 1.0, -1.0}, true);
+    Opt opt({w}, options);
+    const double err = max_rel_diff(trajectory(name, opt, w), fixture(name, "trajectory"));
+    fmt::print("optimizer trajectory {:14s} max rel error {:.3g}\n", name, err);
+    INFO(name);
+    CHECK(err < 1e-12);
+}
+
+}  // namespace
+
+TEST_CASE("LinearLR, LambdaLR, StepLR, MultiStepLR, CosineAnnealingLR match PyTorch's classes", "[parity][schedule]") {
+    using namespace xg::optim;
+    // PyTorch's LambdaLR, StepLR and MultiStepLR compute what xgrad computes, so they agree to the
+    // last bit or nearly; LinearLR and CosineAnnealingLR update lr recursively in PyTorch (each
+    // step multiplies the previous lr by a ratio), and rounding accumulates over the 30 steps.
+    check_schedule("sched_lambda_lr", [](Optimizer& o) { return LambdaLR(o, [](std::int64_t s) { return std::pow(0.95, s); }); },
+                   1e-15);
+    check_schedule("sched_step_lr", [](Optimizer& o) { return StepLR(o, 7, 0.5); }, 1e-15);
+    check_schedule("sched_multistep_lr", [](Optimizer& o) { return MultiStepLR(o, {10, 3, 20, 10}, 0.3); }, 1e-15);
+    check_schedule("sched_linear_lr", [](Optimizer& o) { return LinearLR(o, 0.25, 1.0, 8); }, 1e-14);
+    check_schedule("sched_linear_lr_down", [](Optimizer& o) { return LinearLR(o, 1.0, 0.1, 20); }, 1e-14);
+    check_schedule("sched_cosine_annealing", [](Optimizer& o) { return CosineAnnealingLR(o, 12, 0.01); }, 1e-14);
+}
+
+TEST_CASE("the new schedules check their arguments and restore from state_dict", "[parity][schedule]") {
+    using namespace xg::optim;
+    Tensor w = zeros({1}, true);
+    SGD opt({w}, SGDOptions(0.2));
+    CHECK_THROWS_WITH(LambdaLR(opt, nullptr), Contains("LambdaLR") && Contains("empty"));
+    CHECK_THROWS_WITH(LambdaLR(opt, [](std::int64_t) { return -1.0; }), Contains("lr_lambda(0) returned -1"));
+    CHECK_THROWS_WITH(LinearLR(opt, 0.0), Contains("LinearLR") && Contains("start_factor"));
+    CHECK_THROWS_WITH(LinearLR(opt, 0.5, 1.5), Contains("end_factor"));
+    CHECK_THROWS_WITH(LinearLR(opt, 0.5, 1.0, 0), Contains("total_iters"));
+    CHECK_THROWS_WITH(StepLR(opt, 0), Contains("StepLR") && Contains("step_size"));
+    CHECK_THROWS_WITH(StepLR(opt, 3, -0.1), Contains("gamma"));
+    CHECK_THROWS_WITH(MultiStepLR(opt, {2, -1}), Contains("MultiStepLR") && Contains("-1"));
+    CHECK_THROWS_WITH(CosineAnnealingLR(opt, 0), Contains("CosineAnnealingLR") && Contains("T_max"));
+    CHECK_THROWS_WITH(CosineAnnealingLR(opt, 10, -1.0), Contains("eta_min"));
+
+    CosineAnnealingLR cosine(opt, 10, 0.02);
+    for (int i = 0; i < 4; ++i) cosine.step();
+    const double lr_after_4 = cosine.lr();
+    const auto state = cosine.state_dict();
+    CosineAnnealingLR fresh(opt, 10, 0.02);
+    CHECK(fresh.lr() == 0.2);
+    fresh.load_state_dict(state);
+    CHECK(fresh.lr() == lr_after_4);
+    CHECK(fresh.factor(10) == 0.0);  // lr reaches eta_min at T_max
+    MultiStepLR steps(opt, {2, 2}, 0.5);
+    CHECK(steps.factor(1) == 1.0);
+    CHECK(steps.factor(2) == 0.25);  // a milestone listed twice counts twice, as in PyTorch
+}
+
+TEST_CASE("Adam and AdamW amsgrad, SGD maximize match PyTorch", "[parity][optim]") {
+    using namespace xg::optim;
+    check_trajectory<Adam>("adam_amsgrad", AdamOptions(0.1).betas(0.9, 0.5).amsgrad(true));
+    check_trajectory<AdamW>("adamw_amsgrad", AdamWOptions(0.1).betas(0.9, 0.5).weight_decay(0.1).amsgrad(true));
+    check_trajectory<SGD>("sgd_maximize", SGDOptions(0.1).momentum(0.9).weight_decay(0.01).maximize(true));
+
+    // amsgrad keeps one more buffer, which the state_dict saves and restores.
+    Tensor w(Array{2.0, 1.0, -1.0}, true);
+    Adam adam({w}, AdamOptions(0.1).betas(0.9, 0.5).amsgrad(true));
+    CHECK(adam.buffer_names() == std::vector<std::string>{"exp_avg", "exp_avg_sq", "max_exp_avg_sq"});
+    trajectory("adam_amsgrad", adam, w);
+    const NamedArrays state = adam.state_dict();
+    Tensor w2(w.value(), true);
+    Adam resumed({w2}, AdamOptions(0.1).betas(0.9, 0.5).amsgrad(true));
+    resumed.load_state_dict(state);
+    CHECK((resumed.state_dict() == state));
+    Adam plain({w2}, AdamOptions(0.1));
+    CHECK_THROWS_WITH(plain.load_state_dict(state), Contains("max_exp_avg_sq"));
+}
+
+TEST_CASE("TensorDataset with float targets batches them for regression", "[parity][data]") {
+    Array features = Array::from_shape({5, 2}), targets = Array::from_shape({5, 3});
+    for (std::size_t i = 0; i < 5; ++i) {
+        features(i, 0) = static_cast<double>(i);
+        features(i, 1) = -static_cast<double>(i);
+        for (std::size_t j = 0; j < 3; ++j) targets(i, j) = 0.1 * static_cast<double>(i) + 0.01 * static_cast<double>(j);
+    }
+    const optim::TensorDataset data(features, targets);
+    CHECK(data.size() == 5);
+    optim::DataLoader loader(data, 2, true, 3);
+    std::size_t seen = 0;
+    for (const optim::Batch& b : loader) {
+        REQUIRE(b.target.defined());
+        CHECK(b.y.size() == 0);
+        CHECK(b.target.shape() == Shape{b.x.size(0), 3});
+        for (std::size_t r = 0; r < b.x.size(0); ++r) {
+            const auto i = static_cast<std::size_t>(b.x(r, 0));
+            for (std::size_t j = 0; j < 3; ++j) CHECK(b.target(r, j) == targets(i, j));
+        }
+        const Tensor prediction = zeros({b.x.size(0), 3}, true);
+        nn::mse_loss(prediction, b.target).backward();  // the regression loss takes them as they are
+        seen += b.x.size(0);
+    }
+    CHECK(seen == 5);
+    const optim::TensorDataset part = data.subset(1, 2);
+    CHECK(part.has_float_targets());
+    CHECK(part.targets()(1, 2) == targets(2, 2));
+    CHECK_THROWS_WITH(optim::TensorDataset(features, Array::from_shape({4})), Contains("TensorDataset") && Contains("(4,)"));
+    // A labelled dataset keeps Batch::target undefined.
+    const optim::TensorDataset labelled(features, IndexArray{0, 1, 0, 1, 1});
+    CHECK_FALSE(labelled.has_float_targets());
+    CHECK_FALSE(labelled.batch({0, 1}).target.defined());
+}
