@@ -55,10 +55,14 @@ int main(int argc, char** argv) {
     }
     const std::string csv = tut.out_path("11_char_gpt_loss.csv"), png = tut.out_path("11_char_gpt_loss.png");
     write_csv(csv, {"step", "layernorm", "rmsnorm"}, rows);
-    const std::string plot = fmt::format("set title 'char GPT on GPL-3: training loss'\nset xlabel 'step'\nset ylabel 'cross-entropy'\n"
-                                         "set datafile separator ','\nplot '{0}' using 1:2 with lines title 'LayerNorm', "
-                                         "'{0}' using 1:3 with lines title 'RMSNorm'",
-                                         csv);
+    // The two curves nearly coincide: thin raw losses, and a thick smoothed trend of each on top.
+    const std::string plot = fmt::format(
+        "set title 'char GPT on GPL-3: training loss (thin: per step, thick: smoothed)'\nset xlabel 'step'\n"
+        "set ylabel 'cross-entropy'\nset grid\nset datafile separator ','\n"
+        "plot '{0}' using 1:2 with lines lw 1 lc rgb '#a9cce3' notitle, '{0}' using 1:3 with lines lw 1 lc rgb '#f5cba7' notitle, "
+        "'{0}' using 1:2 smooth bezier with lines lw 3 lc rgb '#2471a3' title 'LayerNorm', "
+        "'{0}' using 1:3 smooth bezier with lines lw 3 dt 2 lc rgb '#ca6f1e' title 'RMSNorm'",
+        csv);
     if (gnuplot(plot, png)) tut.say("plot: " + png);
     tut.say("csv: " + csv);
     return 0;

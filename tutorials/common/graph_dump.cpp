@@ -92,10 +92,13 @@ GraphComparison graph_comparison() {
     const Array x0 = randn({2, 3, 4}, gen).value();
     const Array up = randn({2, 3, 4}, gen).value();
     Tensor x(x0, true), gamma(ones({4}).value(), true), beta(zeros({4}).value(), true);
-    const std::map<const Node*, std::string> names{{x.node().get(), "x"}, {gamma.node().get(), "gamma"}, {beta.node().get(), "beta"}};
+    std::map<const Node*, std::string> names{{x.node().get(), "x"}, {gamma.node().get(), "gamma"}, {beta.node().get(), "beta"}};
 
     Tensor composed = nn::functional::layer_norm_composed(x, {4}, gamma, beta);
     Tensor fused = nn::functional::layer_norm(x, {4}, gamma, beta);
+    for (const Node* n : topological(composed)) {  // the one scalar constant of the composed graph is eps
+        if (n->is_leaf() && !n->requires_grad && n->value.size() == 1) names[n] = "eps";
+    }
     g.composed_text = graph_text(composed, names);
     g.fused_text = graph_text(fused, names);
     g.composed_nodes = count_op_nodes(composed);
