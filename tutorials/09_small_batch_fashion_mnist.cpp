@@ -12,7 +12,7 @@ namespace tv = tutorial_values;
 int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"09 Small batches: BatchNorm vs LayerNorm on Fashion-MNIST", "A1.3",
-                  "docs/tutorials/09-small-batch-fashion-mnist.md", "about 15 s",
+                  "docs/tutorials/09-small-batch-fashion-mnist.md", "about 10 s of CPU (one thread)",
                   "all 60000 training images, H = 256, 10 epochs (about 6 minutes)",
                   "09_small_batch.csv/.png (test error per epoch)"});
     tv::SmallBatchConfig cfg;  // quick: 12000 training images, the whole test set, 3 epochs

@@ -17,7 +17,7 @@ namespace tv = tutorial_values;
 int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"10 Pre-LN vs Post-LN: gradients at init and warm-up", "A2.4 (A0.5, A4.3)",
-                  "docs/tutorials/10-pre-vs-post-ln-gradients.md", "about 1 minute",
+                  "docs/tutorials/10-pre-vs-post-ln-gradients.md", "about 15 s of CPU (one thread)",
                   "1000 training steps of batch 16 per run, warm-up 200 (about 5 minutes)",
                   "10_grad_norms.csv/.png, 10_warmup_loss.csv/.png"});
     const tv::CharCorpus corpus("/usr/share/common-licenses/GPL-3");

@@ -578,3 +578,39 @@ TEST_CASE("Each guide quotes, word for word from claims.md, the claims of every 
         }
     }
 }
+
+TEST_CASE("--step pauses after a step's whole content, conclusions included, and adds nothing else", "[tutorials][flags]") {
+    // --step needs a terminal on stdin: script(1) (util-linux, Essential on Debian) gives the
+    // program one. Echo off and TERM=dumb, so the transcript holds exactly what the program wrote.
+    REQUIRE(run_command("command -v script >/dev/null 2>&1").exit_code == 0);
+    const std::string program = "08_padding_and_batch1";  // two sections, notes and conclusions
+    const std::string plain = run_program(program);
+    const Run stepped = run_command("printf '\\n%.0s' $(seq 60) | script -qec \"stty -echo; TERM=dumb '" + program_path(program) +
+                                    "' --step --out '" + XGRAD_TUTORIAL_OUT_DIR + "'\" /dev/null");
+    REQUIRE(stepped.exit_code == 0);
+    const std::string transcript = std::regex_replace(stepped.output, std::regex("\r\n"), "\n");
+    const std::string prompt = "  [Enter] next step ";
+    // Every prompt stands between one step's last line and the next step or section: right after
+    // it comes "Step k:" or the blank line that opens a section, never a step's own notes.
+    std::size_t prompts = 0;
+    for (std::size_t at = transcript.find(prompt); at != std::string::npos; at = transcript.find(prompt, at + 1)) {
+        ++prompts;
+        const std::string next = transcript.substr(at + prompt.size(), 6);
+        INFO("after prompt " << prompts << ": '" << next << "'");
+        CHECK((next.rfind("Step ", 0) == 0 || next.rfind("\n[", 0) == 0));
+        CHECK(transcript.rfind('\n', at) == at - 1);  // the prompt starts a line: the content before it is complete
+    }
+    std::size_t steps = 0;
+    for (std::size_t at = plain.find("\nStep "); at != std::string::npos; at = plain.find("\nStep ", at + 1)) ++steps;
+    CHECK(prompts == steps - 1);  // a pause before every step but the first
+    // A conclusion is followed by a pause before the next section starts.
+    const std::size_t conclusion = transcript.find("=> BatchNorm's real-token outputs");
+    const std::size_t next_section = transcript.find("[A4.6]");
+    REQUIRE(conclusion != std::string::npos);
+    REQUIRE(next_section != std::string::npos);
+    CHECK(transcript.find(prompt, conclusion) < next_section);
+    // Without the prompts (and the line announcing --step) the transcript is the plain output.
+    std::string without = std::regex_replace(transcript, std::regex("  \\[Enter\\] next step "), "");
+    without = std::regex_replace(without, std::regex("\\(--step: [^\n]*\\)\n"), "");
+    CHECK(without == plain);
+}

@@ -4,8 +4,10 @@
 //
 // Output is meant to be pasted into docs/tutorials/*.md and compared by a test, so everything
 // printed here is deterministic except lines that start with "time:", "plot:" or "csv:" (the
-// last two name files under --out, which differs between checkouts) or contain a progress bar
-// (the guide-drift test skips those; see is_volatile_line).
+// last two name files under --out, which differs between checkouts, or say that gnuplot or
+// Graphviz is missing) or contain a progress bar (the guide-drift test skips those; see
+// is_volatile_line). Numbers whose digits depend on the machine are printed so that they do not:
+// finite-difference errors as bounds (under()); see tests/unit/test_tutorials.cpp for the rest.
 #pragma once
 
 #include <cstddef>
