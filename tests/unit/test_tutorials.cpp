@@ -1,6 +1,9 @@
 // The tutorials' numbers (tutorials/common/*), asserted; the guide-drift check (each tutorial is
 // rerun and its output must match the output pasted in its guide); and the command-line flags.
+#include <pty.h>
 #include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -579,16 +582,51 @@ TEST_CASE("Each guide quotes, word for word from claims.md, the claims of every 
     }
 }
 
-TEST_CASE("--step pauses after a step's whole content, conclusions included, and adds nothing else", "[tutorials][flags]") {
-    // --step needs a terminal on stdin: script(1) (util-linux, Essential on Debian) gives the
-    // program one. Echo off and TERM=dumb, so the transcript holds exactly what the program wrote.
-    REQUIRE(run_command("command -v script >/dev/null 2>&1").exit_code == 0);
+// Runs `program --step` on a pseudo-terminal (so stdin is a terminal, as --step requires) with echo
+// off and TERM=dumb, presses Enter `enters` times up front, and returns everything it wrote.
+Run run_on_terminal(const std::string& program, int enters) {
+    termios mode{};  // canonical input, no echo, no output translation: the bytes as written
+    mode.c_iflag = ICRNL;
+    mode.c_cflag = CS8 | CREAD;
+    mode.c_lflag = ICANON;
+    mode.c_cc[VMIN] = 1;
+    mode.c_cc[VEOF] = 4;
+    // Everything the child needs is prepared before fork: between fork and exec it may only call
+    // async-signal-safe functions (this process may have BLAS threads).
+    const std::string path = program_path(program);
+    std::vector<std::string> env_strings{"TERM=dumb"};
+    for (char** e = environ; *e != nullptr; ++e) {
+        if (std::string(*e).rfind("TERM=", 0) != 0) env_strings.emplace_back(*e);
+    }
+    std::vector<char*> env;
+    for (std::string& e : env_strings) env.push_back(e.data());
+    env.push_back(nullptr);
+    int master = -1;
+    const pid_t child = forkpty(&master, nullptr, &mode, nullptr);
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        execle(path.c_str(), program.c_str(), "--step", "--out", XGRAD_TUTORIAL_OUT_DIR, static_cast<char*>(nullptr), env.data());
+        _exit(127);
+    }
+    const std::string enter(static_cast<std::size_t>(enters), '\n');
+    REQUIRE(write(master, enter.data(), enter.size()) == static_cast<ssize_t>(enter.size()));
+    Run r;
+    char buf[4096];
+    for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) r.output.append(buf, static_cast<std::size_t>(n));
+    close(master);  // read() fails with EIO once the program has exited and closed the terminal
+    int status = 0;
+    waitpid(child, &status, 0);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+TEST_CASE("A tutorial run with --step pauses after each step's whole content, conclusions included, and adds nothing else",
+          "[tutorials][flags]") {
     const std::string program = "08_padding_and_batch1";  // two sections, notes and conclusions
     const std::string plain = run_program(program);
-    const Run stepped = run_command("printf '\\n%.0s' $(seq 60) | script -qec \"stty -echo; TERM=dumb '" + program_path(program) +
-                                    "' --step --out '" + XGRAD_TUTORIAL_OUT_DIR + "'\" /dev/null");
+    const Run stepped = run_on_terminal(program, 60);
     REQUIRE(stepped.exit_code == 0);
-    const std::string transcript = std::regex_replace(stepped.output, std::regex("\r\n"), "\n");
+    const std::string& transcript = stepped.output;
     const std::string prompt = "  [Enter] next step ";
     // Every prompt stands between one step's last line and the next step or section: right after
     // it comes "Step k:" or the blank line that opens a section, never a step's own notes.
