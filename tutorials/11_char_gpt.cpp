@@ -13,7 +13,7 @@ namespace tv = tutorial_values;
 int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"11 A character-level GPT with LayerNorm and RMSNorm", "A3.4, A3.5", "docs/tutorials/11-char-gpt.md",
-                  "about 20 s of CPU (one thread)", "d 64, 4 blocks, context 64, 3000 steps, lr 2e-3 (FULLTIME)",
+                  "about 20 s of CPU (one thread)", "d 64, 4 blocks, context 64, 3000 steps, lr 2e-3 (about 13 minutes of CPU)",
                   "11_char_gpt_loss.csv/.png (both loss curves)"});
     tv::CharGptRunConfig cfg;
     if (tut.full()) {

@@ -29,12 +29,12 @@ std::string usage(const std::string& program, const About& about) {
     s += fmt::format("{}\n", about.title);
     s += fmt::format("  article examples: {}\n", about.ids);
     s += fmt::format("  guide:            {}\n", about.guide);
-    s += fmt::format("  run time:         {}{}\n", about.run_time, about.full.empty() ? "" : " (without --full)");
-    s += fmt::format("  writes:           {}\n", about.writes.empty() ? "no files" : about.writes + ", into DIR");
+    s += fmt::format("  run time:         {}{}\n", about.run_time, about.full.empty() ? "" : ", without --full");
+    s += fmt::format("  writes:           {}\n", about.writes.empty() ? "no files" : about.writes);
     s += "options:\n";
     s += "  --step     pause after each step until Enter (when stdin is a terminal)\n";
     if (!about.full.empty()) s += fmt::format("  --full     the long run: {}\n", about.full);
-    s += fmt::format("  --out DIR  where output files go (default {})\n", XGRAD_TUTORIAL_OUT_DIR);
+    s += fmt::format("  --out DIR  the directory for the files it writes (default {})\n", XGRAD_TUTORIAL_OUT_DIR);
     s += "  --help     this text\n";
     return s;
 }
