@@ -29,7 +29,7 @@ std::size_t saved_bytes(const Node& node) {
     return total;
 }
 
-std::string to_dot(const Tensor& t, const std::string& title) {
+std::string to_dot(const Tensor& t, const std::string& title, const std::map<const Node*, std::string>& names) {
     std::string out = fmt::format("digraph xgrad {{\n  label=\"{}\";\n  rankdir=BT;\n  node [shape=box, fontname=\"monospace\"];\n", title);
     std::unordered_map<const Node*, std::size_t> id;
     std::vector<const Node*> stack{t.node().get()};
@@ -38,7 +38,9 @@ std::string to_dot(const Tensor& t, const std::string& title) {
         const Node* n = stack.back();
         stack.pop_back();
         const Shape shape(n->value.shape().begin(), n->value.shape().end());
-        std::string label = fmt::format("{}\\n{}", n->op, shape_str(shape));
+        const auto named = names.find(n);
+        const std::string what = named == names.end() ? n->op : n->is_leaf() ? named->second : named->second + " = " + n->op;
+        std::string label = fmt::format("{}\\n{}", what, shape_str(shape));
         if (n->is_leaf()) {
             label += n->requires_grad ? "\\nrequires_grad" : "\\nconstant";
         }

@@ -9,7 +9,9 @@ using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
 int main(int argc, char** argv) {
-    Tutorial tut(argc, argv, "02 BatchNorm vs LayerNorm: the axis", "A0.2, A1.1, A3.3, A4.1, A4.2");
+    Tutorial tut(argc, argv,
+                 {"02 BatchNorm vs LayerNorm: the axis", "A0.2, A1.1, A3.3, A4.1, A4.2", "docs/tutorials/02-bn-vs-ln-axes.md",
+                  "under 1 s", "", ""});
 
     tut.section("A0.2", "one (B, H) = (3, 4) matrix, two sets of statistics");
     const tv::AxesComparison c = tv::a0_2_axes();
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
     const tv::ComparisonTable t = tv::a4_2_table();
     tut.step("table");
     tut.show(table(t.rows));
+    for (const std::string& note : t.notes) tut.say(note);
     tut.conclude(fmt::format("LN keeps per-token mean and 1/sigma ({} numbers) where BN keeps per-feature ones ({})",
                              t.ln_saved_stats, t.bn_saved_stats));
     return 0;

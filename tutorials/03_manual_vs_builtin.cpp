@@ -10,9 +10,11 @@ using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
 int main(int argc, char** argv) {
-    Tutorial tut(argc, argv, "03 Manual vs built-in LayerNorm", "A0.3, A1.4");
+    Tutorial tut(argc, argv,
+                 {"03 Manual vs built-in LayerNorm", "A0.3, A1.4", "docs/tutorials/03-manual-vs-builtin.md", "about 1 s", "", ""});
 
-    tut.section("A0.3", "ManualLayerNorm (mean, var, sqrt, affine) vs nn::LayerNorm(8), x = randn(2, 4, 8), seed 42");
+    tut.section("A0.3", "ManualLayerNorm (mean, var, sqrt, affine) vs nn::LayerNorm(8)");
+    tut.say("x = randn(2, 4, 8) from seed 42");
     const tv::ManualVsBuiltin m = tv::a0_3_manual_vs_builtin();
     tut.step("input shape", shape(m.x_shape));
     tut.step("output shape", shape(m.out_shape));
@@ -34,13 +36,22 @@ int main(int argc, char** argv) {
     tut.step("max |grad_input - autograd|", sci(c.max_diff_grad_input));
     tut.step("max |grad_gamma - autograd|", sci(c.max_diff_grad_gamma));
     tut.step("max |grad_beta - autograd|", sci(c.max_diff_grad_beta));
-    tut.step("finite differences along 3 random directions, worst relative error: x", sci(c.fd_directional_rel_err_x));
-    tut.step("  ... gamma", sci(c.fd_directional_rel_err_gamma));
-    tut.step("  ... beta", sci(c.fd_directional_rel_err_beta));
+    tut.step("the article's backward: three terms, through grad_var and grad_mean");
+    tut.say("dx = g / sqrt(var + eps) + grad_var * 2 (x - mean) / N + grad_mean / N,  g = grad_output * gamma");
+    tut.say("row 0 starts " + vec(c.dx_three_term_row0, 7));
+    tut.step("the compact form");
+    tut.say("dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)),  rstd = 1 / sqrt(var + eps)");
+    tut.say("row 0 starts " + vec(c.dx_compact_row0, 7));
+    tut.say("max |compact - three terms| over all (32, 768) entries = " + sci(c.max_diff_compact_vs_three_term));
+    tut.say("(docs/derivations/layernorm.md derives the compact form; guide 03 shows the algebra)");
+    tut.step("central differences along 3 random directions, worst relative error");
+    tut.say(fmt::format("x {}, gamma {}, beta {}", under(c.fd_directional_rel_err_x, 1e-7),
+                        under(c.fd_directional_rel_err_gamma, 1e-7), under(c.fd_directional_rel_err_beta, 1e-8)));
     tut.step("update(0.001): max |change| of gamma", num(c.max_update_gamma, 6));
     tut.step("update(0.001): max |change| of beta", num(c.max_update_beta, 6));
     tut.step("max |update(lr) - optim::SGD(lr) step|", sci(c.update_vs_sgd));
-    tut.step("gradcheck of the library op", c.gradcheck_summary);
+    tut.step("xg::gradcheck of the library op, random-projection mode (v^T J u for random u, v)");
+    tut.say(gradcheck_line(c.gradcheck, 1e-5, 1e-7));
     tut.conclude("analytic backward == autograd == finite differences; update(lr) is plain SGD");
     return 0;
 }

@@ -15,11 +15,14 @@ using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
 int main(int argc, char** argv) {
-    Tutorial tut(argc, argv, "07 LayerNorm in Transformer blocks", "A0.4, A0.5, A2.3, A2.5, A2.6, A4.3, A4.4, A4.7, A4.8");
+    Tutorial tut(argc, argv,
+                 {"07 LayerNorm in Transformer blocks", "A0.4, A0.5, A2.3, A2.5, A2.6, A4.3, A4.4, A4.7, A4.8",
+                  "docs/tutorials/07-blocks.md", "about 1 s", "", ""});
 
     tut.section("A0.4 / A0.5", "Post-LN and Pre-LN blocks with multi-head self-attention (d 16, 4 heads)");
-    tut.say("Post-LN: x = norm1(x + attn(x, x, x)); x = norm2(x + ffn(x))     ffn = Linear(d,4d) GELU Linear(4d,d)");
+    tut.say("Post-LN: x = norm1(x + attn(x, x, x)); x = norm2(x + ffn(x))");
     tut.say("Pre-LN:  x = x + attn(norm1(x)); x = x + ffn(norm2(x))");
+    tut.say("ffn = Linear(d, 4d) GELU Linear(4d, d)");
     const tv::TransformerBlocks b = tv::a0_4_a0_5_blocks();
     tut.step(fmt::format("x {} -> Post-LN {} and Pre-LN {}, {} parameter tensors per block", shape(b.in_shape),
                          shape(b.post_shape), shape(b.pre_shape), b.params));
@@ -28,9 +31,10 @@ int main(int argc, char** argv) {
     tut.step(fmt::format("Pre-LN output tokens: std between {} and {} (not normalised: x + branch)", num(b.pre_token_std_min, 3),
                          num(b.pre_token_std_max, 3)));
     tut.step("gradient checks of tiny blocks");
-    tut.say(b.post_gradcheck);
-    tut.say(b.pre_gradcheck);
-    tut.say("the claim that Pre-LN trains without warm-up and tolerates larger learning rates is measured in tutorial 10");
+    tut.say(gradcheck_line(b.post_gradcheck, 1e-8, 1e-5));
+    tut.say(gradcheck_line(b.pre_gradcheck, 1e-8, 1e-5));
+    tut.say("the claim that Pre-LN trains without warm-up and tolerates larger learning rates");
+    tut.say("is measured in tutorial 10");
 
     tut.section("A2.3 / A4.3", "placement: Post-LN y = LN(x + F(x)), Pre-LN y = x + F(LN(x)); 8 blocks, d 32");
     const tv::ResidualStream s = tv::a2_3_a2_5_residual_stream();
@@ -44,8 +48,8 @@ int main(int argc, char** argv) {
     tut.step("largest per-token std of the last Pre-LN block's output", s.pre_final_token_std_max, 4);
     tut.step(fmt::format("logits std of 8 Pre-LN blocks + head: with ln_f {}, without {}", num(s.logits_std_with_ln_f, 4),
                          num(s.logits_std_without_ln_f, 4)));
-    tut.say("at init the stream grows slowly, so the difference is small here; ln_f bounds the head's input whatever");
-    tut.say("scale the residual stream reaches in a deep or trained stack");
+    tut.say("at init the stream grows slowly, so the difference is small here; ln_f bounds the");
+    tut.say("head's input whatever scale the residual stream reaches in a deep or trained stack");
 
     tut.section("A2.6", "the runnable MiniPreLNModel(d=32, n_layers=4, vocab=1000)");
     const tv::MiniModelRun m = tv::a2_6_mini_model(XGRAD_TUTORIAL_FIXTURES_DIR);
@@ -55,7 +59,7 @@ int main(int argc, char** argv) {
     tut.step(fmt::format("{} parameter tensors, {} scalars; gradient norm after backward {} (finite: {})", m.parameter_tensors,
                          m.scalars, num(m.grad_norm, 4), m.all_grads_finite ? "yes" : "NO"));
     if (m.fixture_found) {
-        tut.step(fmt::format("with PyTorch's weights and inputs (fixture mini_model): loss {} vs torch {}",
+        tut.step(fmt::format("PyTorch's weights and inputs (fixture mini_model): loss {}, torch {}",
                              num(m.our_loss_torch_weights, 10), num(m.torch_loss, 10)));
         tut.say(fmt::format("max |logits - torch| = {}, max relative gradient difference = {}", sci(m.max_logits_diff),
                             sci(m.max_grad_rel_diff)));
@@ -89,10 +93,11 @@ int main(int argc, char** argv) {
     tut.step("ScaleNorm g x / ||x|| with g = sqrt(4)", vec(r.scale_norm));
     tut.say("max |ScaleNorm(g = sqrt(d)) - RMSNorm| (eps 0) = " + sci(r.scale_vs_rms));
     tut.step("LayerNorm vs RMSNorm on a zero-mean vector: max diff", sci(r.ln_vs_rms_zero_mean));
-    tut.step(fmt::format("DeepNorm for N = {} layers: alpha = (2N)^(1/4) = {}, init scale beta = (8N)^(-1/4) = {}",
-                         r.deepnorm_layers, num(r.deepnorm_alpha, 4), num(r.deepnorm_beta, 4)));
+    tut.step(fmt::format("DeepNorm for N = {} layers: alpha = (2N)^(1/4) = {}", r.deepnorm_layers, num(r.deepnorm_alpha, 4)));
+    tut.say(fmt::format("and the branch weights start scaled by beta = (8N)^(-1/4) = {}", num(r.deepnorm_beta, 4)));
     tut.step(fmt::format("||F(x)|| / ||residual|| at init: Post-LN {}, DeepNorm {}", num(r.branch_ratio_post, 4),
                          num(r.branch_ratio_deep, 4)));
-    tut.conclude("DeepNorm up-weights the residual (alpha > 1) and shrinks the branch, so each update moves the model less");
+    tut.conclude("DeepNorm up-weights the residual (alpha > 1) and shrinks the branch,");
+    tut.say("   so each update moves the model less");
     return 0;
 }

@@ -54,7 +54,18 @@ Args parse_args(int argc, char** argv) {
         else if (flag == "--data") a.data = value();
         else if (flag == "--out") a.out = value();
         else if (flag == "--resume") a.resume = true;
-        else fail("train_fashion_mlp", fmt::format("unknown option '{}' (see the top of train_fashion_mlp.cpp)", flag));
+        else if (flag == "--help" || flag == "-h") {
+            fmt::print(
+                "usage: train_fashion_mlp [--epochs N] [--resume] [--batch-size 128] [--lr 1e-3] [--weight-decay 0.05]\n"
+                "                         [--warmup 200] [--clip 1.0] [--seed 0] [--train-subset N] [--data DIR] [--out DIR]\n"
+                "Trains a 784-256-256-10 MLP (LayerNorm, GELU) on Fashion-MNIST with AdamW, warm-up + cosine decay,\n"
+                "clipping, a CSV metrics log and a checkpoint per epoch (--resume continues from it).\n"
+                "  guide:    docs/training.md\n"
+                "  run time: about 5 s of CPU per epoch of 60000 images (one epoch by default)\n"
+                "  writes:   metrics.csv and checkpoint.npz into --out (default train_fashion_mlp_out)\n");
+            std::exit(0);
+        }
+        else fail("train_fashion_mlp", fmt::format("unknown option '{}' (see --help)", flag));
     }
     if (a.epochs < 1) fail("train_fashion_mlp", "--epochs must be at least 1");
     return a;

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <system_error>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,10 +21,21 @@ using namespace xg::optim;
 
 namespace {
 
+// A directory per process (two suites, Release and ASan or two checkouts, may run at once on one
+// machine), removed when the process ends.
+struct ProcessTempDir {
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("xgrad_test_checkpoint_" + std::to_string(::getpid()));
+    ~ProcessTempDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir, ignored);
+    }
+};
+
 std::string temp_path(const std::string& name) {
-    const auto dir = std::filesystem::temp_directory_path() / "xgrad_test_checkpoint";
-    std::filesystem::create_directories(dir);
-    return (dir / name).string();
+    static const ProcessTempDir temp;
+    std::filesystem::create_directories(temp.dir);
+    return (temp.dir / name).string();
 }
 
 // 40 samples of 4 features, 3 classes.

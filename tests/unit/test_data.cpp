@@ -1,5 +1,7 @@
 // TensorDataset / DataLoader batching, deterministic shuffling, drop_last, mid-epoch resume,
 // and the Fashion-MNIST loader (real files when installed, truncated copies for errors).
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -43,7 +45,8 @@ std::vector<std::vector<std::size_t>> epoch_ids(DataLoader& loader) {
 }
 
 std::string temp_dir(const std::string& name) {
-    const auto dir = std::filesystem::temp_directory_path() / ("xgrad_test_data_" + name);
+    // per process: two suites (Release and ASan, or two checkouts) may run at once on one machine
+    const auto dir = std::filesystem::temp_directory_path() / ("xgrad_test_data_" + name + "_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     return dir.string();
 }

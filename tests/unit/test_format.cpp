@@ -51,4 +51,10 @@ TEST_CASE("to_dot names every op with its shape and the tensors it saved", "[for
     CHECK_THAT(dot, Contains("var\\n(1, 1)\\nsaved mean (1, 1) (8 B)"));
     CHECK_THAT(dot, Contains("leaf\\n(1, 3)\\nrequires_grad"));
     CHECK_THAT(dot, Contains("n2 -> n1;"));
+
+    // Named nodes: a leaf shows its name instead of "leaf", an op "name = op".
+    const std::string named = xg::to_dot(y, "var", {{x.node().get(), "x"}, {y.node().get(), "loss"}});
+    CHECK_THAT(named, Contains("x\\n(1, 3)\\nrequires_grad"));
+    CHECK_THAT(named, Contains("loss = sum\\n()"));
+    CHECK_THAT(named, !Contains("leaf\\n"));
 }

@@ -135,9 +135,9 @@ TEST_CASE("a million-node chain backpropagates and tears down without deep recur
     }  // dropping y frees a million nodes: Node::~Node unlinks them iteratively
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     CHECK(xg::live_node_count() == start_nodes);
+    // Printed, not asserted: wall time depends on the machine and its load (ctest's timeout
+    // catches a quadratic walk). The test's claim is that nothing recurses a million deep.
     fmt::print("chain of 1e6 muls: build + backward + teardown took {:.2f} s\n", seconds);
-    // Wall time on shared machines is noisy; this only catches quadratic behaviour (~1-2 s normally).
-    CHECK(seconds < 60.0);
 }
 
 TEST_CASE("live_node_count returns to its start after a graph is dropped", "[graph]") {

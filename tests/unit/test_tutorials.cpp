@@ -1,9 +1,16 @@
-// The tutorials' numbers (tutorials/common/*), asserted; and the guide-drift check: each
-// deterministic tutorial is rerun and its output must match the output pasted in its guide.
+// The tutorials' numbers (tutorials/common/*), asserted; the guide-drift check (each tutorial is
+// rerun and its output must match the output pasted in its guide); and the command-line flags.
+#include <pty.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -132,8 +139,11 @@ TEST_CASE("A1.4: NumPy-style backward == autograd == finite differences", "[tuto
     CHECK(c.fd_directional_rel_err_beta < 1e-6);
     CHECK(c.update_vs_sgd < 1e-15);
     CHECK(c.max_update_gamma > 0.0);
-    INFO(c.gradcheck_summary);
-    CHECK(c.gradcheck_ok);
+    // the compact backward equals the article's three-term form to rounding
+    CHECK(c.max_diff_compact_vs_three_term < 1e-12);
+    check_values(c.dx_compact_row0, std::vector<double>(c.dx_three_term_row0.begin(), c.dx_three_term_row0.end()), 1e-12);
+    INFO(c.gradcheck.summary());
+    CHECK(c.gradcheck.ok);
 }
 
 TEST_CASE("Tutorial 04: two-pass and Welford keep the variance at large means, E[x^2]-E[x]^2 does not", "[tutorials]") {
@@ -161,8 +171,11 @@ TEST_CASE("Tutorial 05: the composed graph has 8 op nodes, the fused one 1; grad
     CHECK(g.max_grad_diff < 1e-13);
     CHECK_THAT(g.fused_text, Contains("layer_norm(x, gamma, beta)"));
     const tv::BrokenBackward b = tv::broken_backward_check();
-    CHECK_FALSE(b.broken_ok);
-    CHECK(b.fused_ok);
+    CHECK_FALSE(b.broken.ok);
+    CHECK(b.fused.ok);
+    CHECK_THAT(g.composed_dot, Contains("gamma\\n(4,)\\nrequires_grad"));  // leaves carry their names
+    CHECK_THAT(g.fused_dot, Contains("x\\n(2, 3, 4)\\nrequires_grad"));
+    CHECK_THAT(g.fused_dot, Contains("beta\\n(4,)"));
 }
 
 TEST_CASE("A1.2: the invariance table matches the paper's Table 1", "[tutorials]") {
@@ -184,7 +197,7 @@ TEST_CASE("A0.4 A0.5 A2.3 A2.5: blocks, residual stream, ln_f", "[tutorials]") {
     CHECK(b.pre_shape == xg::Shape{2, 5, 16});
     CHECK(b.post_max_token_mean < 1e-12);
     CHECK(b.pre_token_std_max > 1.1);
-    INFO(b.post_gradcheck << "\n" << b.pre_gradcheck);
+    INFO(b.post_gradcheck.summary() << "\n" << b.pre_gradcheck.summary());
     CHECK(b.gradchecks_ok);
     const tv::ResidualStream s = tv::a2_3_a2_5_residual_stream();
     for (std::size_t i = 1; i < s.post_std.size(); ++i) CHECK(s.post_std[i] == Approx(1.0).margin(1e-4));
@@ -234,6 +247,12 @@ TEST_CASE("A4.5 A4.6: padding and a batch of one", "[tutorials]") {
     CHECK(b.ln_train_vs_eval == 0.0);
     CHECK(b.ln_alone_vs_in_batch == 0.0);
     CHECK(b.bn_alone_eval_vs_in_batch_train > 0.01);
+    // The printed running statistics are the ones eval mode used: the output follows from them
+    // and the printed input by (x - running_mean) / sqrt(running_var + eps).
+    REQUIRE(b.input.size() == 4);
+    for (std::size_t j = 0; j < 4; ++j) {
+        CHECK(b.bn_eval_out(0, j) == Approx((b.input(0, j) - b.running_mean(j)) / std::sqrt(b.running_var(j) + 1e-5)).epsilon(1e-14));
+    }
 }
 
 // ---- experiments, in a tiny configuration (they must run end to end) -----------------------------
@@ -303,12 +322,45 @@ TEST_CASE("A3.4 A3.5: the character GPT trains and samples with LayerNorm and RM
 }
 
 // ---- guide drift ---------------------------------------------------------------------------------
+//
+// Each program is rerun and its output compared, line by line, with the block its guide pastes
+// between <!-- output:begin --> and <!-- output:end -->. It must pass on any x86-64 machine, under
+// any OpenBLAS kernel (OPENBLAS_CORETYPE), so only what is meaningful is compared:
+//  * lines starting with "time:", "plot:" or "csv:" are skipped (timings; paths under --out; a
+//    "plot:" line also reports a missing gnuplot or Graphviz): xg::tutorial::is_volatile_line;
+//  * numbers at rounding level (|v| < 1e-12, printed in scientific notation) compare as "~0": they
+//    are the last bits of a sum and move with the order a BLAS kernel or a reduction adds in;
+//  * finite-difference errors are printed by the programs as bounds ("< 1e-6"), compared exactly;
+//  * the numbers listed in kBands may differ by their stated tolerance, for the stated reason;
+//  * everything else, character for character.
 
 namespace {
 
+// A number that may move between OpenBLAS kernels by more than its printed precision.
+struct Band {
+    const char* guide;      // the guide it applies to
+    const char* line;       // regex (searched) that selects the guide's lines
+    std::size_t number;     // which number of such a line, 0 = the first
+    double tolerance;       // allowed |printed - pasted|
+    const char* reason;
+};
+
+// Measured on this project's reference machine under 7 OpenBLAS kernel families (SkylakeX/
+// Cooperlake, Haswell, Sandybridge, Nehalem, Core2/Penryn/Atom, Barcelona, Dunnington): every
+// other number of guides 09-11 printed identically; the BatchNorm batch-4 test errors spread over
+// 20.55-22.10 % (epoch 1), 18.09-18.80 % (epoch 2) and 18.09-20.18 % (epoch 3), at most 1.65 points
+// from the pasted run.
+const std::vector<Band> kBands{
+    {"09-small-batch-fashion-mnist.md", R"(^  \d+ +\|)", 3, 2.5,
+     "BatchNorm at batch 4 normalises with the statistics of 4 samples; the last-bit differences of "
+     "the OpenBLAS kernels (summation order) are amplified over 9000 such steps, so its test error "
+     "moves by up to 1.65 points between kernels (20.55-22.10 % after epoch 1). Band: 2.5 points, "
+     "1.5 times the largest deviation measured."},
+    {"09-small-batch-fashion-mnist.md", R"(^  BN \d)", 1, 2.5, "the same BatchNorm batch-4 test error after the last epoch"},
+};
+
 // Rounding-level numbers (|v| < 1e-12 printed in scientific notation, e.g. "2.2e-16") change with
-// any reordering of a kernel's floating-point operations; they are compared as "~0". Everything
-// else must match character for character.
+// any reordering of a kernel's floating-point operations; they are compared as "~0".
 std::string normalise_rounding(const std::string& line) {
     static const std::regex tiny(R"(\b(\d\.\d+e-(1[2-9]|[2-9]\d)|0\.0+e\+00)\b)");
     return std::regex_replace(line, tiny, "~0");
@@ -346,61 +398,257 @@ std::string pasted_output(const std::string& guide_path) {
     return kept;
 }
 
-std::string run_program(const std::string& path) {
-    const std::string cmd = "'" + path + "' --out '" + XGRAD_TUTORIAL_OUT_DIR + "' < /dev/null 2>/dev/null";
+struct Run {
+    int exit_code = -1;
+    std::string output;
+};
+
+// Runs a shell command line and returns its exit code and standard output.
+Run run_command(const std::string& cmd) {
     FILE* pipe = popen(cmd.c_str(), "r");
     REQUIRE(pipe != nullptr);
-    std::string out;
+    Run r;
     char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-    CHECK(pclose(pipe) == 0);
-    return out;
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) r.output.append(buf, n);
+    const int status = pclose(pipe);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
 }
 
-}  // namespace
+std::string program_path(const std::string& program) { return std::string(XGRAD_TUTORIAL_BIN_DIR) + "/" + program; }
 
-namespace {
+std::string run_program(const std::string& program) {
+    const Run r = run_command("'" + program_path(program) + "' --out '" + XGRAD_TUTORIAL_OUT_DIR + "' < /dev/null 2>/dev/null");
+    CHECK(r.exit_code == 0);
+    return r.output;
+}
 
-// Each program is rerun and its output compared, line by line, with the block its guide pastes.
+// Splits a line into its numbers and the text around them ("  1 | 18.97%" -> " ", " | ", "%").
+void split_numbers(const std::string& line, std::vector<std::string>& text, std::vector<std::string>& numbers) {
+    static const std::regex number(R"([-+]?\d+(\.\d+)?(e[-+]?\d+)?)");
+    std::size_t pos = 0;
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), number); it != std::sregex_iterator(); ++it) {
+        text.push_back(line.substr(pos, static_cast<std::size_t>(it->position()) - pos));
+        numbers.push_back(it->str());
+        pos = static_cast<std::size_t>(it->position() + it->length());
+    }
+    text.push_back(line.substr(pos));
+}
+
+// Compares one line: exactly, or, where a band applies, number by number.
+void compare_line(const std::string& guide, const std::string& expected, const std::string& actual) {
+    for (const Band& band : kBands) {
+        if (guide != band.guide || !std::regex_search(expected, std::regex(band.line))) continue;
+        std::vector<std::string> text_e, text_a, num_e, num_a;
+        split_numbers(expected, text_e, num_e);
+        split_numbers(actual, text_a, num_a);
+        REQUIRE(text_a == text_e);
+        REQUIRE(num_a.size() == num_e.size());
+        REQUIRE(band.number < num_e.size());
+        for (std::size_t i = 0; i < num_e.size(); ++i) {
+            if (i != band.number) {
+                REQUIRE(num_a[i] == num_e[i]);
+                continue;
+            }
+            INFO("number " << i << " may differ by " << band.tolerance << ": " << band.reason);
+            CHECK(std::stod(num_a[i]) == Approx(std::stod(num_e[i])).margin(band.tolerance));
+        }
+        return;
+    }
+    REQUIRE(actual == expected);
+}
+
+// Each program is rerun and its output compared, line by line, with the block its guide pastes;
+// and every line it prints fits xg::tutorial::kColumns (100) columns.
 void check_guides(const std::vector<std::pair<std::string, std::string>>& programs) {
     for (const auto& [program, guide] : programs) {
         SECTION(program) {
             const auto expected = lines_of(pasted_output(std::string(XGRAD_TUTORIAL_DOCS_DIR) + "/" + guide));
-            const auto actual = lines_of(run_program(std::string(XGRAD_TUTORIAL_BIN_DIR) + "/" + program));
+            const auto actual = lines_of(run_program(program));
             INFO("guide docs/tutorials/" << guide << " vs a fresh run of " << program
                                          << " (paste the new output into the guide if the change is intended)");
             const std::size_t n = std::min(expected.size(), actual.size());
             for (std::size_t i = 0; i < n; ++i) {
-                INFO("line " << i + 1);
-                REQUIRE(actual[i] == expected[i]);
+                INFO("line " << i + 1 << " of the output\n  guide: " << expected[i] << "\n  run:   " << actual[i]);
+                compare_line(guide, expected[i], actual[i]);
+                CHECK(xg::tutorial::display_width(actual[i]) <= xg::tutorial::kColumns);
             }
             CHECK(actual.size() == expected.size());
         }
     }
 }
 
+const std::vector<std::pair<std::string, std::string>> kPrograms{
+    {"01_layernorm_by_hand", "01-layernorm-by-hand.md"},
+    {"02_bn_vs_ln_axes", "02-bn-vs-ln-axes.md"},
+    {"03_manual_vs_builtin", "03-manual-vs-builtin.md"},
+    {"04_variance", "04-variance.md"},
+    {"05_graph", "05-graph.md"},
+    {"06_invariance", "06-invariance.md"},
+    {"07_blocks", "07-blocks.md"},
+    {"08_padding_and_batch1", "08-padding-and-batch1.md"},
+    {"09_small_batch_fashion_mnist", "09-small-batch-fashion-mnist.md"},
+    {"10_pre_vs_post_ln_gradients", "10-pre-vs-post-ln-gradients.md"},
+    {"11_char_gpt", "11-char-gpt.md"},
+};
+const std::set<std::string> kHasLongMode{"09_small_batch_fashion_mnist", "10_pre_vs_post_ln_gradients", "11_char_gpt"};
+
 }  // namespace
 
 TEST_CASE("Tutorial guides show the output the programs print now", "[tutorials][guides]") {
-    check_guides({
-        {"01_layernorm_by_hand", "01-layernorm-by-hand.md"}, {"02_bn_vs_ln_axes", "02-bn-vs-ln-axes.md"},
-        {"03_manual_vs_builtin", "03-manual-vs-builtin.md"}, {"04_variance", "04-variance.md"},
-        {"05_graph", "05-graph.md"},                           {"06_invariance", "06-invariance.md"},
-        {"07_blocks", "07-blocks.md"},                         {"08_padding_and_batch1", "08-padding-and-batch1.md"},
-    });
+    check_guides({kPrograms.begin(), kPrograms.begin() + 8});
 }
 
-// The training experiments in their quick settings: ~40 s together in Release, several minutes
+// The training experiments in their quick settings: ~2.5 minutes together in Release, much longer
 // under AddressSanitizer, where they are left out (the code they run is covered there by the
 // tiny-run tests above).
 TEST_CASE("Tutorial guides of the training experiments (09-11) show what a quick run prints now", "[tutorials][guides]") {
 #if defined(__SANITIZE_ADDRESS__)
     WARN("skipped under AddressSanitizer: the quick runs take minutes there");
 #else
-    check_guides({
-        {"09_small_batch_fashion_mnist", "09-small-batch-fashion-mnist.md"},
-        {"10_pre_vs_post_ln_gradients", "10-pre-vs-post-ln-gradients.md"},
-        {"11_char_gpt", "11-char-gpt.md"},
-    });
+    check_guides({kPrograms.begin() + 8, kPrograms.end()});
 #endif
+}
+
+TEST_CASE("Every tutorial rejects unknown arguments and its --help names its articles and guide", "[tutorials][flags]") {
+    for (const auto& [program, guide] : kPrograms) {
+        SECTION(program) {
+            const std::string path = "'" + program_path(program) + "'";
+            const Run help = run_command(path + " --help 2>&1");
+            CHECK(help.exit_code == 0);
+            CHECK_THAT(help.output, Contains("usage: " + program));
+            CHECK_THAT(help.output, Contains("article examples"));
+            CHECK_THAT(help.output, Contains("guide:") && Contains("docs/tutorials/" + guide));
+            CHECK_THAT(help.output, Contains("run time: "));
+            CHECK(std::ifstream(std::string(XGRAD_TUTORIAL_DOCS_DIR) + "/" + guide).good());
+            const bool long_mode = kHasLongMode.count(program) > 0;
+            CHECK((help.output.find("--full") != std::string::npos) == long_mode);
+            for (const std::string& bad : {std::string("--stepp"), std::string("--out"), std::string("extra"),
+                                           std::string(long_mode ? "--fulll" : "--full")}) {
+                INFO(program << " " << bad);
+                const Run r = run_command(path + " " + bad + " 2>&1 </dev/null");
+                CHECK(r.exit_code == 2);
+                CHECK_THAT(r.output, Contains("usage: " + program));
+                CHECK_THAT(r.output, !Contains("==="));  // rejected before anything runs
+            }
+        }
+    }
+}
+
+namespace {
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path);
+    REQUIRE(in.good());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("Each guide quotes, word for word from claims.md, the claims of every example its program covers",
+          "[tutorials][guides]") {
+    const std::string docs = XGRAD_TUTORIAL_DOCS_DIR;
+    // claims.md lists "- **A2.1** (article 002): <claim>"; a guide quotes it as "> **A2.1** (article 002): <claim>".
+    std::map<std::string, std::string> claims;
+    const std::regex listed(R"(^- (\*\*(A\d\.\d)\*\* \(article [^)]*\): .+)$)");
+    std::istringstream list(read_text(docs + "/claims.md"));
+    for (std::string line; std::getline(list, line);) {
+        std::smatch m;
+        if (std::regex_match(line, m, listed)) claims[m[2]] = m[1];
+    }
+    CHECK(claims.size() >= 28);  // A0.1-A0.5, A1.1-A1.4, A2.1-A2.6, A3.1-A3.5, A4.1-A4.8 (and any added later)
+    for (const auto& [program, guide] : kPrograms) {
+        SECTION(guide) {
+            const std::string text = read_text(docs + "/" + guide);
+            std::smatch header;  // the program's own list, pasted in the guide's output block
+            REQUIRE(std::regex_search(text, header, std::regex("Article examples: ([^\n]*)")));
+            const std::string ids = header[1];
+            std::size_t quoted = 0;
+            const std::regex id_pattern(R"(A\d\.\d)");
+            for (auto it = std::sregex_iterator(ids.begin(), ids.end(), id_pattern); it != std::sregex_iterator(); ++it) {
+                const std::string id = it->str();
+                INFO(guide << " covers " << id);
+                REQUIRE(claims.count(id) == 1);
+                CHECK(text.find("\n> " + claims[id] + "\n") != std::string::npos);
+                ++quoted;
+            }
+            CHECK(quoted > 0);
+            // the repository is self-contained: no path of the machine the guide was written on
+            CHECK(text.find("/work/") == std::string::npos);
+            CHECK(text.find("/tmp/") == std::string::npos);
+        }
+    }
+}
+
+// Runs `program --step` on a pseudo-terminal (so stdin is a terminal, as --step requires) with echo
+// off and TERM=dumb, presses Enter `enters` times up front, and returns everything it wrote.
+Run run_on_terminal(const std::string& program, int enters) {
+    termios mode{};  // canonical input, no echo, no output translation: the bytes as written
+    mode.c_iflag = ICRNL;
+    mode.c_cflag = CS8 | CREAD;
+    mode.c_lflag = ICANON;
+    mode.c_cc[VMIN] = 1;
+    mode.c_cc[VEOF] = 4;
+    // Everything the child needs is prepared before fork: between fork and exec it may only call
+    // async-signal-safe functions (this process may have BLAS threads).
+    const std::string path = program_path(program);
+    std::vector<std::string> env_strings{"TERM=dumb"};
+    for (char** e = environ; *e != nullptr; ++e) {
+        if (std::string(*e).rfind("TERM=", 0) != 0) env_strings.emplace_back(*e);
+    }
+    std::vector<char*> env;
+    for (std::string& e : env_strings) env.push_back(e.data());
+    env.push_back(nullptr);
+    int master = -1;
+    const pid_t child = forkpty(&master, nullptr, &mode, nullptr);
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        execle(path.c_str(), program.c_str(), "--step", "--out", XGRAD_TUTORIAL_OUT_DIR, static_cast<char*>(nullptr), env.data());
+        _exit(127);
+    }
+    const std::string enter(static_cast<std::size_t>(enters), '\n');
+    REQUIRE(write(master, enter.data(), enter.size()) == static_cast<ssize_t>(enter.size()));
+    Run r;
+    char buf[4096];
+    for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) r.output.append(buf, static_cast<std::size_t>(n));
+    close(master);  // read() fails with EIO once the program has exited and closed the terminal
+    int status = 0;
+    waitpid(child, &status, 0);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+TEST_CASE("A tutorial run with --step pauses after each step's whole content, conclusions included, and adds nothing else",
+          "[tutorials][flags]") {
+    const std::string program = "08_padding_and_batch1";  // two sections, notes and conclusions
+    const std::string plain = run_program(program);
+    const Run stepped = run_on_terminal(program, 60);
+    REQUIRE(stepped.exit_code == 0);
+    const std::string& transcript = stepped.output;
+    const std::string prompt = "  [Enter] next step ";
+    // Every prompt stands between one step's last line and the next step or section: right after
+    // it comes "Step k:" or the blank line that opens a section, never a step's own notes.
+    std::size_t prompts = 0;
+    for (std::size_t at = transcript.find(prompt); at != std::string::npos; at = transcript.find(prompt, at + 1)) {
+        ++prompts;
+        const std::string next = transcript.substr(at + prompt.size(), 6);
+        INFO("after prompt " << prompts << ": '" << next << "'");
+        CHECK((next.rfind("Step ", 0) == 0 || next.rfind("\n[", 0) == 0));
+        CHECK(transcript.rfind('\n', at) == at - 1);  // the prompt starts a line: the content before it is complete
+    }
+    std::size_t steps = 0;
+    for (std::size_t at = plain.find("\nStep "); at != std::string::npos; at = plain.find("\nStep ", at + 1)) ++steps;
+    CHECK(prompts == steps - 1);  // a pause before every step but the first
+    // A conclusion is followed by a pause before the next section starts.
+    const std::size_t conclusion = transcript.find("=> BatchNorm's real-token outputs");
+    const std::size_t next_section = transcript.find("[A4.6]");
+    REQUIRE(conclusion != std::string::npos);
+    REQUIRE(next_section != std::string::npos);
+    CHECK(transcript.find(prompt, conclusion) < next_section);
+    // Without the prompts (and the line announcing --step) the transcript is the plain output.
+    std::string without = std::regex_replace(transcript, std::regex("  \\[Enter\\] next step "), "");
+    without = std::regex_replace(without, std::regex("\\(--step: [^\n]*\\)\n"), "");
+    CHECK(without == plain);
 }

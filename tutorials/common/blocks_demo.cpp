@@ -54,8 +54,8 @@ TransformerBlocks a0_4_a0_5_blocks() {
     const GradcheckResult gp = gradcheck([&](const std::vector<Tensor>& v) { return tiny_post->forward(v[0]); }, in, opt);
     opt.name = "Pre-LN block (d 4, 2 heads)";
     const GradcheckResult gq = gradcheck([&](const std::vector<Tensor>& v) { return tiny_pre->forward(v[0]); }, in, opt);
-    r.post_gradcheck = gp.summary();
-    r.pre_gradcheck = gq.summary();
+    r.post_gradcheck = gp;
+    r.pre_gradcheck = gq;
     r.gradchecks_ok = gp.ok && gq.ok;
     return r;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gradcheck.hpp"
 #include "core/tensor.hpp"
 
 namespace tutorial_values {
@@ -19,7 +20,7 @@ struct TransformerBlocks {
     double post_max_token_mean = 0;      ///< Post-LN output tokens are normalised ...
     double post_max_token_var_err = 0;
     double pre_token_std_min = 0, pre_token_std_max = 0;  ///< ... Pre-LN ones are not
-    std::string post_gradcheck, pre_gradcheck;  ///< gradcheck summaries on a tiny block
+    xg::GradcheckResult post_gradcheck, pre_gradcheck;  ///< gradchecks of a tiny block of each kind
     bool gradchecks_ok = false;
 };
 TransformerBlocks a0_4_a0_5_blocks();

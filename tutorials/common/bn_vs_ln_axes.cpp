@@ -123,15 +123,17 @@ ComparisonTable a4_2_table() {
     }
     t.rows = {
         {"", "BatchNorm", "LayerNorm"},
-        {"statistic direction", "across the batch, one per feature (axis 0)", "within one sample, over the features (axis -1)"},
-        {"batch-size sensitivity (sample 0's output when sample 2 changes)", fmt::format("high: moves by {}", tutorial::num(m.bn_change_from_other_sample, 4)),
+        {"statistics", "per feature, across the batch", "per sample, across its features"},
+        {"batch-size sensitivity (a)", fmt::format("high: moves by {}", tutorial::num(m.bn_change_from_other_sample, 4)),
          fmt::format("none: moves by {}", tutorial::num(m.ln_change_from_other_sample, 4))},
-        {"train vs inference (max |train - eval| on the same batch)", fmt::format("differ: {} (running stats)", tutorial::num(m.bn_train_vs_eval, 4)),
+        {"train vs inference (b)", fmt::format("differ: {} (running stats)", tutorial::num(m.bn_train_vs_eval, 4)),
          fmt::format("identical: {}", tutorial::num(m.ln_train_vs_eval, 4))},
         {"typical models", "CNNs, large batches", "RNNs, Transformers"},
-        {"saved for backward, x (4, 16, 32)", fmt::format("{} numbers (per feature)", t.bn_saved_stats),
-         fmt::format("{} numbers (per token)", t.ln_saved_stats)},
+        {"memory (c)", fmt::format("{} numbers (per feature)", t.bn_saved_stats), fmt::format("{} numbers (per token)", t.ln_saved_stats)},
     };
+    t.notes = {"(a) how far sample 0's output moves when sample 2 changes",
+               "(b) max |train - eval| on the same batch",
+               "(c) statistics the graph keeps for backward, x of shape (4, 16, 32)"};
     return t;
 }
 

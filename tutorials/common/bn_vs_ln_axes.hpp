@@ -58,6 +58,7 @@ LayoutCheck a4_1_layout();
 /// A4.2: the comparison table, each row backed by a measured number where one exists.
 struct ComparisonTable {
     std::vector<std::vector<std::string>> rows;  ///< header + rows (text for the tutorial)
+    std::vector<std::string> notes;              ///< what the (a), (b), (c) marks in the rows mean
     std::size_t ln_saved_stats = 0;  ///< numbers LayerNorm's node keeps for a (4, 16, 32) input
     std::size_t bn_saved_stats = 0;  ///< numbers BatchNorm's node keeps for the same data as (64, 32)
 };

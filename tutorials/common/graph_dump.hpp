@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "core/gradcheck.hpp"
 #include "core/tensor.hpp"
 
 namespace tutorial_values {
@@ -28,15 +29,14 @@ struct GraphComparison {
     std::size_t composed_nodes = 0, fused_nodes = 0;
     std::size_t composed_kept = 0, fused_kept = 0;
     double max_out_diff = 0, max_grad_diff = 0;
-    std::string composed_dot, fused_dot;  ///< Graphviz text from xg::to_dot
+    std::string composed_dot, fused_dot;  ///< Graphviz text from xg::to_dot, leaves named x, gamma, beta
 };
 GraphComparison graph_comparison();
 
 /// gradcheck on a LayerNorm whose backward forgets that mean and variance depend on x
 /// (dx = rstd * gamma * dy), and on the correct fused op, same inputs.
 struct BrokenBackward {
-    bool broken_ok = true, fused_ok = false;
-    std::string broken_summary, broken_report, fused_summary;
+    xg::GradcheckResult broken, fused;
 };
 BrokenBackward broken_backward_check();
 

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/gradcheck.hpp"
 #include "core/tensor.hpp"
 #include "nn/module.hpp"
 
@@ -38,6 +39,9 @@ public:
     Array forward(const Array& x);
     /// Returns dL/dx and fills grad_gamma, grad_beta (sums over every axis but the last).
     Array backward(const Array& grad_output);
+    /// dL/dx in the compact form of docs/derivations/layernorm.md, from the same forward:
+    /// rstd * (g - mean(g) - x_hat * mean(g * x_hat)) with g = grad_output * gamma.
+    Array backward_compact(const Array& grad_output) const;
     void update(double learning_rate);
 
     std::size_t normalized_shape;
@@ -58,8 +62,9 @@ struct NumpyStyleCheck {
     double fd_directional_rel_err_beta = 0;
     double max_update_gamma = 0, max_update_beta = 0; ///< max |change| made by update(0.001)
     double update_vs_sgd = 0;                      ///< max |class update - optim::SGD step|
-    std::string gradcheck_summary;                 ///< xg::gradcheck of the library op, projection mode
-    bool gradcheck_ok = false;
+    Array dx_three_term_row0, dx_compact_row0;     ///< first 4 entries of row 0 of dL/dx, both forms
+    double max_diff_compact_vs_three_term = 0;     ///< over all (32, 768) entries: rounding
+    xg::GradcheckResult gradcheck;                 ///< xg::gradcheck of the library op, projection mode
 };
 NumpyStyleCheck a1_4_numpy_style();
 

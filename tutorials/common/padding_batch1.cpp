@@ -60,19 +60,22 @@ BatchOfOne a4_6_batch_of_one() {
     auto ln = std::make_shared<nn::LayerNorm>(4);
     const Tensor shift({{5.0, -2.0, 0.0, 10.0}});
     Tensor last_batch;
+    Array bn_in_batch_train;  // the sample's training-mode output inside its batch
     for (int i = 0; i < 20; ++i) {  // a short "training" run fills the running statistics
         last_batch = randn({16, 4}, gen) * 2.0 + shift;
-        bn->forward(last_batch);
+        bn_in_batch_train = narrow(bn->forward(last_batch), 0, 0, 1).value();
     }
+    // Read after the last training forward and before anything else runs BatchNorm: these are
+    // exactly the statistics eval mode uses below (a training forward would update them again).
     r.running_mean = bn->running_mean.value();
     r.running_var = bn->running_var.value();
     const Tensor one = narrow(last_batch, 0, 0, 1);  // a batch of one: (1, 4)
+    r.input = one.value();
     try {
-        bn->forward(one);
+        bn->forward(one);  // refused before it touches the running statistics
     } catch (const Error& e) {
         r.bn_train_error = e.what();
     }
-    const Array bn_in_batch_train = narrow(bn->forward(last_batch), 0, 0, 1).value();
     bn->eval();
     r.bn_eval_out = bn->forward(one).value();
     r.bn_alone_eval_vs_in_batch_train = max_abs_diff(r.bn_eval_out, bn_in_batch_train);

@@ -21,8 +21,9 @@ Padding a4_5_padding();
 /// A4.6: a batch of one sample (4 features).
 struct BatchOfOne {
     std::string bn_train_error;         ///< BatchNorm1d in training mode refuses it
-    Array bn_eval_out;                  ///< eval mode: normalised with running statistics
-    Array running_mean, running_var;    ///< after 20 training batches of 16
+    Array input;                        ///< the sample: the first row of the last training batch
+    Array running_mean, running_var;    ///< after 20 training batches of 16: what eval mode uses
+    Array bn_eval_out;                  ///< eval mode: (input - running_mean) / sqrt(running_var + eps)
     Array ln_train_out;
     double ln_train_vs_eval = 0;        ///< 0
     double ln_alone_vs_in_batch = 0;    ///< the same sample inside a batch of 16: 0

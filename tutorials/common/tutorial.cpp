@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -23,37 +24,56 @@ extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace xg::tutorial {
 
-Flags parse_flags(int argc, char** argv, const std::string& usage_extra) {
+std::string usage(const std::string& program, const About& about) {
+    std::string s = fmt::format("usage: {} [--step]{} [--out DIR] [--help]\n", program, about.full.empty() ? "" : " [--full]");
+    s += fmt::format("{}\n", about.title);
+    s += fmt::format("  article examples: {}\n", about.ids);
+    s += fmt::format("  guide:            {}\n", about.guide);
+    s += fmt::format("  run time:         {}{}\n", about.run_time, about.full.empty() ? "" : ", without --full");
+    s += fmt::format("  writes:           {}\n", about.writes.empty() ? "no files" : about.writes);
+    s += "options:\n";
+    s += "  --step     pause after each step until Enter (when stdin is a terminal)\n";
+    if (!about.full.empty()) s += fmt::format("  --full     the long run: {}\n", about.full);
+    s += fmt::format("  --out DIR  the directory for the files it writes (default {})\n", XGRAD_TUTORIAL_OUT_DIR);
+    s += "  --help     this text\n";
+    return s;
+}
+
+Flags parse_flags(int argc, char** argv, const About& about) {
     Flags f;
     f.out_dir = XGRAD_TUTORIAL_OUT_DIR;
+    const std::string program = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : about.title;
+    auto reject = [&](const std::string& why) {
+        std::fflush(stdout);
+        fmt::print(stderr, "{}: {}\n{}", program, why, usage(program, about));
+        std::exit(2);
+    };
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--step") {
             f.step = true;
-        } else if (a == "--full") {
+        } else if (a == "--full" && !about.full.empty()) {
             f.full = true;
-        } else if (a == "--out" && i + 1 < argc) {
+        } else if (a == "--out") {
+            if (i + 1 >= argc) reject("--out needs a directory");
             f.out_dir = argv[++i];
         } else if (a == "--help" || a == "-h") {
-            fmt::print("usage: {} [--step] [--full] [--out DIR]{}\n"
-                       "  --step     pause after each step until Enter (when stdin is a terminal)\n"
-                       "  --full     the long run (experiments only)\n"
-                       "  --out DIR  where CSV files and plots go (default {})\n",
-                       argv[0], usage_extra.empty() ? "" : " " + usage_extra, XGRAD_TUTORIAL_OUT_DIR);
+            fmt::print("{}", usage(program, about));
             std::exit(0);
+        } else if (a == "--full") {
+            reject("this program has no long mode: --full does not apply");
         } else {
-            f.rest.push_back(a);
+            reject(fmt::format("unknown argument '{}'", a));
         }
     }
     return f;
 }
 
-Tutorial::Tutorial(int argc, char** argv, std::string title, std::string ids, const std::string& usage_extra)
-    : flags_(parse_flags(argc, argv, usage_extra)) {
+Tutorial::Tutorial(int argc, char** argv, About about) : about_(std::move(about)), flags_(parse_flags(argc, argv, about_)) {
     if (openblas_set_num_threads != nullptr && std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
-    fmt::print("=== {} ===\nArticle examples: {}\n", title, ids);
+    fmt::print("=== {} ===\nArticle examples: {}\n", about_.title, about_.ids);
     if (flags_.step && !isatty(STDIN_FILENO)) flags_.step = false;  // piped input: run straight through
-    if (flags_.step) fmt::print("(--step: press Enter after each step)\n");
+    if (flags_.step) fmt::print("(--step: the program waits for Enter after each step)\n");
     std::fflush(stdout);
 }
 
@@ -65,6 +85,7 @@ std::string Tutorial::out_dir() const {
 std::string Tutorial::out_path(const std::string& file) const { return out_dir() + "/" + file; }
 
 void Tutorial::section(const std::string& id, const std::string& title) {
+    pause_if_pending();
     step_ = 0;
     fmt::print("\n[{}] {}\n", id, title);
     std::fflush(stdout);
@@ -75,8 +96,10 @@ void Tutorial::step(const std::string& label, double value, int precision) { ste
 void Tutorial::step(const std::string& label, const std::string& text) { step(label + " = " + text); }
 
 void Tutorial::step(const std::string& text) {
+    pause_if_pending();
     fmt::print("Step {}: {}\n", ++step_, text);
-    pause();
+    std::fflush(stdout);
+    pending_pause_ = true;
 }
 
 void Tutorial::say(const std::string& line) const {
@@ -90,20 +113,39 @@ void Tutorial::show(const std::string& text) const {
 }
 
 void Tutorial::article_note(const std::string& article_says, const std::string& exact, const std::string& why) const {
-    fmt::print("  Article: {}  ->  exact: {}\n  Note: {}\n", article_says, exact, why);
+    const std::string one_line = fmt::format("  Article: {}  ->  exact: {}", article_says, exact);
+    if (display_width(one_line) <= kColumns) {
+        fmt::print("{}\n  Note: {}\n", one_line, why);
+    } else {
+        fmt::print("  Article: {}\n  Exact:   {}\n  Note: {}\n", article_says, exact, why);
+    }
     std::fflush(stdout);
 }
 
-void Tutorial::conclude(const std::string& line) const {
+void Tutorial::conclude(const std::string& line) {
     fmt::print("  => {}\n", line);
     std::fflush(stdout);
+    pending_pause_ = true;
 }
 
-void Tutorial::pause() const {
+// Called when the next step or section is about to start: the previous step has printed
+// everything it has to say. The prompt goes to stderr (stdout may be a log); on a terminal it is
+// erased after Enter, so the screen reads like the output pasted in the guide.
+void Tutorial::pause_if_pending() {
+    if (!flags_.step || !pending_pause_) return;
+    pending_pause_ = false;
     std::fflush(stdout);
-    if (!flags_.step) return;
+    fmt::print(stderr, "  [Enter] next step ");
+    std::fflush(stderr);
     std::string ignored;
-    std::getline(std::cin, ignored);
+    if (!std::getline(std::cin, ignored)) {  // end of input: run straight through from here
+        flags_.step = false;
+        fmt::print(stderr, "\n");
+        return;
+    }
+    const char* term = std::getenv("TERM");
+    if (isatty(STDERR_FILENO) && term != nullptr && std::string(term) != "dumb") fmt::print(stderr, "\033[1A\033[2K");
+    std::fflush(stderr);
 }
 
 // ---- formatting -------------------------------------------------------------------------------
@@ -118,6 +160,55 @@ std::string num(double v, int precision) {
 std::string sci(double v, int digits) {
     if (!std::isfinite(v)) return num(v);
     return fmt::format("{:.{}e}", v, digits); }
+
+std::string under(double v, double bound) {
+    std::string b = fmt::format("{:.0e}", bound);  // "1e-06" -> "1e-6"
+    if (const auto zero = b.find("e-0"); zero != std::string::npos) b.erase(zero + 2, 1);
+    if (std::fabs(v) < bound) return "< " + b;
+    return fmt::format("{} (over {})", sci(v, 2), b);
+}
+
+std::string gradcheck_line(const GradcheckResult& r, double abs_bound, double rel_bound) {
+    return fmt::format("gradcheck {} {}: {} {}, max abs err {}, max rel err {}", r.name, r.ok ? "ok" : "FAILED",
+                       r.checked_elements, r.projection_mode ? "projections" : "entries", under(r.max_abs_error, abs_bound),
+                       under(r.max_rel_error, rel_bound));
+}
+
+std::size_t display_width(const std::string& s) {
+    std::size_t n = 0;  // count UTF-8 code points, not bytes (for ✓ and ✗)
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+}
+
+std::string wrap(const std::string& text, std::size_t width, const std::string& prefix) {
+    const std::size_t room = width > display_width(prefix) + 10 ? width - display_width(prefix) : 10;
+    std::string out, line;
+    auto flush = [&] {
+        out += prefix + line + "\n";
+        line.clear();
+    };
+    std::size_t i = 0;
+    while (i < text.size()) {
+        if (text[i] == '\n') {
+            flush();
+            ++i;
+            continue;
+        }
+        const std::size_t end = std::min(text.find_first_of(" \n", i), text.size());
+        std::string word = text.substr(i, end - i);
+        while (display_width(word) > room) {  // longer than a line: cut it
+            if (!line.empty()) flush();
+            line = word.substr(0, room);
+            word = word.substr(room);
+            flush();
+        }
+        if (!line.empty() && display_width(line) + 1 + display_width(word) > room) flush();
+        line += (line.empty() ? "" : " ") + word;
+        i = end < text.size() && text[end] == ' ' ? end + 1 : end;
+    }
+    if (!line.empty() || out.empty()) flush();
+    return out;
+}
 
 std::string vec(const std::vector<double>& a, int precision) {
     std::string s = "[";
@@ -149,11 +240,6 @@ std::string shape(const Shape& s) {
 
 std::string table(const std::vector<std::vector<std::string>>& rows, const std::string& indent) {
     std::vector<std::size_t> width;
-    auto display_width = [](const std::string& s) {
-        std::size_t n = 0;  // count UTF-8 code points, not bytes (for ✓ and ✗)
-        for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-        return n;
-    };
     for (const auto& r : rows) {
         if (width.size() < r.size()) width.resize(r.size(), 0);
         for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], display_width(r[i]));
@@ -198,24 +284,22 @@ void write_csv(const std::string& path, const std::vector<std::string>& header,
     }
 }
 
-bool gnuplot(const std::string& script, const std::string& png_path) {
+bool gnuplot(const std::string& script, const std::string& png_path, int width, int height) {
     const std::string gp_path = png_path.substr(0, png_path.rfind('.')) + ".gp";
-    {
+    auto write = [&](const char* terminal) {
         std::ofstream out(gp_path);
-        out << "set terminal pngcairo size 900,600 noenhanced\nset output '" << png_path << "'\n" << script << "\n";
-    }
+        out << fmt::format("set terminal {} size {},{} noenhanced\nset output '{}'\n{}\n", terminal, width, height, png_path, script);
+    };
+    // "plot:" lines are skipped by the guide-drift test: whether gnuplot is installed changes nothing compared.
+    write("pngcairo");
     if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-        fmt::print("  (gnuplot not found: plot skipped, the CSV is kept; script: {})\n", gp_path);
+        fmt::print("  plot: skipped, gnuplot not found (the CSV is kept; script: {})\n", gp_path);
         return false;
     }
-    const int rc = std::system(("gnuplot '" + gp_path + "' 2>/dev/null").c_str());
-    if (rc != 0) {
-        // pngcairo may be missing in gnuplot-nox builds; fall back to the plain png terminal.
-        std::ofstream out(gp_path);
-        out << "set terminal png size 900,600 noenhanced\nset output '" << png_path << "'\n" << script << "\n";
-        out.close();
+    if (std::system(("gnuplot '" + gp_path + "' 2>/dev/null").c_str()) != 0) {
+        write("png");  // pngcairo may be missing in some gnuplot builds; the plain png terminal then
         if (std::system(("gnuplot '" + gp_path + "'").c_str()) != 0) {
-            fmt::print("  (gnuplot failed: plot skipped, the CSV is kept; script: {})\n", gp_path);
+            fmt::print("  plot: skipped, gnuplot failed (the CSV is kept; script: {})\n", gp_path);
             return false;
         }
     }

@@ -4,34 +4,53 @@
 //
 // Output is meant to be pasted into docs/tutorials/*.md and compared by a test, so everything
 // printed here is deterministic except lines that start with "time:", "plot:" or "csv:" (the
-// last two name files under --out, which differs between checkouts) or contain a progress bar
-// (the guide-drift test skips those; see is_volatile_line).
+// last two name files under --out, which differs between checkouts, or say that gnuplot or
+// Graphviz is missing) or contain a progress bar (the guide-drift test skips those; see
+// is_volatile_line). Numbers whose digits depend on the machine are printed so that they do not:
+// finite-difference errors as bounds (under()); see tests/unit/test_tutorials.cpp for the rest.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include "core/gradcheck.hpp"
 #include "core/tensor.hpp"
 
 namespace xg::tutorial {
+
+/// Every line a tutorial prints fits this many columns (the guide-drift test checks it).
+constexpr std::size_t kColumns = 100;
+
+/// What a program is: printed in its header and its --help.
+struct About {
+    std::string title;     ///< "01 LayerNorm by hand"
+    std::string ids;       ///< the article examples it covers, "A0.1, A2.1, A2.2, A3.1, A3.2"
+    std::string guide;     ///< "docs/tutorials/01-layernorm-by-hand.md"
+    std::string run_time;  ///< typical run time of the default run, measured ("about 1 s")
+    std::string full;      ///< what --full does; empty: no long mode, and --full is rejected
+    std::string writes;    ///< files written under --out DIR; empty: none
+};
 
 /// Command-line flags shared by every tutorial.
 struct Flags {
     bool step = false;         ///< --step: pause after each step until Enter (only on a terminal)
     bool full = false;         ///< --full: the long, paper-sized run of an experiment
     std::string out_dir;       ///< --out DIR: where CSV files and plots go
-    std::vector<std::string> rest; ///< anything else, for the program's own options
 };
 
-/// Parses --step, --full, --out DIR and --help; unknown flags are kept in Flags::rest.
-Flags parse_flags(int argc, char** argv, const std::string& usage_extra = "");
+/// The --help text of a program.
+std::string usage(const std::string& program, const About& about);
+/// Parses --step, --full (only where About::full is set), --out DIR and --help. --help prints
+/// usage() and exits 0; anything else prints what was wrong and the usage to stderr and exits 2.
+Flags parse_flags(int argc, char** argv, const About& about);
 
 /// A step-through session: numbered steps inside titled sections keyed by article example IDs.
+/// With --step it pauses after each step's whole content (its notes, tables and "=>" conclusion),
+/// that is just before the next step or section starts.
 class Tutorial {
 public:
-    /// `title` like "01 LayerNorm by hand"; `ids` like "A0.1, A2.1, A2.2, A3.1, A3.2".
-    Tutorial(int argc, char** argv, std::string title, std::string ids, const std::string& usage_extra = "");
+    Tutorial(int argc, char** argv, About about);
 
     const Flags& flags() const { return flags_; }
     bool full() const { return flags_.full; }
@@ -54,13 +73,15 @@ public:
     void show(const std::string& text) const;
     /// "  Article: <what the article says>  ->  exact: <value>" plus why, for loose or wrong numbers.
     void article_note(const std::string& article_says, const std::string& exact, const std::string& why) const;
-    /// A conclusion line: "  => text".
-    void conclude(const std::string& line) const;
+    /// A conclusion line: "  => text" (with --step, a pause follows it like a step's content).
+    void conclude(const std::string& line);
 
 private:
-    void pause() const;
+    void pause_if_pending();
+    About about_;
     Flags flags_;
     int step_ = 0;
+    bool pending_pause_ = false;  // a step was printed since the last pause
 };
 
 // ---- formatting -----------------------------------------------------------------------------
@@ -69,6 +90,20 @@ private:
 std::string num(double v, int precision = 5);
 /// Scientific notation with `digits` significant decimals, e.g. "2.2e-16".
 std::string sci(double v, int digits = 1);
+/// An error printed as the bound it stays under, "< 1e-6", for numbers whose digits are noise:
+/// finite-difference errors move by a factor of ~3 with the summation order of the BLAS kernel
+/// (OPENBLAS_CORETYPE). The tutorials pick as bound the smallest power of ten at least 10 times the
+/// largest value measured under the OpenBLAS kernels (see docs/tutorials/README.md). A value at or
+/// above the bound prints as itself with "(over <bound>)", so a broken claim shows in the output.
+std::string under(double v, double bound);
+/// A gradcheck result as one line with its errors printed as bounds (see under()):
+/// "gradcheck Pre-LN block (d 4, 2 heads) ok: 144 entries, max abs err < 1e-8, max rel err < 1e-5".
+std::string gradcheck_line(const GradcheckResult& r, double abs_bound, double rel_bound);
+/// `text` broken into lines of at most `width` columns (at spaces where possible, else anywhere),
+/// each prefixed by `prefix`.
+std::string wrap(const std::string& text, std::size_t width, const std::string& prefix = "");
+/// Display width of a UTF-8 string (code points; the tutorials print no wide characters).
+std::size_t display_width(const std::string& s);
 /// "[a, b, c]" for a 1-D array (or the flattened values of any array).
 std::string vec(const Array& a, int precision = 5);
 std::string vec(const std::vector<double>& a, int precision = 5);
@@ -87,9 +122,10 @@ double max_abs_diff(const Array& a, const Array& b);
 /// Writes a CSV file (header + rows of numbers).
 void write_csv(const std::string& path, const std::vector<std::string>& header,
                const std::vector<std::vector<double>>& rows);
-/// Runs gnuplot on `script` (written next to `png_path` as .gp). Returns false, after printing
-/// why, when gnuplot is missing or fails; the CSV stays either way.
-bool gnuplot(const std::string& script, const std::string& png_path);
+/// Runs gnuplot on `script` (written next to `png_path` as .gp) for a `width` x `height` PNG.
+/// Returns false, after printing why on a "plot:" line, when gnuplot is missing or fails; the
+/// CSV stays either way.
+bool gnuplot(const std::string& script, const std::string& png_path, int width = 900, int height = 600);
 
 /// Seconds since an arbitrary epoch (for timing lines).
 double now_seconds();
