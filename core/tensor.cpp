@@ -51,6 +51,15 @@ void fail(const std::string& op, const std::string& message) { throw Error(op + 
 
 const Array& GradContext::input(std::size_t i) const { return inputs[i]->value; }
 bool GradContext::needs_grad(std::size_t i) const { return inputs[i]->requires_grad; }
+Array& GradContext::accumulated(std::size_t i) const {
+    Node* p = inputs[i].get();
+    if (pending == nullptr || !p->requires_grad) {
+        fail("backward", fmt::format("accumulated({}): input {} needs no gradient, or the context is not backward()'s", i, i));
+    }
+    auto [slot, inserted] = pending->try_emplace(p);
+    if (inserted) slot->second = xt::zeros<double>(p->value.shape());
+    return slot->second;
+}
 
 // Destroying the head of a long chain would recurse once per node through shared_ptr
 // destructors; instead we move parents onto an explicit stack and let each die childless.
@@ -218,7 +227,7 @@ void run_backward(const NodePtr& root, const Array& seed, BackwardOptions option
             fail("backward", "trying to backward through the graph a second time: the graph of '" + node->op +
                                  "' was freed by an earlier backward(); pass retain_graph=true to the first call");
         }
-        GradContext ctx{g, node->value, node->parents};
+        GradContext ctx{g, node->value, node->parents, &pending};
         Grads grads = node->backward(ctx);
         for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
             Node* p = node->parents[i].get();

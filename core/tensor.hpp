@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <xtensor/xarray.hpp>
@@ -47,6 +48,15 @@ struct GradContext {
     /// The value of input i (i < inputs.size()).
     const Array& input(std::size_t i) const;
     bool needs_grad(std::size_t i) const; ///< false when input i needs no gradient: skip its work
+    /// The gradient of input i summed so far in this backward pass (zeros before the first
+    /// contribution), for a closure that adds its part in place and returns std::nullopt for
+    /// input i: a slice adds into its block instead of returning an input-sized array, a weight
+    /// used at every step of a sequence takes its GEMM with beta = 1. Only for inputs with
+    /// needs_grad(i); the sum is the same as returning the part. NaN checks of anomaly mode see
+    /// such a part when the walk reaches input i.
+    Array& accumulated(std::size_t i) const;
+    /// The walk's gradients of the nodes it has not reached yet (set by backward()).
+    std::unordered_map<Node*, Array>* pending = nullptr;
 };
 
 /// One optional gradient per input (std::nullopt for inputs that need none).

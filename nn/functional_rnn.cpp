@@ -164,14 +164,14 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
     gemm(x.data(), B, I, false, w_ih.data(), 4 * H, I, true, act.data(), 0.0);
     gemm(state.h.data(), B, H, false, w_hh.data(), 4 * H, H, true, act.data(), 1.0);
     for (std::size_t b = 0; b < B; ++b) {
-        double *a = act.data() + b * 4 * H, *h_next = hc.data() + b * 2 * H, *c_next = h_next + H;
+        double *a = act.data() + b * 4 * H, *h_next = hc.data() + b * 2 * H, *c_next = h_next + H, *t = tanh_c.data() + b * H;
         const double* c = state.c.data() + b * H;
-        for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
+        for (std::size_t j = 0; j < H; ++j) {
             const double i = sigmoid(a[j] + bias[j]), f = sigmoid(a[H + j] + bias[H + j]);
             const double g = tanh(a[2 * H + j] + bias[2 * H + j]), o = sigmoid(a[3 * H + j] + bias[3 * H + j]);
             c_next[j] = f * c[j] + i * g;
-            tanh_c[k] = tanh(c_next[j]);
-            h_next[j] = o * tanh_c[k];
+            t[j] = tanh(c_next[j]);
+            h_next[j] = o * t[j];
             a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;
         }
     }
@@ -189,16 +189,16 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
         Array da = Array::from_shape({B, 4 * H}), dc = empty_like(ctx.input(2));
         for (std::size_t b = 0; b < B; ++b) {
             const double *dh_next = ctx.grad.data() + b * 2 * H, *dc_in = dh_next + H, *c = ctx.input(2).data() + b * H;
-            const double* gates = act.data() + b * 4 * H;
-            double* da_b = da.data() + b * 4 * H;
-            for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
+            const double *gates = act.data() + b * 4 * H, *t = tanh_c.data() + b * H;
+            double *da_b = da.data() + b * 4 * H, *dc_b = dc.data() + b * H;
+            for (std::size_t j = 0; j < H; ++j) {
                 const double i = gates[j], f = gates[H + j], g = gates[2 * H + j], o = gates[3 * H + j];
-                const double dc_next = dc_in[j] + dh_next[j] * o * (1.0 - tanh_c[k] * tanh_c[k]);
+                const double dc_next = dc_in[j] + dh_next[j] * o * (1.0 - t[j] * t[j]);
                 da_b[j] = dc_next * g * i * (1.0 - i);
                 da_b[H + j] = dc_next * c[j] * f * (1.0 - f);
                 da_b[2 * H + j] = dc_next * i * (1.0 - g * g);
-                da_b[3 * H + j] = dh_next[j] * tanh_c[k] * o * (1.0 - o);
-                dc[k] = dc_next * f;
+                da_b[3 * H + j] = dh_next[j] * t[j] * o * (1.0 - o);
+                dc_b[j] = dc_next * f;
             }
         }
         Grads grads(bh + (has_bh ? 1 : 0));
@@ -209,20 +209,19 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
             gemm(da.data(), B, 4 * H, false, ctx.input(w).data(), 4 * H, cols, false, d.data(), 0.0);
             grads[in] = std::move(d);
         };
-        const auto weight = [&](std::size_t w, std::size_t in, std::size_t cols) {  // dW = da^T input
+        // The weights and biases serve every step of a sequence: their parts are added in place.
+        const auto weight = [&](std::size_t w, std::size_t in, std::size_t cols) {  // dW += da^T input
             if (!ctx.needs_grad(w)) return;
-            Array d = Array::from_shape({4 * H, cols});
-            gemm(da.data(), B, 4 * H, true, ctx.input(in).data(), B, cols, false, d.data(), 0.0);
-            grads[w] = std::move(d);
+            gemm(da.data(), B, 4 * H, true, ctx.input(in).data(), B, cols, false, ctx.accumulated(w).data(), 1.0);
         };
         product(0, 3, I), product(1, 4, H), weight(3, 0, I), weight(4, 1, H);
-        if (has_bi || has_bh) {
-            Array db = xt::zeros<double>({4 * H});
+        for (const std::size_t b_index : {has_bi ? bi : 0, has_bh ? bh : 0}) {  // db += sum of da over the batch
+            if (b_index == 0 || !ctx.needs_grad(b_index)) continue;
+            double* db = ctx.accumulated(b_index).data();
             for (std::size_t b = 0; b < B; ++b) {
-                for (std::size_t j = 0; j < 4 * H; ++j) db[j] += da[b * 4 * H + j];
+                const double* row = da.data() + b * 4 * H;
+                for (std::size_t j = 0; j < 4 * H; ++j) db[j] += row[j];
             }
-            if (has_bi && ctx.needs_grad(bi)) grads[bi] = db;
-            if (has_bh && ctx.needs_grad(bh)) grads[bh] = std::move(db);
         }
         return grads;
     }, {{"gates", {B, 4 * H}}, {"tanh_c", {B, H}}});
