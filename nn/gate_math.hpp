@@ -8,12 +8,12 @@ namespace xg::nn::detail {
 /// 1 / (1 + e^-v).
 inline double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
-/// tanh(x) within 2 ulp of glibc's, at a quarter of its cost: glibc's tanh goes through expm1
-/// (15 ns a call here, a fifth of the LSTM benchmark's time), this one 3.5-4 ns. Below
-/// |x| = 0.625 it is Cephes' rational approximation x + x^3 P(x^2) / Q(x^2) (S. Moshier, tanh.c;
-/// relative error 2.5e-16 there), above it 1 - 2 / (e^{2|x|} + 1) with glibc's exp, which is
-/// exact to ~1 ulp there because the result is at least 0.55. tanh(+-0) = +-0, tanh(+-inf) = +-1,
-/// NaN stays NaN. tests/unit/test_fused_invariants.cpp compares it with std::tanh.
+/// tanh(x) to within 2 ulp, about four times faster than glibc's, which goes through expm1 and
+/// took a fifth of an LSTM's forward + backward (docs/performance.md). Below |x| = 0.625 it is
+/// Cephes' rational approximation x + x^3 P(x^2) / Q(x^2) (S. Moshier, tanh.c; relative error
+/// 2.5e-16 there), above it 1 - 2 / (e^{2|x|} + 1) with glibc's exp, accurate because the result
+/// is at least 0.55 there. tanh(+-0) = +-0, tanh(+-inf) = +-1, NaN stays NaN.
+/// tests/unit/test_fused_invariants.cpp checks it against long double tanhl.
 inline double tanh(double x) {
     const double z = std::fabs(x);
     if (z < 0.625) {
