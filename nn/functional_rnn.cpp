@@ -1,6 +1,7 @@
-// The element-wise arithmetic of one LSTM / GRU step as fused graph nodes, and the cells built on
-// them. Rows are batch entries; within a row the gate pre-activations sit side by side
-// ([i, f, g, o] or [r, z, n], H values each). Derivations: docs/derivations/lstm.md.
+// One LSTM step as a fused graph node, the element-wise arithmetic of LSTM / GRU steps as fused
+// nodes, and the cells built on them. Rows are batch entries; within a row the gate
+// pre-activations sit side by side ([i, f, g, o] or [r, z, n], H values each). Derivations:
+// docs/derivations/lstm.md.
 #include <cmath>
 #include <vector>
 
