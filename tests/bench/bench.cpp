@@ -264,8 +264,8 @@ int run_main(int argc, char** argv) {
     fmt::print("CPU time of other threads of this process during the timed calls: {:.3f} s in all\n", g_other_threads_cpu);
     fmt::print("byte model (%triad): LayerNorm, BatchNorm, GELU, GroupNorm fwd+bwd must move 5 x rows x width x 8 bytes\n"
                "  (forward reads x and writes y; backward reads x and dy and writes dx; per-row/per-channel vectors\n"
-               "  ignored), divided by the median time and by the triad bandwidth. (64, 1024) is cache-resident, so\n"
-               "  its %triad can exceed 100%.\n");
+               "  ignored), divided by the median time and by the triad bandwidth. (64, 1024) is cache-resident and\n"
+               "  GroupNorm's 6.1 MiB arrays partly stay in the L3, so their %triad can exceed 100%.\n");
     fmt::print("faults x / t: median minor page faults per call (xgrad / libtorch); 8192 faults = one fresh 32 MiB buffer.\n"
                "allocation: xgrad - every Array is an xt::xarray<double> (std::allocator -> glibc malloc): a fresh buffer\n"
                "  per op output and per gradient, freed with the graph / when the gradient is reset. libtorch - c10's CPU\n"
