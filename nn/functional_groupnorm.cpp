@@ -60,7 +60,8 @@ XG_KERNEL_CLONES void group_norm_forward(const double* x, const double* w, const
         for (std::size_t k = 0; k < l.channels_per_group(); ++k) {
             const std::size_t c = l.channel(r, k);
             const double *xs = x + r * D + k * S, m = mean[r], s = rstd[r], wc = w[c], bc = b[c];
-            detail::store_rows<1>(y + r * D + k * S, S, S, stream, [=](std::size_t, std::size_t j) { return (xs[j] - m) * s * wc + bc; });
+            detail::store_rows<1>(y + r * D + k * S, S, S, stream,
+                                  [=](std::size_t, std::size_t j) { return (xs[j] - m) * s * wc + bc; });
         }
     }
     if (stream) detail::store_fence();

@@ -178,15 +178,14 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
     }
 
     std::vector<Tensor> inputs{x, state.h, state.c, w_ih, w_hh};
-    const std::size_t bi = inputs.size();
-    if (b_ih.defined()) inputs.push_back(b_ih);
-    const std::size_t bh = inputs.size();
-    if (b_hh.defined()) inputs.push_back(b_hh);
+    for (const Tensor* b : {&b_ih, &b_hh}) {
+        if (b->defined()) inputs.push_back(*b);  // inputs 5 and up
+    }
+    const std::size_t n_inputs = inputs.size();
     // dc' = dc'_in + dh' o (1 - tanh(c')^2); da = [dc' g i (1 - i), dc' c f (1 - f), dc' i (1 - g^2), dh' tanh(c') o (1 - o)];
     // dc = dc' f; dx = da W_ih, dh = da W_hh, dW_ih = da^T x, dW_hh = da^T h, db_ih = db_hh = sum of da over the batch
     return record("lstm_cell", std::move(hc), std::move(inputs),
-                  [B, I, H, bi, bh, has_bi = b_ih.defined(), has_bh = b_hh.defined(), act = std::move(act),
-                   tanh_c = std::move(tanh_c)](const GradContext& ctx) -> Grads {
+                  [B, I, H, n_inputs, act = std::move(act), tanh_c = std::move(tanh_c)](const GradContext& ctx) -> Grads {
         Array da = Array::from_shape({B, 4 * H}), dc = empty_like(ctx.input(2));
         for (std::size_t b = 0; b < B; ++b) {
             const double *dh_next = ctx.grad.data() + b * 2 * H, *dc_in = dh_next + H, *c = ctx.input(2).data() + b * H;
@@ -202,7 +201,7 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
                 dc_b[j] = dc_next * f;
             }
         }
-        Grads grads(bh + (has_bh ? 1 : 0));
+        Grads grads(n_inputs);
         grads[2] = std::move(dc);
         const auto product = [&](std::size_t in, std::size_t w, std::size_t cols) {  // d(input) = da W
             if (!ctx.needs_grad(in)) return;
@@ -216,9 +215,9 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
             gemm(da.data(), B, 4 * H, true, ctx.input(in).data(), B, cols, false, ctx.accumulated(w).data(), 1.0);
         };
         product(0, 3, I), product(1, 4, H), weight(3, 0, I), weight(4, 1, H);
-        for (const std::size_t b_index : {has_bi ? bi : 0, has_bh ? bh : 0}) {  // db += sum of da over the batch
-            if (b_index == 0 || !ctx.needs_grad(b_index)) continue;
-            double* db = ctx.accumulated(b_index).data();
+        for (std::size_t bias_input = 5; bias_input < n_inputs; ++bias_input) {  // db += sum of da over the batch
+            if (!ctx.needs_grad(bias_input)) continue;
+            double* db = ctx.accumulated(bias_input).data();
             for (std::size_t b = 0; b < B; ++b) {
                 const double* row = da.data() + b * 4 * H;
                 for (std::size_t j = 0; j < 4 * H; ++j) db[j] += row[j];
