@@ -204,4 +204,40 @@ GradcheckResult gradcheck(const SingleFunction& f, const std::vector<Tensor>& in
     return gradcheck(MultiFunction([&f](const std::vector<Tensor>& xs) { return std::vector<Tensor>{f(xs)}; }), inputs, options);
 }
 
+GradcheckResult gradgradcheck(const MultiFunction& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options) {
+    bool any = false;
+    for (const Tensor& t : inputs) any = any || t.requires_grad();
+    if (!any) fail("gradgradcheck", "no input has requires_grad set: nothing to check for '" + options.name + "'");
+    // One fixed random upstream gradient v per output: G(x) = J_f(x)^T v is then a function of x
+    // alone, and its Jacobian is the second-order term v^T d2f/dx2.
+    std::vector<Tensor> v;
+    Generator gen(options.seed + 1);
+    for (const Array& out : evaluate(f, fresh_inputs(inputs))) v.push_back(randn(Shape(out.shape().begin(), out.shape().end()), gen));
+    const MultiFunction first_order = [&f, v](const std::vector<Tensor>& xs) {
+        EnableGradGuard recording;  // gradcheck evaluates under NoGradGuard; G needs f's graph
+        const std::vector<Tensor> outputs = f(xs);
+        std::vector<Tensor> used, seeds, wanted;
+        for (std::size_t o = 0; o < outputs.size(); ++o) {
+            if (outputs[o].requires_grad()) used.push_back(outputs[o]), seeds.push_back(v[o]);
+        }
+        for (const Tensor& x : xs) {
+            if (x.requires_grad()) wanted.push_back(x);
+        }
+        std::vector<Tensor> g(wanted.size());
+        if (!used.empty()) g = grad(used, wanted, seeds, GradOptions{true, true, true});
+        for (std::size_t i = 0; i < g.size(); ++i) {
+            if (!g[i].defined()) g[i] = zeros(wanted[i].shape());  // x does not reach any output
+        }
+        return g;
+    };
+    GradcheckOptions second = options;
+    second.name = options.name + " (second order)";
+    return gradcheck(first_order, inputs, second);
+}
+
+GradcheckResult gradgradcheck(const SingleFunction& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options) {
+    return gradgradcheck(MultiFunction([&f](const std::vector<Tensor>& xs) { return std::vector<Tensor>{f(xs)}; }), inputs,
+                         options);
+}
+
 }  // namespace xg

@@ -69,4 +69,14 @@ GradcheckResult gradcheck(const MultiFunction& f, const std::vector<Tensor>& inp
 /// gradcheck of a one-output function; the same checks and errors as the MultiFunction form.
 GradcheckResult gradcheck(const SingleFunction& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
 
+/// Checks second derivatives as torch.autograd.gradgradcheck does: the first-order gradients
+/// G(x) = J_f(x)^T v (v random and fixed, one per output; computed by xg::grad with
+/// create_graph) are themselves gradchecked, so finite differences of the first-order gradient
+/// are compared with the analytic second-order terms that backward through G's graph gives.
+/// options.random_projection compares them along random directions. The result reads like
+/// gradcheck's (its name gets the suffix " (second order)").
+GradcheckResult gradgradcheck(const MultiFunction& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
+/// gradgradcheck of a one-output function.
+GradcheckResult gradgradcheck(const SingleFunction& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
+
 }  // namespace xg

@@ -61,8 +61,16 @@ IndexArray to_indices(const Array& values);
 
 /// NumPy broadcast of two shapes; throws naming `op` and both shapes when they do not broadcast.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
-/// Sums `grad` over the broadcast axes so it has `shape` (the backward of broadcasting).
-Array sum_to(const Array& grad, const Shape& shape);
+/// Sums `grad` over the axes broadcasting added or stretched so it has `shape`: the backward of
+/// broadcasting (flashlight's sumAs, tinygrad's Expand backward). Moves `grad` through when it
+/// already has `shape`.
+Array sum_to(Array grad, const Shape& shape);
+/// sum_to as an op of the graph: sums `a` over the axes broadcasting added or stretched so it has
+/// `shape`; its backward is expand (and expand's is sum_to). Returns `a` itself when it already
+/// has `shape`; throws naming both shapes when `shape` does not broadcast to a's.
+Tensor sum_to(const Tensor& a, const Shape& shape);
+/// `a` broadcast to `shape` as a new tensor (tinygrad's Expand): its backward is sum_to.
+Tensor expand(const Tensor& a, const Shape& shape);
 /// Normalises a possibly negative axis against `ndim`; throws naming `op` when out of range.
 std::size_t normalize_axis(int axis, std::size_t ndim, const char* op);
 

@@ -98,6 +98,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
             g[1] = std::move(gb);
         }
         return g;
+    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> {
+        return {c.needs_grad(0) ? sum_to(matmul(c.grad, transpose(c.input(1), -1, -2)), c.input_shape(0)) : Tensor(),
+                c.needs_grad(1) ? sum_to(matmul(transpose(c.input(0), -1, -2), c.grad), c.input_shape(1)) : Tensor()};
     });
 }
 

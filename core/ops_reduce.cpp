@@ -78,7 +78,10 @@ Tensor sum(const Tensor& a, const Axes& axes, bool keepdim) {
     const Reduction r = plan(a.shape(), axes, keepdim, "sum");
     Array out = reshaped(sum_into_kept(a.value(), r), r.out);
     // d(sum x)/dx_i = 1: the output gradient is copied to every reduced element
-    return record("sum", std::move(out), {a}, [r](const GradContext& c) -> Grads { return {expand_grad(c.grad, r, 1.0)}; });
+    return record("sum", std::move(out), {a}, [r](const GradContext& c) -> Grads { return {expand_grad(c.grad, r, 1.0)}; }, {},
+                  [r](const GraphGradContext& c) -> std::vector<Tensor> {
+                      return {expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in)};
+                  });
 }
 
 Tensor mean(const Tensor& a) { return mean(a, {}, false); }
@@ -91,6 +94,8 @@ Tensor mean(const Tensor& a, const Axes& axes, bool keepdim) {
     // d(mean x)/dx_i = 1/N
     return record("mean", reshaped(std::move(out), r.out), {a}, [r](const GradContext& c) -> Grads {
         return {expand_grad(c.grad, r, 1.0 / static_cast<double>(r.count))};
+    }, {}, [r](const GraphGradContext& c) -> std::vector<Tensor> {
+        return {expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in) / static_cast<double>(r.count)};
     });
 }
 
@@ -119,7 +124,15 @@ Tensor var(const Tensor& a, const Axes& axes, bool unbiased, bool keepdim) {
         double* pr = g.data();
         for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = 2.0 * (px[i] - pm[io]) / denom * pg[io]; });
         return {std::move(g)};
-    }, {{"mean", r.kept}});
+    }, {{"mean", r.kept}}, [r, denom](const GraphGradContext& c) -> std::vector<Tensor> {
+        Axes reduced;  // the kept shape's 1s: mean over them (an axis that was 1 already changes nothing)
+        for (std::size_t i = 0; i < r.kept.size(); ++i) {
+            if (r.kept[i] == 1) reduced.push_back(static_cast<int>(i));
+        }
+        const Tensor x = c.input(0);
+        const Tensor g = expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in);
+        return {g * (x - mean(x, reduced, true)) * (2.0 / denom)};
+    });
 }
 
 Tensor max(const Tensor& a) { return max(a, {}, false); }

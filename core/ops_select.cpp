@@ -133,7 +133,7 @@ Tensor where(const Mask& cond, const Tensor& a, const Tensor& b) {
             const bool want = k == 0;
             Array part = empty_like(c.grad);
             for (std::size_t i = 0; i < part.size(); ++i) part.data()[i] = (take_a[i] != 0) == want ? c.grad.data()[i] : 0.0;
-            g[k] = sum_to(part, c.input_shape(k));
+            g[k] = sum_to(std::move(part), c.input_shape(k));
         }
         return g;
     }, {{"cond", sc}});

@@ -97,7 +97,7 @@ Tensor reshape(const Tensor& a, const std::vector<long>& shape) {
     // d reshape(x)/dx: reshape the gradient back
     return record("reshape", reshaped(a.value(), out), {a}, [in](const GradContext& c) -> Grads {
         return {reshaped(c.grad, in)};
-    });
+    }, {}, [in](const GraphGradContext& c) -> std::vector<Tensor> { return {reshape(c.grad, std::vector<long>(in.begin(), in.end()))}; });
 }
 
 Tensor permute(const Tensor& a, const Axes& order) {
@@ -119,6 +119,8 @@ Tensor permute(const Tensor& a, const Axes& order) {
     // d permute(x)/dx: apply the inverse permutation to the gradient
     return record("permute", permuted(a.value(), perm), {a}, [inverse](const GradContext& c) -> Grads {
         return {permuted(c.grad, inverse)};
+    }, {}, [inverse](const GraphGradContext& c) -> std::vector<Tensor> {
+        return {permute(c.grad, Axes(inverse.begin(), inverse.end()))};
     });
 }
 

@@ -94,6 +94,9 @@ Tensor softmax(const Tensor& a, int axis) {
             }
         });
         return {std::move(g)};
+    }, {}, [axis](const GraphGradContext& c) -> std::vector<Tensor> {
+        const Tensor y = c.output();
+        return {y * (c.grad - sum(c.grad * y, Axes{axis}, true))};
     });
 }
 
@@ -115,6 +118,8 @@ Tensor log_softmax(const Tensor& a, int axis) {
             }
         });
         return {std::move(g)};
+    }, {}, [axis](const GraphGradContext& c) -> std::vector<Tensor> {
+        return {c.grad - exp(c.output()) * sum(c.grad, Axes{axis}, true)};
     });
 }
 

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/ops.hpp"
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -202,6 +204,7 @@ const std::string& Tensor::op() const { return checked(node_).op; }
 bool Tensor::has_grad() const { return checked(node_).grad.has_value(); }
 Tensor Tensor::grad() const {
     if (!has_grad()) return Tensor();
+    if (node_->grad_graph) return Tensor(node_->grad_graph);  // from backward(create_graph): differentiable
     return Tensor(*node_->grad);
 }
 const Array& Tensor::grad_value() const {
@@ -210,9 +213,14 @@ const Array& Tensor::grad_value() const {
 }
 Array& Tensor::mutable_grad() {
     if (!has_grad()) fail("grad", "this tensor has no gradient (did backward() reach it?)");
+    node_->grad_graph.reset();  // changed outside the graph: grad() is a plain leaf again
     return *node_->grad;
 }
-void Tensor::zero_grad() { checked(node_), node_->grad.reset(); }
+void Tensor::zero_grad() {
+    checked(node_);
+    node_->grad.reset();
+    node_->grad_graph.reset();
+}
 void Tensor::retain_grad() { checked(node_), node_->retains_grad = true; }
 
 Tensor Tensor::detach() const { return Tensor(value()); }
@@ -221,24 +229,31 @@ Tensor Tensor::detach() const { return Tensor(value()); }
 
 namespace {
 
-// Nodes reachable from root that take part in backward, parents before children. Iterative DFS
-// (post-order) so depth is bounded by memory, not by the call stack.
-std::vector<Node*> topological_order(Node* root) {
+// Nodes reachable from the roots that take part in backward, parents before children. Iterative
+// DFS (post-order) so depth is bounded by memory, not by the call stack.
+std::vector<Node*> topological_order(const std::vector<Node*>& roots) {
     std::vector<Node*> order;
     std::unordered_set<Node*> visited;
-    std::vector<std::pair<Node*, std::size_t>> stack{{root, 0}};
-    visited.insert(root);
-    while (!stack.empty()) {
-        auto& [node, next] = stack.back();
-        if (next < node->parents.size()) {
-            Node* p = node->parents[next++].get();
-            if (p->requires_grad && visited.insert(p).second) stack.push_back({p, 0});
-        } else {
-            order.push_back(node);
-            stack.pop_back();
+    for (Node* root : roots) {
+        if (!visited.insert(root).second) continue;
+        std::vector<std::pair<Node*, std::size_t>> stack{{root, 0}};
+        while (!stack.empty()) {
+            auto& [node, next] = stack.back();
+            if (next < node->parents.size()) {
+                Node* p = node->parents[next++].get();
+                if (p->requires_grad && visited.insert(p).second) stack.push_back({p, 0});
+            } else {
+                order.push_back(node);
+                stack.pop_back();
+            }
         }
     }
     return order;
+}
+
+[[noreturn]] void wrong_shape(const std::string& op, std::size_t i, const Shape& got, const Node& input) {
+    fail(op + " backward", fmt::format("gradient for input {} has shape {} but the input has shape {}", i, shape_str(got),
+                                       shape_str(Shape(input.value.shape().begin(), input.value.shape().end()))));
 }
 
 void accumulate(Node& node, Array&& g, const std::string& from_op) {
@@ -247,6 +262,7 @@ void accumulate(Node& node, Array&& g, const std::string& from_op) {
         fail(from_op + " backward", fmt::format("produced a gradient of shape {} for an input of shape {}",
                                                 shape_str(gs), shape_str(vs)));
     }
+    node.grad_graph.reset();
     if (!node.grad) {
         node.grad = std::move(g);
     } else {
@@ -256,48 +272,89 @@ void accumulate(Node& node, Array&& g, const std::string& from_op) {
     }
 }
 
-// The root's closure reads `seed` by reference, so a caller's gradient is never copied; every
-// other gradient is owned by `pending` and moved into the leaf it ends in.
-void run_backward(const NodePtr& root, const Array& seed, BackwardOptions options) {
-    if (!root->requires_grad) {
-        fail("backward", "this tensor does not require grad and has no grad_fn "
-                         "(no input of the computation had requires_grad set, or it ran under NoGradGuard)");
+void check_not_freed(const Node& node) {
+    if (node.freed) {
+        fail("backward", "trying to backward through the graph a second time: the graph of '" + node.op +
+                             "' was freed by an earlier backward(); pass retain_graph=true to the first call");
     }
-    std::vector<Node*> order = topological_order(root.get());
+}
+
+void release(Node& node) {
+    node.backward = nullptr;  // releases saved tensors
+    node.graph_backward = nullptr;
+    node.freed = true;        // parents stay linked so a second backward can report the error
+}
+
+// Where xg::grad wants its answers: the inputs' nodes, each with its positions in `inputs`.
+// Without targets the walk is backward(): gradients end in the leaves' .grad.
+struct Targets {
+    std::unordered_map<Node*, std::vector<std::size_t>> positions;
+    // The nodes whose backward leads to a target; others are skipped (pruning, as PyTorch).
+    std::unordered_set<Node*> leads;
+    void find_leads(const std::vector<Node*>& order) {  // parents come first in `order`
+        for (Node* n : order) {
+            for (const NodePtr& p : n->parents) {
+                if (positions.count(p.get()) || leads.count(p.get())) {
+                    leads.insert(n);
+                    break;
+                }
+            }
+        }
+    }
+};
+
+// The numeric walk: gradients are plain arrays; closures run with recording off. A root's seed
+// is read by reference, so a caller's gradient is never copied; every other gradient is owned by
+// `pending` and moved into the leaf it ends in.
+void run_backward(const std::vector<Node*>& roots, const std::vector<const Array*>& seeds, bool retain_graph,
+                  Targets* targets, std::vector<std::optional<Array>>* captured) {
+    std::vector<Node*> order = topological_order(roots);
+    if (targets) targets->find_leads(order);
+    std::unordered_map<Node*, const Array*> seed_of;
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+        auto [slot, inserted] = seed_of.try_emplace(roots[i], seeds[i]);
+        if (!inserted) fail("grad", "the same output is given twice; pass it once");
+    }
     // Gradients of non-leaves live only during this walk unless retain_grad() was called.
     std::unordered_map<Node*, Array> pending;
     NoGradGuard no_grad;  // closures compute plain arrays; nothing they do is recorded
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         Node* node = *it;
-        const bool is_root = node == root.get();
+        const auto seed = seed_of.find(node);
         Array owned;
-        if (!is_root) {
-            auto found = pending.find(node);
-            if (found == pending.end()) continue;  // no gradient reached this node
+        const Array* g = nullptr;
+        auto found = pending.find(node);
+        if (found != pending.end()) {
             owned = std::move(found->second);
             pending.erase(found);
+            if (seed != seed_of.end()) owned += *seed->second;  // a root that is also an input of another root
+            g = &owned;
+        } else if (seed != seed_of.end()) {
+            g = seed->second;
+        } else {
+            continue;  // no gradient reached this node
         }
-        const Array& g = is_root ? seed : owned;
-        if (g_anomaly_mode) check_finite(g, "backward into '" + node->op + "'");
-        if (node->is_leaf()) {
-            accumulate(*node, is_root ? Array(g) : std::move(owned), node->op);  // a leaf is the end of the line
-            continue;
+        if (g_anomaly_mode) check_finite(*g, "backward into '" + node->op + "'");
+        if (targets) {
+            auto target = targets->positions.find(node);
+            if (target != targets->positions.end()) {
+                for (std::size_t k : target->second) (*captured)[k] = *g;
+            }
+            if (node->is_leaf() || !targets->leads.count(node)) continue;
+        } else {
+            if (node->is_leaf()) {
+                accumulate(*node, g == &owned ? std::move(owned) : Array(*g), node->op);  // a leaf is the end of the line
+                continue;
+            }
+            if (node->retains_grad) accumulate(*node, Array(*g), node->op);
         }
-        if (node->retains_grad) accumulate(*node, Array(g), node->op);
-        if (node->freed) {
-            fail("backward", "trying to backward through the graph a second time: the graph of '" + node->op +
-                                 "' was freed by an earlier backward(); pass retain_graph=true to the first call");
-        }
-        GradContext ctx(g, *node, &pending);
+        check_not_freed(*node);
+        GradContext ctx(*g, *node, &pending);
         Grads grads = node->backward(ctx);
         for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
             Node* p = node->parents[i].get();
             if (!p->requires_grad || !grads[i]) continue;
-            if (grads[i]->shape() != p->value.shape()) {
-                Shape gs(grads[i]->shape().begin(), grads[i]->shape().end());
-                fail(node->op + " backward", fmt::format("gradient for input {} has shape {} but the input has shape {}",
-                                                         i, shape_str(gs), shape_str(Shape(p->value.shape().begin(), p->value.shape().end()))));
-            }
+            if (grads[i]->shape() != p->value.shape()) wrong_shape(node->op, i, Shape(grads[i]->shape().begin(), grads[i]->shape().end()), *p);
             if (g_anomaly_mode) check_finite(*grads[i], "backward of '" + node->op + "'");
             auto [slot, inserted] = pending.try_emplace(p);
             if (inserted) {
@@ -308,10 +365,106 @@ void run_backward(const NodePtr& root, const Array& seed, BackwardOptions option
                 for (std::size_t k = 0, n = slot->second.size(); k < n; ++k) dst[k] += src[k];
             }
         }
-        if (!options.retain_graph) {
-            node->backward = nullptr;  // releases saved tensors
-            node->freed = true;        // parents stay linked so a second backward can report the error
+        if (!retain_graph) release(*node);
+    }
+}
+
+// An op without a differentiable backward under create_graph: its numeric gradients join the
+// graph as nodes that depend on the gradient and the inputs, and whose own backward refuses, so
+// a second differentiation through them throws instead of silently treating them as constants.
+std::vector<Tensor> numeric_backward_in_graph(Node& node, const Tensor& g) {
+    std::unordered_map<Node*, Array> added;  // what the closure adds through accumulated()
+    Grads grads;
+    {
+        NoGradGuard no_grad;
+        GradContext ctx(g.value(), node, &added);
+        grads = node.backward(ctx);
+    }
+    std::vector<Tensor> deps{g};
+    for (const NodePtr& p : node.parents) deps.push_back(Tensor(p));
+    const std::string op = node.op;
+    std::vector<Tensor> out(node.parents.size());
+    for (std::size_t i = 0; i < node.parents.size(); ++i) {
+        Node* p = node.parents[i].get();
+        if (!p->requires_grad) continue;
+        std::optional<Array> part = i < grads.size() ? std::move(grads[i]) : std::nullopt;
+        auto extra = added.find(p);
+        if (extra != added.end()) {  // once per parent, even when it is given twice
+            if (part) *part += extra->second; else part = std::move(extra->second);
+            added.erase(extra);
         }
+        if (!part) continue;
+        out[i] = record(op + "_backward", std::move(*part), deps, [op](const GradContext&) -> Grads {
+            fail("backward of '" + op + "_backward'",
+                 "'" + op + "' has no double backward: its gradient was computed numerically under create_graph, "
+                 "so it cannot be differentiated again (gradients of gradients through '" + op + "' are not implemented)");
+        });
+    }
+    return out;
+}
+
+// The create_graph walk: gradients are tensors, and each node's differentiable backward runs
+// with recording on, so the gradients it returns carry a graph of their own.
+void run_backward_graph(const std::vector<NodePtr>& roots, const std::vector<Tensor>& seeds, bool retain_graph,
+                        Targets* targets, std::vector<Tensor>* captured) {
+    std::vector<Node*> raw;
+    std::unordered_map<Node*, NodePtr> owner;  // the NodePtr of every node in the walk (for output())
+    for (const NodePtr& r : roots) raw.push_back(r.get());
+    std::vector<Node*> order = topological_order(raw);
+    for (const NodePtr& r : roots) owner.emplace(r.get(), r);
+    for (Node* n : order) {
+        for (const NodePtr& p : n->parents) owner.emplace(p.get(), p);
+    }
+    if (targets) targets->find_leads(order);
+    std::unordered_map<Node*, Tensor> pending;
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+        if (!pending.emplace(roots[i].get(), seeds[i]).second) fail("grad", "the same output is given twice; pass it once");
+    }
+    EnableGradGuard recording;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        Node* node = *it;
+        auto found = pending.find(node);
+        if (found == pending.end()) continue;
+        const Tensor g = std::move(found->second);
+        pending.erase(found);
+        if (g_anomaly_mode) check_finite(g.value(), "backward into '" + node->op + "'");
+        if (targets) {
+            auto target = targets->positions.find(node);
+            if (target != targets->positions.end()) {
+                for (std::size_t k : target->second) (*captured)[k] = g;
+            }
+            if (node->is_leaf() || !targets->leads.count(node)) continue;
+        } else {
+            if (node->is_leaf()) {
+                if (g.value().shape() != node->value.shape()) wrong_shape(node->op, 0, g.shape(), *node);
+                const Tensor total = node->grad_graph ? add(Tensor(node->grad_graph), g)
+                                                      : node->grad ? add(Tensor(*node->grad), g) : g;
+                node->grad = total.value();
+                node->grad_graph = total.node();
+                continue;
+            }
+            if (node->retains_grad) accumulate(*node, Array(g.value()), node->op);
+        }
+        check_not_freed(*node);
+        const NodePtr& self = owner.at(node);
+        std::vector<Tensor> grads = node->graph_backward ? node->graph_backward(GraphGradContext(g, self))
+                                                         : numeric_backward_in_graph(*node, g);
+        for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
+            Node* p = node->parents[i].get();
+            if (!p->requires_grad || !grads[i].defined()) continue;
+            if (grads[i].value().shape() != p->value.shape()) wrong_shape(node->op, i, grads[i].shape(), *p);
+            if (g_anomaly_mode) check_finite(grads[i].value(), "backward of '" + node->op + "'");
+            auto [slot, inserted] = pending.try_emplace(p, grads[i]);
+            if (!inserted) slot->second = add(slot->second, grads[i]);
+        }
+        if (!retain_graph) release(*node);
+    }
+}
+
+void check_root(const Node& root) {
+    if (!root.requires_grad) {
+        fail("backward", "this tensor does not require grad and has no grad_fn "
+                         "(no input of the computation had requires_grad set, or it ran under NoGradGuard)");
     }
 }
 
@@ -324,8 +477,7 @@ void Tensor::backward(BackwardOptions options) const {
                                      "pass a gradient of that shape",
                                      shape_str(shape())));
     }
-    const Array seed = xt::ones<double>(n.value.shape());
-    run_backward(node_, seed, options);
+    backward(Tensor(Array(xt::ones<double>(n.value.shape()))), options);
 }
 
 void Tensor::backward(const Tensor& gradient, BackwardOptions options) const {
@@ -335,8 +487,94 @@ void Tensor::backward(const Tensor& gradient, BackwardOptions options) const {
         fail("backward", fmt::format("gradient has shape {} but the tensor has shape {}",
                                      shape_str(gradient.shape()), shape_str(shape())));
     }
-    run_backward(node_, gradient.value(), options);
+    check_root(*node_);
+    if (options.create_graph) {
+        run_backward_graph({node_}, {gradient}, true, nullptr, nullptr);
+    } else {
+        run_backward({node_.get()}, {&gradient.value()}, options.retain_graph, nullptr, nullptr);
+    }
 }
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, const GradOptions& options) {
+    if (outputs.empty()) fail("grad", "needs at least one output");
+    if (!grad_outputs.empty() && grad_outputs.size() != outputs.size()) {
+        fail("grad", fmt::format("got {} grad_outputs for {} outputs (give one per output, or none)", grad_outputs.size(),
+                                 outputs.size()));
+    }
+    std::vector<NodePtr> roots;
+    std::vector<Tensor> seeds;
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        const Node& out = checked(outputs[i].node());
+        if (!out.requires_grad) fail("grad", fmt::format("output {} (shape {}) does not require grad", i, shape_str(outputs[i].shape())));
+        const Tensor given = grad_outputs.empty() ? Tensor() : grad_outputs[i];
+        if (given.defined()) {
+            if (given.shape() != outputs[i].shape()) {
+                fail("grad", fmt::format("grad_outputs[{}] has shape {} but output {} has shape {}", i, shape_str(given.shape()), i,
+                                         shape_str(outputs[i].shape())));
+            }
+            seeds.push_back(given);
+        } else {
+            if (out.value.size() != 1) {
+                fail("grad", fmt::format("output {} has shape {}: grad can be implicitly created only for one-element "
+                                         "outputs; pass grad_outputs", i, shape_str(outputs[i].shape())));
+            }
+            seeds.push_back(Tensor(Array(xt::ones<double>(out.value.shape()))));
+        }
+        roots.push_back(outputs[i].node());
+    }
+    Targets targets;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        const Node& in = checked(inputs[k].node());
+        if (!in.requires_grad) fail("grad", fmt::format("input {} (shape {}) does not require grad", k, shape_str(inputs[k].shape())));
+        targets.positions[inputs[k].node().get()].push_back(k);
+    }
+    std::vector<Tensor> result(inputs.size());
+    const bool retain = options.retain_graph || options.create_graph;
+    if (options.create_graph) {
+        run_backward_graph(roots, seeds, retain, &targets, &result);
+    } else {
+        std::vector<Node*> raw;
+        std::vector<const Array*> seed_values;
+        for (std::size_t i = 0; i < roots.size(); ++i) raw.push_back(roots[i].get()), seed_values.push_back(&seeds[i].value());
+        std::vector<std::optional<Array>> arrays(inputs.size());
+        run_backward(raw, seed_values, retain, &targets, &arrays);
+        for (std::size_t k = 0; k < inputs.size(); ++k) {
+            if (arrays[k]) result[k] = Tensor(std::move(*arrays[k]));
+        }
+    }
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        if (!result[k].defined() && !options.allow_unused) {
+            fail("grad", fmt::format("input {} (shape {}) was not used to compute the outputs; pass allow_unused = true "
+                                     "to get an undefined tensor for it", k, shape_str(inputs[k].shape())));
+        }
+    }
+    return result;
+}
+
+// ---- GraphGradContext ---------------------------------------------------------------------
+
+Tensor GraphGradContext::output() const {
+    if (node_->version > node_->recorded_at) {
+        const Shape s(node_->value.shape().begin(), node_->value.shape().end());
+        modified_in_place(*node_, fmt::format("the output of '{}' (shape {})", node_->op, shape_str(s)));
+    }
+    return Tensor(node_);
+}
+
+Tensor GraphGradContext::input(std::size_t i) const {
+    const NodePtr& p = node_->parents[i];
+    if (p->version > node_->recorded_at) modified_in_place(*node_, fmt::format("input {} of '{}' ({})", i, node_->op, describe(*p)));
+    return Tensor(p);
+}
+
+Shape GraphGradContext::input_shape(std::size_t i) const {
+    const auto& s = node_->parents[i]->value.shape();
+    return Shape(s.begin(), s.end());
+}
+
+std::size_t GraphGradContext::num_inputs() const { return node_->parents.size(); }
+bool GraphGradContext::needs_grad(std::size_t i) const { return node_->parents[i]->requires_grad; }
 
 void Tensor::backward(bool retain_graph) const { backward(BackwardOptions{retain_graph}); }
 
@@ -349,6 +587,8 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 bool grad_mode_enabled() { return g_grad_mode; }
 NoGradGuard::NoGradGuard() : previous_(g_grad_mode) { g_grad_mode = false; }
 NoGradGuard::~NoGradGuard() { g_grad_mode = previous_; }
+EnableGradGuard::EnableGradGuard() : previous_(g_grad_mode) { g_grad_mode = true; }
+EnableGradGuard::~EnableGradGuard() { g_grad_mode = previous_; }
 
 void set_anomaly_mode(bool on) { g_anomaly_mode = on; }
 bool anomaly_mode_enabled() { return g_anomaly_mode; }
@@ -358,7 +598,7 @@ AnomalyModeGuard::~AnomalyModeGuard() { g_anomaly_mode = previous_; }
 std::size_t live_node_count() { return g_live_nodes.load(); }
 
 Tensor record(std::string op, Array value, std::vector<Tensor> inputs, BackwardFn backward,
-              std::vector<SavedInfo> saved) {
+              std::vector<SavedInfo> saved, GraphBackwardFn graph_backward) {
     if (g_anomaly_mode) check_finite(value, "forward of '" + op + "'");
     bool needs = false;
     if (g_grad_mode) {
@@ -370,6 +610,7 @@ Tensor record(std::string op, Array value, std::vector<Tensor> inputs, BackwardF
         node->requires_grad = true;
         node->op = std::move(op);
         node->backward = std::move(backward);
+        node->graph_backward = std::move(graph_backward);
         node->saved = std::move(saved);
         node->parents.reserve(inputs.size());
         for (Tensor& t : inputs) node->parents.push_back(t.node());

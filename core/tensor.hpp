@@ -77,6 +77,37 @@ private:
 
 /// One optional gradient per input (std::nullopt for inputs that need none).
 using Grads = std::vector<std::optional<Array>>;
+
+class Tensor;
+
+/// What a differentiable backward sees under create_graph: the same as GradContext, but every
+/// value is a Tensor in the graph, so the gradients it builds from them with ordinary ops are
+/// themselves differentiable (gradients of gradients). Reading input(i) or output() checks the
+/// version counters exactly as GradContext does.
+class GraphGradContext {
+public:
+    /// The context of `node`'s differentiable backward, fed the gradient `grad`.
+    GraphGradContext(const Tensor& grad, const NodePtr& node) : grad(grad), node_(node) {}
+    const Tensor& grad;  ///< dLoss/dOutput as a tensor (it may require grad itself)
+    /// The op's forward result as a tensor of the graph (its node is this op's node).
+    Tensor output() const;
+    /// Input i as the tensor the forward was given.
+    Tensor input(std::size_t i) const;
+    /// The shape of input i.
+    Shape input_shape(std::size_t i) const;
+    /// The number of inputs given to record().
+    std::size_t num_inputs() const;
+    bool needs_grad(std::size_t i) const; ///< false when input i needs no gradient
+
+private:
+    const NodePtr& node_;
+};
+
+/// A differentiable backward: the op's backward written with differentiable ops (one Tensor per
+/// input; an undefined Tensor for inputs that need none). backward(create_graph) and
+/// xg::grad(..., create_graph) call it instead of the numeric BackwardFn; without create_graph
+/// it is never called, so the fast path costs nothing more.
+using GraphBackwardFn = std::function<std::vector<Tensor>(const GraphGradContext&)>;
 /// A backward closure: maps dLoss/dOutput to dLoss/dInput_i. It must not capture NodePtrs or
 /// Tensors (inputs are reachable through the context); that keeps the graph acyclic and lets
 /// backward() free it.
@@ -112,6 +143,12 @@ struct Node {
     std::vector<NodePtr> parents;
     /// Maps dLoss/dValue to the parents' gradients; empty on leaves and once freed.
     BackwardFn backward;
+    /// The same map written with differentiable ops, used under create_graph (empty: the op
+    /// has no double backward, and a second differentiation through it throws xg::Error).
+    GraphBackwardFn graph_backward;
+    /// Under create_graph, .grad of a leaf as a tensor of the graph that computed it (it keeps
+    /// that graph alive, a reference cycle through this leaf until zero_grad(), as in PyTorch).
+    NodePtr grad_graph;
     std::vector<SavedInfo> saved;  ///< extra tensors the closure keeps (beyond inputs/output)
 
     /// True for tensors not made by an op (inputs, parameters).
@@ -121,8 +158,6 @@ struct Node {
     Node& operator=(const Node&) = delete;
     ~Node(); ///< iterative: a million-node chain tears down without deep recursion
 };
-
-class Tensor;
 
 /// One number of a 1-D braced list `Tensor({1, 2, 3})`. A class rather than a plain double so
 /// that a column literal `Tensor({{1.0}, {2.0}})` is read as 2-D (a list of rows) instead of
@@ -137,6 +172,9 @@ struct ListElement {
 /// Options of Tensor::backward.
 struct BackwardOptions {
     bool retain_graph = false; ///< keep closures so backward can run through the graph again
+    /// Build a differentiable graph of the gradients (implies retain_graph): .grad of each leaf
+    /// is then a tensor that can be differentiated again (gradients of gradients).
+    bool create_graph = false;
 };
 
 /// A handle to a node. Copies share the node (like torch::Tensor); detach() makes a new leaf.
@@ -251,6 +289,19 @@ private:
     bool previous_;
 };
 
+/// Turns graph recording on in its scope, even inside a NoGradGuard (torch::AutoGradMode(true)):
+/// create_graph and gradgradcheck record the backward's ops this way.
+class EnableGradGuard {
+public:
+    EnableGradGuard();
+    ~EnableGradGuard();
+    EnableGradGuard(const EnableGradGuard&) = delete;
+    EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+private:
+    bool previous_;
+};
+
 /// Anomaly mode: when on, every op's forward result and every gradient are checked for NaN/inf
 /// and the first one found throws xg::Error naming the op that produced it.
 void set_anomaly_mode(bool on);
@@ -271,8 +322,25 @@ private:
 
 /// Records the result of op `op` on `inputs`: a leaf when no input needs a gradient or grad mode
 /// is off, otherwise a node whose backward is `backward`. The one way every op joins the graph.
+/// `graph_backward`, when given, is the same backward in differentiable ops (for create_graph).
 Tensor record(std::string op, Array value, std::vector<Tensor> inputs, BackwardFn backward,
-              std::vector<SavedInfo> saved = {});
+              std::vector<SavedInfo> saved = {}, GraphBackwardFn graph_backward = nullptr);
+
+/// Options of xg::grad (torch.autograd.grad's).
+struct GradOptions {
+    bool retain_graph = false; ///< keep the graph's closures for another backward
+    /// Build a differentiable graph of the gradients (implies retain_graph, as PyTorch's default).
+    bool create_graph = false;
+    /// An input no output depends on gets an undefined Tensor instead of an error.
+    bool allow_unused = false;
+};
+
+/// The gradients of the sum of `outputs` (each weighted by its `grad_outputs` entry; seed 1 for
+/// one-element outputs when grad_outputs is empty) with respect to `inputs`, as tensors, like
+/// torch.autograd.grad: no .grad is touched. Throws xg::Error naming the input when an input is
+/// unused (unless allow_unused) or needs no gradient.
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, const GradOptions& options = {});
 
 /// Number of graph nodes alive in the process (for leak tests).
 std::size_t live_node_count();

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/strided.hpp"
+#include "core/composed_backward.hpp"
 #include "nn/functional.hpp"
 
 namespace xg::nn::functional {
@@ -54,7 +55,7 @@ Tensor gelu(const Tensor& x, GeluApproximate approximate) {
             for (std::size_t i = 0; i < n; ++i) po[i] = pg[i] * gelu_tanh_grad(px[i]);
         }
         return {std::move(gx)};
-    });
+    }, {}, through_composed([approximate](const std::vector<Tensor>& in) { return gelu_composed(in[0], approximate); }));
 }
 
 Tensor gelu_composed(const Tensor& x, GeluApproximate approximate) {

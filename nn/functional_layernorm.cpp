@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/composed_backward.hpp"
 #include "nn/functional.hpp"
 #include "nn/row_kernels.hpp"
 
@@ -106,7 +107,12 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
             }
             return g;
         },
-        std::move(saved));
+        std::move(saved),
+        // create_graph: the double backward differentiates the composed twin (docs/derivatives.md)
+        through_composed([normalized_shape, wi, bi, eps](const std::vector<Tensor>& in) {
+            return layer_norm_composed(in[0], normalized_shape, wi < 0 ? Tensor() : in[static_cast<std::size_t>(wi)],
+                                       bi < 0 ? Tensor() : in[static_cast<std::size_t>(bi)], eps);
+        }));
 }
 
 Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,

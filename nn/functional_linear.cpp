@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/composed_backward.hpp"
 #include "nn/functional.hpp"
 #include "nn/gemm.hpp"
 
@@ -77,7 +78,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             g[2] = std::move(gb);
         }
         return g;
-    });
+    }, {}, through_composed([](const std::vector<Tensor>& in) { return linear_composed(in[0], in[1], in.size() > 2 ? in[2] : Tensor()); }));
 }
 
 Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/composed_backward.hpp"
 #include "nn/functional.hpp"
 #include "nn/row_kernels.hpp"
 
@@ -88,7 +89,11 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
             }
             return g;
         },
-        std::move(saved));
+        std::move(saved),
+        // create_graph: the double backward differentiates the composed twin (docs/derivatives.md)
+        through_composed([normalized_shape, eps](const std::vector<Tensor>& in) {
+            return rms_norm_composed(in[0], normalized_shape, in.size() > 1 ? in[1] : Tensor(), eps);
+        }));
 }
 
 Tensor rms_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps) {

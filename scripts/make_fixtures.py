@@ -1521,6 +1521,33 @@ def write_readme():
         f.write("".join(lines))
 
 
+
+def layer_norm_double_backward():
+    c = Case("layer_norm_double_backward", 901, """
+Second order through `F.layer_norm(x, (6,), weight, bias, eps=1e-5)` with `x = randn(3,6)`,
+`weight = 1 + 0.5*randn(6)`, `bias = 0.5*randn(6)`. First order with create_graph:
+`gx, gw, gb = autograd.grad(sum(out * grad_out), (x, weight, bias), create_graph=True)`;
+then the Hessian-vector products `hvp_* = autograd.grad(sum(gx*u_x) + sum(gw*u_w) + sum(gb*u_b),
+(x, weight, bias))`, which is PyTorch's layer_norm_double_backward at work.""")
+    x = leaf(torch.randn(3, 6))
+    w = leaf(1 + 0.5 * torch.randn(6))
+    b = leaf(0.5 * torch.randn(6))
+    grad_out = torch.randn(3, 6)
+    u_x, u_w, u_b = torch.randn(3, 6), torch.randn(6), torch.randn(6)
+    out = F.layer_norm(x, (6,), w, b, eps=1e-5)
+    gx, gw, gb = torch.autograd.grad((out * grad_out).sum(), (x, w, b), create_graph=True)
+    hx, hw, hb = torch.autograd.grad((gx * u_x).sum() + (gw * u_w).sum() + (gb * u_b).sum(), (x, w, b),
+                                     allow_unused=True)
+    assert hb is None  # out is affine in bias: no second-order term reaches it
+    for name, a, meaning in (("x", x, "input"), ("weight", w, "weight"), ("bias", b, "bias"),
+                             ("grad_out", grad_out, "upstream gradient"), ("u_x", u_x, "direction for gx"),
+                             ("u_w", u_w, "direction for gw"), ("u_b", u_b, "direction for gb"),
+                             ("grad_x", gx, "first-order d/dx"), ("grad_weight", gw, "first-order d/dweight"),
+                             ("hvp_x", hx, "second order, d/dx of the inner product"),
+                             ("hvp_weight", hw, "second order, d/dweight of the inner product")):
+        c.save(name, a, meaning)
+
+
 def main():
     # Start clean, but keep fixtures that other scripts own (idx/: scripts/make_idx_sample.py).
     keep = {"idx"}
@@ -1541,7 +1568,7 @@ def main():
                mini_model, optimizers, schedules,
                conv2d, conv1d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batchnorm_4d,
                group_norm, instance_norm, layernorm_chw,
-               lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell) + ISSUE13_CASES:
+               lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell, layer_norm_double_backward) + ISSUE13_CASES:
         fn()
     write_readme()
     total = sum(os.path.getsize(os.path.join(dp, f))

@@ -153,3 +153,11 @@ TEST_CASE("gradcheck: composed element-wise chain", "[gradcheck]") {
     check([](const Inputs& x) { return xg::tanh(x[0] * x[1] + x[2]) * xg::sigmoid(x[0]); },
           {randn_leaf({2, 3}, 44), randn_leaf({3}, 45), randn_leaf({2, 1}, 46)}, "tanh(a*b+c)*sigmoid(a)");
 }
+
+TEST_CASE("gradcheck: sum_to", "[gradcheck]") {
+    check([](const Inputs& x) { return xg::sum_to(x[0], {1, 3}); }, {randn_leaf({2, 4, 3}, 61)}, "sum_to (2,4,3)->(1,3)");
+}
+
+TEST_CASE("gradcheck: expand", "[gradcheck]") {
+    check([](const Inputs& x) { return xg::expand(x[0], {2, 4, 3}); }, {randn_leaf({4, 1}, 62)}, "expand (4,1)->(2,4,3)");
+}

@@ -1,0 +1,88 @@
+// Second derivatives of the fused ops, which recompute through their composed twins under
+// create_graph: gradgradcheck of each, and fused vs composed Hessian-vector products.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "core/gradcheck.hpp"
+#include "core/ops.hpp"
+#include "core/random.hpp"
+#include "nn/functional.hpp"
+#include "tests/support/gradcheck_support.hpp"
+
+using xg::Tensor;
+using Inputs = std::vector<Tensor>;
+using xg::test::randn_leaf;
+namespace F = xg::nn::functional;
+
+namespace {
+
+void check_second_order(const xg::SingleFunction& f, const Inputs& inputs, const std::string& name) {
+    xg::test::expect_passed(xg::gradgradcheck(f, inputs, {name}));
+}
+
+// Hessian-vector products of sum(v * f(x)) along direction u, for every input: the first-order
+// gradient G = J^T v by xg::grad with create_graph, then the gradient of <G, u>.
+std::vector<xg::Array> hvp(const xg::SingleFunction& f, const Inputs& inputs, std::uint64_t seed) {
+    std::vector<Tensor> xs;
+    for (const Tensor& t : inputs) xs.emplace_back(t.value(), true);
+    const Tensor y = f(xs);
+    xg::Generator gen(seed);
+    const Tensor v = xg::randn(y.shape(), gen);
+    const std::vector<Tensor> g = xg::grad({y}, xs, {v}, {false, true, false});
+    Tensor inner = xg::scalar(0.0);
+    for (const Tensor& gi : g) inner = inner + xg::sum(gi * xg::randn(gi.shape(), gen));
+    std::vector<xg::Array> out;
+    for (const Tensor& h : xg::grad({inner}, xs, {}, {false, false, true})) {
+        out.push_back(h.defined() ? h.value() : xg::Array());
+    }
+    return out;
+}
+
+void check_fused_matches_composed(const xg::SingleFunction& fused, const xg::SingleFunction& composed, const Inputs& inputs) {
+    const std::vector<xg::Array> a = hvp(fused, inputs, 99), b = hvp(composed, inputs, 99);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        REQUIRE(a[i].shape() == b[i].shape());
+        double worst = 0.0;
+        for (std::size_t k = 0; k < a[i].size(); ++k) worst = std::max(worst, std::fabs(a[i].data()[k] - b[i].data()[k]));
+        INFO("input " << i);
+        CHECK(worst <= 1e-10);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("gradgradcheck of the fused ops", "[gradgradcheck][nn]") {
+    const Inputs ln = {randn_leaf({3, 4}, 51), randn_leaf({4}, 52, 0.5, 1.0), randn_leaf({4}, 53)};
+    check_second_order([](const Inputs& x) { return F::layer_norm(x[0], {4}, x[1], x[2], 1e-5); }, ln, "layer_norm");
+    check_second_order([](const Inputs& x) { return F::layer_norm(x[0], {4}); }, {randn_leaf({1, 4}, 54)}, "layer_norm N=1");
+    check_second_order([](const Inputs& x) { return F::layer_norm(x[0], {2, 3}); }, {randn_leaf({2, 2, 3}, 55)},
+                       "layer_norm over two axes");
+    check_second_order([](const Inputs& x) { return F::rms_norm(x[0], {4}, x[1], 1e-6); },
+                       {randn_leaf({3, 4}, 56), randn_leaf({4}, 57, 0.5, 1.0)}, "rms_norm");
+    check_second_order([](const Inputs& x) { return F::gelu(x[0]); }, {randn_leaf({2, 5}, 58)}, "gelu erf");
+    check_second_order([](const Inputs& x) { return F::gelu(x[0], F::GeluApproximate::tanh); }, {randn_leaf({2, 5}, 59)},
+                       "gelu tanh");
+    check_second_order([](const Inputs& x) { return F::linear(x[0], x[1], x[2]); },
+                       {randn_leaf({2, 3}, 60), randn_leaf({4, 3}, 61), randn_leaf({4}, 62)}, "linear");
+    check_second_order([](const Inputs& x) { return xg::softmax(x[0], 1); }, {randn_leaf({2, 4}, 63)}, "softmax");
+    check_second_order([](const Inputs& x) { return xg::log_softmax(x[0], 0); }, {randn_leaf({3, 2}, 64)}, "log_softmax axis 0");
+}
+
+TEST_CASE("fused and composed second derivatives agree to 1e-10", "[gradgradcheck][nn]") {
+    const Inputs ln = {randn_leaf({3, 6}, 71), randn_leaf({6}, 72, 0.5, 1.0), randn_leaf({6}, 73)};
+    check_fused_matches_composed([](const Inputs& x) { return F::layer_norm(x[0], {6}, x[1], x[2], 1e-5); },
+                                 [](const Inputs& x) { return F::layer_norm_composed(x[0], {6}, x[1], x[2], 1e-5); }, ln);
+    const Inputs rms = {randn_leaf({3, 6}, 74), randn_leaf({6}, 75, 0.5, 1.0)};
+    check_fused_matches_composed([](const Inputs& x) { return F::rms_norm(x[0], {6}, x[1], 1e-6); },
+                                 [](const Inputs& x) { return F::rms_norm_composed(x[0], {6}, x[1], 1e-6); }, rms);
+    for (const auto approximate : {F::GeluApproximate::none, F::GeluApproximate::tanh}) {
+        check_fused_matches_composed([approximate](const Inputs& x) { return F::gelu(x[0], approximate); },
+                                     [approximate](const Inputs& x) { return F::gelu_composed(x[0], approximate); },
+                                     {randn_leaf({4, 5}, 76)});
+    }
+    const Inputs lin = {randn_leaf({5, 3}, 77), randn_leaf({4, 3}, 78), randn_leaf({4}, 79)};
+    check_fused_matches_composed([](const Inputs& x) { return F::linear(x[0], x[1], x[2]); },
+                                 [](const Inputs& x) { return F::linear_composed(x[0], x[1], x[2]); }, lin);
+}
