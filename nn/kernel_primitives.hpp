@@ -2,7 +2,7 @@
 // _batchnorm, _groupnorm), as a few named primitives, so that each kernel body reads like its
 // derivation (docs/derivations/). A learner can skip this file: every primitive does what its
 // one-line description says, with plain-loop semantics. What each one bought, measured:
-// docs/performance.md, "What makes the kernels fast".
+// docs/performance.md, "The figures behind nn/kernel_primitives.hpp".
 //
 //   XG_KERNEL_CLONES     compile a kernel for SSE2 and for AVX2; the loader picks one per CPU
 //   row_sum, row_sums    sum of n terms (one or two at once), in kLanes fixed partial sums
