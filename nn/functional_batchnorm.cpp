@@ -76,9 +76,11 @@ XG_KERNEL_CLONES void batch_mean_var(const double* x, double* mean, double* var,
 
 // Per channel c: xhat = (x - mean_c) rstd_c, y = xhat w_c + b_c = (x - mean_c) scale_c + b_c with
 // scale_c = rstd_c w_c (three per-channel vectors instead of four: they share L1 with the rows).
-XG_KERNEL_CLONES void batch_norm_forward(const double* x, const double* b, const double* mean, const double* scale,
-                                         double* y, const ChannelLayout& l) {
-    channel_map(l, y, [=](std::size_t c, std::size_t k) { return (x[k] - mean[c]) * scale[c] + b[c]; });
+XG_KERNEL_CLONES void batch_norm_forward(const double* x, const double* w, const double* b, const double* mean,
+                                         const double* rstd, double* y, const ChannelLayout& l) {
+    std::vector<double> scale(l.channels);
+    for (std::size_t c = 0; c < l.channels; ++c) scale[c] = rstd[c] * w[c];
+    channel_map(l, y, [=, scale = scale.data()](std::size_t c, std::size_t k) { return (x[k] - mean[c]) * scale[c] + b[c]; });
 }
 
 // With g = dL/dy, per channel c: db_c = sum g, dw_c = sum g xhat (pass 1) and (pass 2)
@@ -93,18 +95,18 @@ XG_KERNEL_CLONES void batch_norm_backward(const double* x, const double* g, cons
     channel_sums<4>(l, db, dw, [=](std::size_t c, std::size_t k) { return std::pair{g[k], g[k] * (x[k] - mean[c])}; });
     for (std::size_t c = 0; c < C; ++c) dw[c] *= rstd[c];
     if (dx == nullptr) return;
-    // With xhat = (x - mean) rstd the training formula is dx = a (g - mean(g)) - b (x - mean) for
-    // a = w rstd, b = a rstd mean(g xhat): four per-channel vectors instead of five.
+    // With xhat = (x - mean) rstd the training formula is dx = w_rstd (g - mean(g)) - slope (x - mean)
+    // for w_rstd = w rstd, slope = w_rstd rstd mean(g xhat): four per-channel vectors instead of five.
     const double M = static_cast<double>(l.per_channel());
-    std::vector<double> a(C), mean_g(C, 0.0), b(C, 0.0);
+    std::vector<double> w_rstd(C), mean_g(C, 0.0), slope(C, 0.0);
     for (std::size_t c = 0; c < C; ++c) {
-        a[c] = w[c] * rstd[c];
+        w_rstd[c] = w[c] * rstd[c];
         if (!training) continue;
         mean_g[c] = db[c] / M;
-        b[c] = a[c] * rstd[c] * (dw[c] / M);
+        slope[c] = w_rstd[c] * rstd[c] * (dw[c] / M);
     }
-    channel_map(l, dx, [=, a = a.data(), mean_g = mean_g.data(), b = b.data()](std::size_t c, std::size_t k) {
-        return a[c] * (g[k] - mean_g[c]) - b[c] * (x[k] - mean[c]);
+    channel_map(l, dx, [=, w_rstd = w_rstd.data(), mean_g = mean_g.data(), slope = slope.data()](std::size_t c, std::size_t k) {
+        return w_rstd[c] * (g[k] - mean_g[c]) - slope[c] * (x[k] - mean[c]);
     });
 }
 
@@ -152,11 +154,10 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
     if (training) update_running(running_mean, running_var, s.mean, s.batch_var, l, momentum);
 
     const std::size_t C = l.channels;
-    const std::vector<double> zeros(bias.defined() ? 0 : C, 0.0);
+    const std::vector<double> ones(weight.defined() ? 0 : C, 1.0), zeros(bias.defined() ? 0 : C, 0.0);
     Array y = empty_like(x.value());
-    std::vector<double> scale(C);
-    for (std::size_t c = 0; c < C; ++c) scale[c] = s.rstd(c) * (weight.defined() ? weight.value()(c) : 1.0);
-    batch_norm_forward(x.data(), bias.defined() ? bias.data() : zeros.data(), s.mean.data(), scale.data(), y.data(), l);
+    batch_norm_forward(x.data(), weight.defined() ? weight.data() : ones.data(), bias.defined() ? bias.data() : zeros.data(),
+                       s.mean.data(), s.rstd.data(), y.data(), l);
 
     std::vector<Tensor> inputs{x};
     const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
