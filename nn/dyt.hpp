@@ -47,8 +47,10 @@ public:
     double alpha_init;
     /// Scale inside the tanh, shape (1,).
     Parameter alpha;
+    ///@{
     /// Per-feature gain (ones) and shift (zeros), both of shape normalized_shape.
     Parameter weight, bias;
+    ///@}
 };
 
 }  // namespace xg::nn
