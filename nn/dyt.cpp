@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "nn/row_kernels.hpp"
+#include "nn/row_layout.hpp"
 
 namespace xg::nn {
 

@@ -7,7 +7,8 @@
 #include <fmt/format.h>
 
 #include "nn/dyt.hpp"
-#include "nn/row_kernels.hpp"
+#include "nn/kernel_primitives.hpp"
+#include "nn/row_layout.hpp"
 
 namespace xg::nn::functional {
 
@@ -46,13 +47,13 @@ void dyt_backward(const double* x, const double* g, double a, const double* w, d
         const double* xr = x + r * n;
         const double* gr = g + r * n;
         double* dxr = dx == nullptr ? nullptr : dx + r * n;
-        dalpha += detail::row_sum(n, [=](std::size_t j, double& acc) {
+        dalpha += detail::row_sum(n, [=](std::size_t j) {
             const double t = std::tanh(a * xr[j]);
             const double dt = gr[j] * w[j] * (1.0 - t * t);  // dL/d(a x_j)
-            acc += dt * xr[j];
             if (dxr != nullptr) dxr[j] = dt * a;
             dw[j] += gr[j] * t;
             db[j] += gr[j];
+            return dt * xr[j];
         });
     }
 }
