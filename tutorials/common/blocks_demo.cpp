@@ -110,7 +110,7 @@ MiniModelRun a2_6_mini_model(const std::string& fixture_dir) {
     const std::string dir = fixture_dir + "/mini_model";
     r.fixture_found = std::filesystem::exists(dir + "/loss.npy");
     if (!r.fixture_found) return r;
-    nn::StateDict state;
+    NamedArrays state;
     for (const auto& [name, p] : model->named_parameters()) state.emplace_back(name, load_npy(dir + "/" + name + ".npy"));
     model->load_state_dict(state);
     model->zero_grad();

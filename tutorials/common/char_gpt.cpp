@@ -7,7 +7,7 @@
 #include "core/ops.hpp"
 #include "optim/adam.hpp"
 #include "optim/clip.hpp"
-#include "optim/progress.hpp"
+#include "optim/training/progress.hpp"
 #include "optim/schedule.hpp"
 #include "tutorials/common/tutorial.hpp"
 

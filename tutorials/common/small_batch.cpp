@@ -5,8 +5,8 @@
 #include "core/ops.hpp"
 #include "core/random.hpp"
 #include "optim/adam.hpp"
-#include "optim/data.hpp"
-#include "optim/progress.hpp"
+#include "optim/training/data.hpp"
+#include "optim/training/progress.hpp"
 #include "tutorials/common/tutorial.hpp"
 
 namespace tutorial_values {

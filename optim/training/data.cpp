@@ -1,4 +1,4 @@
-#include "optim/data.hpp"
+#include "optim/training/data.hpp"
 
 #include <algorithm>
 #include <cmath>

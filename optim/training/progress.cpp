@@ -1,4 +1,4 @@
-#include "optim/progress.hpp"
+#include "optim/training/progress.hpp"
 
 #include <cmath>
 #include <unistd.h>

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "nn/module.hpp"
-#include "optim/data.hpp"
+#include "optim/training/data.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/schedule.hpp"
 

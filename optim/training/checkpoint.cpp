@@ -1,4 +1,4 @@
-#include "optim/checkpoint.hpp"
+#include "optim/training/checkpoint.hpp"
 
 #include <cmath>
 #include <fstream>

@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "core/arg.hpp"
+#include "core/io.hpp"
 #include "core/ops.hpp"
 #include "core/random.hpp"
-#include "optim/optimizer.hpp"
 
 namespace xg::optim {
 
@@ -74,13 +75,13 @@ public:
     /// Batches of `batch_size`, in order, keeping the last partial batch.
     explicit DataLoaderOptions(std::size_t batch_size) : batch_size_(batch_size) {}
     /// Samples per batch (positive).
-    XG_OPTIM_ARG(DataLoaderOptions, std::size_t, batch_size, 1);
+    XG_ARG(DataLoaderOptions, std::size_t, batch_size, 1);
     /// Draw a new random order every epoch (default false: dataset order).
-    XG_OPTIM_ARG(DataLoaderOptions, bool, shuffle, false);
+    XG_ARG(DataLoaderOptions, bool, shuffle, false);
     /// Seed of the loader's own shuffling generator.
-    XG_OPTIM_ARG(DataLoaderOptions, std::uint64_t, seed, 0);
+    XG_ARG(DataLoaderOptions, std::uint64_t, seed, 0);
     /// Skip the last batch when it is smaller than batch_size.
-    XG_OPTIM_ARG(DataLoaderOptions, bool, drop_last, false);
+    XG_ARG(DataLoaderOptions, bool, drop_last, false);
 };
 
 /// Iterates a dataset in mini-batches: `for (const Batch& b : loader) { ... }` is one epoch.

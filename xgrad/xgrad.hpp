@@ -1,10 +1,11 @@
-// The umbrella header: everything a training script needs in one include.
+// The umbrella header: the whole library (core, nn, optim) in one include.
 //
-//   #include <xgrad/xgrad.hpp>   // installed: <prefix>/include/xgrad/xgrad.hpp
+//   #include <xgrad/xgrad.hpp>
 //
-// In the source tree this file is core/xgrad.hpp; CMake copies it to
-// <build>/include/xgrad/xgrad.hpp so the same `#include <xgrad/xgrad.hpp>` works for tests and
-// tutorials built in-tree and for projects using an installed xgrad (find_package(xgrad)).
+// It sits outside core/, nn/ and optim/ because it includes all three: the libraries' own
+// headers depend one way only (core <- nn <- optim). The source root is an include directory
+// in-tree, and CMake installs this file as <prefix>/include/xgrad/xgrad.hpp, so the same line
+// works for tests and tutorials built in-tree and for projects using an installed xgrad.
 // It deliberately pulls in no xtensor-blas, libzip or zlib header: those stay inside the
 // libraries, which keeps a script including this file quick to compile.
 #pragma once
@@ -36,5 +37,5 @@
 /// Parameter initialisers with torch.nn.init's names and formulas; each fills a tensor in place.
 
 /// \namespace xg::optim
-/// Training (optim/): optimizers, learning-rate schedules, gradient clipping, datasets and
-/// loaders, progress bar, CSV log and checkpoints.
+/// Training: optimizers, learning-rate schedules and gradient clipping (optim/); datasets and
+/// loaders, progress bar, CSV log and checkpoints (optim/training/).
