@@ -5,7 +5,7 @@
 
 #include "core/ops.hpp"
 #include "nn/functional.hpp"
-#include "nn/layers.hpp"
+#include "nn/norm_layers.hpp"
 #include "tutorials/common/tutorial.hpp"
 
 namespace tutorial_values {

@@ -11,7 +11,7 @@
 #include "core/ops.hpp"
 #include "core/random.hpp"
 #include "nn/functional.hpp"
-#include "nn/layers.hpp"
+#include "nn/norm_layers.hpp"
 #include "optim/sgd.hpp"
 #include "tutorials/common/graph_dump.hpp"
 #include "tutorials/common/tutorial.hpp"

@@ -6,7 +6,7 @@
 
 #include "core/ops.hpp"
 #include "core/random.hpp"
-#include "nn/layers.hpp"
+#include "nn/norm_layers.hpp"
 #include "tutorials/common/tutorial.hpp"
 
 namespace tutorial_values {
