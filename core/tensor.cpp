@@ -91,6 +91,15 @@ Shape GradContext::input_shape(std::size_t i) const {
 
 std::size_t GradContext::num_inputs() const { return node_.parents.size(); }
 bool GradContext::needs_grad(std::size_t i) const { return node_.parents[i]->requires_grad; }
+Array& GradContext::accumulated(std::size_t i) const {
+    Node* p = node_.parents[i].get();
+    if (pending_ == nullptr || !p->requires_grad) {
+        fail("backward", fmt::format("accumulated({}): input {} needs no gradient, or the context is not backward()'s", i, i));
+    }
+    auto [slot, inserted] = pending_->try_emplace(p);
+    if (inserted) slot->second = xt::zeros<double>(p->value.shape());
+    return slot->second;
+}
 
 // Destroying the head of a long chain would recurse once per node through shared_ptr
 // destructors; instead we move parents onto an explicit stack and let each die childless.
@@ -279,7 +288,7 @@ void run_backward(const NodePtr& root, const Array& seed, BackwardOptions option
             fail("backward", "trying to backward through the graph a second time: the graph of '" + node->op +
                                  "' was freed by an earlier backward(); pass retain_graph=true to the first call");
         }
-        GradContext ctx(g, *node);
+        GradContext ctx(g, *node, &pending);
         Grads grads = node->backward(ctx);
         for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
             Node* p = node->parents[i].get();

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include <xtensor/xarray.hpp>
@@ -47,8 +48,10 @@ using NodePtr = std::shared_ptr<Node>;
 /// reads only shapes (add) does not mind in-place changes, as in PyTorch.
 class GradContext {
 public:
-    /// The context of `node`'s closure, fed the gradient `grad`.
-    GradContext(const Array& grad, const Node& node) : grad(grad), node_(node) {}
+    /// The context of `node`'s closure, fed the gradient `grad`; `pending` holds the walk's
+    /// gradients of the nodes it has not reached yet (for accumulated(); may be null).
+    GradContext(const Array& grad, const Node& node, std::unordered_map<Node*, Array>* pending = nullptr)
+        : grad(grad), node_(node), pending_(pending) {}
     const Array& grad;  ///< dLoss/dOutput, same shape as output
     /// The op's forward result, as the forward left it.
     const Array& output() const;
@@ -59,9 +62,17 @@ public:
     /// The number of inputs given to record().
     std::size_t num_inputs() const;
     bool needs_grad(std::size_t i) const; ///< false when input i needs no gradient: skip its work
+    /// The gradient of input i summed so far in this backward pass (zeros before the first
+    /// contribution), for a closure that adds its part in place and returns std::nullopt for
+    /// input i: a slice adds into its block instead of returning an input-sized array, a weight
+    /// used at every step of a sequence takes its GEMM with beta = 1. Only for inputs with
+    /// needs_grad(i); the sum is the same as returning the part. NaN checks of anomaly mode see
+    /// such a part when the walk reaches input i.
+    Array& accumulated(std::size_t i) const;
 
 private:
     const Node& node_;
+    std::unordered_map<Node*, Array>* pending_;  // the walk's gradients of nodes not reached yet
 };
 
 /// One optional gradient per input (std::nullopt for inputs that need none).

@@ -53,17 +53,18 @@ GroupLayout check_group_norm(const char* op, const Tensor& x, std::int64_t num_g
 XG_KERNEL_CLONES void group_norm_forward(const double* x, const double* w, const double* b, double* y, double* mean,
                                          double* rstd, double* var, const GroupLayout& l, double eps) {
     const std::size_t S = l.spatial, D = l.width();
+    const bool stream = detail::streams(y, l.rows() * D, S);
     for (std::size_t r = 0; r < l.rows(); ++r) {
         detail::row_mean_var(x + r * D, D, mean[r], var[r]);
         rstd[r] = 1.0 / std::sqrt(var[r] + eps);
         for (std::size_t k = 0; k < l.channels_per_group(); ++k) {
             const std::size_t c = l.channel(r, k);
-            const double *xs = x + r * D + k * S, m = mean[r], s = rstd[r];
-            double* ys = y + r * D + k * S;
-#pragma omp simd
-            for (std::size_t j = 0; j < S; ++j) ys[j] = (xs[j] - m) * s * w[c] + b[c];
+            const double *xs = x + r * D + k * S, m = mean[r], s = rstd[r], wc = w[c], bc = b[c];
+            detail::store_rows<1>(y + r * D + k * S, S, S, stream,
+                                  [=](std::size_t, std::size_t j) { return (xs[j] - m) * s * wc + bc; });
         }
     }
+    if (stream) detail::store_fence();
 }
 
 // Per row, with dxhat = g w_c:  dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat));
@@ -72,6 +73,7 @@ XG_KERNEL_CLONES void group_norm_forward(const double* x, const double* w, const
 XG_KERNEL_CLONES void group_norm_backward(const double* x, const double* g, const double* w, const double* mean,
                                           const double* rstd, double* dx, double* dw, double* db, const GroupLayout& l) {
     const std::size_t S = l.spatial, D = l.width();
+    const bool stream = dx != nullptr && detail::streams(dx, l.rows() * D, S);
     for (std::size_t r = 0; r < l.rows(); ++r) {
         const double m = mean[r], s = rstd[r];
         double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
@@ -92,15 +94,14 @@ XG_KERNEL_CLONES void group_norm_backward(const double* x, const double* g, cons
         const double mean_dxhat = sum_dxhat / static_cast<double>(D), mean_dxhat_xhat = sum_dxhat_xhat / static_cast<double>(D);
         for (std::size_t k = 0; k < l.channels_per_group(); ++k) {
             const std::size_t c = l.channel(r, k);
-            const double *xs = x + r * D + k * S, *gs = g + r * D + k * S;
-            double* dxs = dx + r * D + k * S;
-#pragma omp simd
-            for (std::size_t j = 0; j < S; ++j) {
+            const double *xs = x + r * D + k * S, *gs = g + r * D + k * S, wc = w[c];
+            detail::store_rows<1>(dx + r * D + k * S, S, S, stream, [=](std::size_t, std::size_t j) {
                 const double xhat = (xs[j] - m) * s;
-                dxs[j] = s * (gs[j] * w[c] - mean_dxhat - xhat * mean_dxhat_xhat);
-            }
+                return s * (gs[j] * wc - mean_dxhat - xhat * mean_dxhat_xhat);
+            });
         }
     }
+    if (stream) detail::store_fence();
 }
 
 struct RowStats {

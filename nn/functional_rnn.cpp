@@ -1,18 +1,24 @@
-// The element-wise arithmetic of one LSTM / GRU step as fused graph nodes, and the cells built on
-// them. Rows are batch entries; within a row the gate pre-activations sit side by side
-// ([i, f, g, o] or [r, z, n], H values each). Derivations: docs/derivations/lstm.md.
+// One LSTM step as a fused graph node, the element-wise arithmetic of LSTM / GRU steps as fused
+// nodes, and the cells built on them. Rows are batch entries; within a row the gate
+// pre-activations sit side by side ([i, f, g, o] or [r, z, n], H values each). Derivations:
+// docs/derivations/lstm.md.
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "nn/functional.hpp"
+#include "nn/gate_math.hpp"
+#include "nn/gemm.hpp"
 #include "nn/recurrent.hpp"
 
 namespace xg::nn::functional {
 
 namespace {
 
-double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+using detail::gemm;
+using detail::sigmoid;
+using detail::tanh;
 
 // gates (B, k H) against a state (B, H); returns H.
 std::size_t check_gates(const char* op, const char* gates_name, const Tensor& gates, std::size_t k, const char* state_name,
@@ -37,7 +43,7 @@ Tensor lstm_next_c(const Tensor& gates, const Tensor& c) {
     for (std::size_t b = 0; b < B; ++b) {
         const double *a = gates.data() + b * 4 * H, *c_prev = c.data() + b * H;
         for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-            i[k] = sigmoid(a[j]), f[k] = sigmoid(a[H + j]), g[k] = std::tanh(a[2 * H + j]);
+            i[k] = sigmoid(a[j]), f[k] = sigmoid(a[H + j]), g[k] = tanh(a[2 * H + j]);
             c_next[k] = f[k] * c_prev[j] + i[k] * g[k];
         }
     }
@@ -65,7 +71,7 @@ Tensor lstm_next_h(const Tensor& gates, const Tensor& c_next) {
     for (std::size_t b = 0; b < B; ++b) {
         const double *a = gates.data() + b * 4 * H, *c = c_next.data() + b * H;
         for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-            o[k] = sigmoid(a[3 * H + j]), tanh_c[k] = std::tanh(c[j]);
+            o[k] = sigmoid(a[3 * H + j]), tanh_c[k] = tanh(c[j]);
             h[k] = o[k] * tanh_c[k];
         }
     }
@@ -92,7 +98,7 @@ Tensor gru_next_h(const Tensor& gi, const Tensor& gh, const Tensor& h) {
         const double *x = gi.data() + b * 3 * H, *s = gh.data() + b * 3 * H, *h_prev = h.data() + b * H;
         for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
             r[k] = sigmoid(x[j] + s[j]), z[k] = sigmoid(x[H + j] + s[H + j]);
-            n[k] = std::tanh(x[2 * H + j] + r[k] * s[2 * H + j]);
+            n[k] = tanh(x[2 * H + j] + r[k] * s[2 * H + j]);
             h_next[k] = (1.0 - z[k]) * n[k] + z[k] * h_prev[j];
         }
     }
@@ -144,14 +150,91 @@ void check_cell(const char* op, std::size_t k, const Tensor& x, const Tensor& h,
 // Gate k of H columns from (B, G H) pre-activations.
 Tensor gate(const Tensor& a, std::size_t k, std::size_t H) { return narrow(a, 1, k * H, H); }
 
+// One LSTM step as one graph node: both projections, the gates and the new state. record() gives
+// a node one output, so h' and c' come out side by side as hc = [h', c'] (B, 2H), and lstm_cell
+// hands them out with narrow. The activated gates and tanh(c') are kept for the backward.
+Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                 const Tensor& b_hh) {
+    const std::size_t B = x.size(0), I = x.size(1), H = state.h.size(1);
+    std::vector<double> bias(4 * H, 0.0);  // b_ih + b_hh
+    for (const Tensor* b : {&b_ih, &b_hh}) {
+        for (std::size_t j = 0; b->defined() && j < 4 * H; ++j) bias[j] += b->data()[j];
+    }
+    // a = x W_ih^T + h W_hh^T + b, then the gates in place: act = [i, f, g, o]
+    Array act = Array::from_shape({B, 4 * H}), tanh_c = Array::from_shape({B, H}), hc = empty_array({B, 2 * H});
+    gemm(x.data(), B, I, false, w_ih.data(), 4 * H, I, true, act.data(), 0.0);
+    gemm(state.h.data(), B, H, false, w_hh.data(), 4 * H, H, true, act.data(), 1.0);
+    for (std::size_t b = 0; b < B; ++b) {
+        double *a = act.data() + b * 4 * H, *h_next = hc.data() + b * 2 * H, *c_next = h_next + H, *t = tanh_c.data() + b * H;
+        const double* c = state.c.data() + b * H;
+        for (std::size_t j = 0; j < H; ++j) {
+            const double i = sigmoid(a[j] + bias[j]), f = sigmoid(a[H + j] + bias[H + j]);
+            const double g = tanh(a[2 * H + j] + bias[2 * H + j]), o = sigmoid(a[3 * H + j] + bias[3 * H + j]);
+            c_next[j] = f * c[j] + i * g;
+            t[j] = tanh(c_next[j]);
+            h_next[j] = o * t[j];
+            a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;
+        }
+    }
+
+    std::vector<Tensor> inputs{x, state.h, state.c, w_ih, w_hh};
+    for (const Tensor* b : {&b_ih, &b_hh}) {
+        if (b->defined()) inputs.push_back(*b);  // inputs 5 and up
+    }
+    const std::size_t n_inputs = inputs.size();
+    // dc' = dc'_in + dh' o (1 - tanh(c')^2); da = [dc' g i (1 - i), dc' c f (1 - f), dc' i (1 - g^2), dh' tanh(c') o (1 - o)];
+    // dc = dc' f; dx = da W_ih, dh = da W_hh, dW_ih = da^T x, dW_hh = da^T h, db_ih = db_hh = sum of da over the batch
+    return record("lstm_cell", std::move(hc), std::move(inputs),
+                  [B, I, H, n_inputs, act = std::move(act), tanh_c = std::move(tanh_c)](const GradContext& ctx) -> Grads {
+        Array da = Array::from_shape({B, 4 * H}), dc = empty_like(ctx.input(2));
+        for (std::size_t b = 0; b < B; ++b) {
+            const double *dh_next = ctx.grad.data() + b * 2 * H, *dc_in = dh_next + H, *c = ctx.input(2).data() + b * H;
+            const double *gates = act.data() + b * 4 * H, *t = tanh_c.data() + b * H;
+            double *da_b = da.data() + b * 4 * H, *dc_b = dc.data() + b * H;
+            for (std::size_t j = 0; j < H; ++j) {
+                const double i = gates[j], f = gates[H + j], g = gates[2 * H + j], o = gates[3 * H + j];
+                const double dc_next = dc_in[j] + dh_next[j] * o * (1.0 - t[j] * t[j]);
+                da_b[j] = dc_next * g * i * (1.0 - i);
+                da_b[H + j] = dc_next * c[j] * f * (1.0 - f);
+                da_b[2 * H + j] = dc_next * i * (1.0 - g * g);
+                da_b[3 * H + j] = dh_next[j] * t[j] * o * (1.0 - o);
+                dc_b[j] = dc_next * f;
+            }
+        }
+        Grads grads(n_inputs);
+        grads[2] = std::move(dc);
+        const auto product = [&](std::size_t in, std::size_t w, std::size_t cols) {  // d(input) = da W
+            if (!ctx.needs_grad(in)) return;
+            Array d = empty_like(ctx.input(in));
+            gemm(da.data(), B, 4 * H, false, ctx.input(w).data(), 4 * H, cols, false, d.data(), 0.0);
+            grads[in] = std::move(d);
+        };
+        // The weights and biases serve every step of a sequence: their parts are added in place.
+        const auto weight = [&](std::size_t w, std::size_t in, std::size_t cols) {  // dW += da^T input
+            if (!ctx.needs_grad(w)) return;
+            gemm(da.data(), B, 4 * H, true, ctx.input(in).data(), B, cols, false, ctx.accumulated(w).data(), 1.0);
+        };
+        product(0, 3, I), product(1, 4, H), weight(3, 0, I), weight(4, 1, H);
+        for (std::size_t bias_input = 5; bias_input < n_inputs; ++bias_input) {  // db += sum of da over the batch
+            if (!ctx.needs_grad(bias_input)) continue;
+            double* db = ctx.accumulated(bias_input).data();
+            for (std::size_t b = 0; b < B; ++b) {
+                const double* row = da.data() + b * 4 * H;
+                for (std::size_t j = 0; j < 4 * H; ++j) db[j] += row[j];
+            }
+        }
+        return grads;
+    }, {{"gates", {B, 4 * H}}, {"tanh_c", {B, H}}});
+}
+
 }  // namespace
 
 LSTMState lstm_cell(const Tensor& input, const LSTMState& state, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                     const Tensor& b_hh) {
     check_cell("lstm_cell", 4, input, state.h, &state.c, w_ih, w_hh, b_ih, b_hh);
-    const Tensor gates = linear(input, w_ih, b_ih) + linear(state.h, w_hh, b_hh);
-    const Tensor c = lstm_next_c(gates, state.c);
-    return {lstm_next_h(gates, c), c};
+    const Tensor hc = lstm_step(input, state, w_ih, w_hh, b_ih, b_hh);
+    const std::size_t H = state.h.size(1);
+    return {narrow(hc, 1, 0, H), narrow(hc, 1, H, H)};
 }
 
 LSTMState lstm_cell_composed(const Tensor& input, const LSTMState& state, const Tensor& w_ih, const Tensor& w_hh,

@@ -2,11 +2,12 @@
 // LSTMCell (gates i, f, g, o), GRUCell (r, z, n), LSTM and GRU over a sequence (1..L layers,
 // batch_first, optional initial states), and LayerNormLSTMCell after Ba, Kiros & Hinton (2016).
 //
-// A cell step is a few graph nodes: the two input projections (functional::linear, one GEMM
-// each) and fused element-wise nodes for the gate arithmetic (lstm_next_c, lstm_next_h,
-// gru_next_h), each with a hand-derived backward (docs/derivations/lstm.md). Backward through time
-// is the graph's own walk over the unrolled steps. The *_composed cells build the same step from
-// core ops only.
+// An LSTM step is one fused graph node (lstm_cell: both projections, the gates and the new
+// state); a GRU step is its two input projections (functional::linear) and a fused node for the
+// gate arithmetic (gru_next_h); lstm_next_c and lstm_next_h are the LSTM's element-wise part on
+// its own, for LayerNormLSTMCell. Each has a hand-derived backward (docs/derivations/lstm.md).
+// Backward through time is the graph's own walk over the unrolled steps. The *_composed cells
+// build the same step from core ops only.
 #pragma once
 
 #include <optional>
@@ -40,9 +41,10 @@ Tensor lstm_next_h(const Tensor& gates, const Tensor& c_next);
 /// PyTorch's order [r, z, n], and h (B, H). One graph node. Throws naming the shapes.
 Tensor gru_next_h(const Tensor& gi, const Tensor& gh, const Tensor& h);
 
-/// One LSTM step (torch.lstm_cell): gates = x W_ih^T + b_ih + h W_hh^T + b_hh, then
-/// lstm_next_c and lstm_next_h. x (B, I), state (B, H) each, W_ih (4H, I), W_hh (4H, H), biases
-/// (4H) or undefined. Throws naming the shapes.
+/// One LSTM step (torch.lstm_cell): gates = x W_ih^T + b_ih + h W_hh^T + b_hh, then c' and h'
+/// as lstm_next_c and lstm_next_h compute them, all in one graph node whose output [h', c']
+/// (B, 2H) is handed out as two narrows. x (B, I), state (B, H) each, W_ih (4H, I), W_hh (4H, H),
+/// biases (4H) or undefined. Throws naming the shapes.
 LSTMState lstm_cell(const Tensor& input, const LSTMState& state, const Tensor& w_ih, const Tensor& w_hh,
                     const Tensor& b_ih = Tensor(), const Tensor& b_hh = Tensor());
 /// lstm_cell() from core ops (linear_composed, narrow, sigmoid, tanh, mul, add).

@@ -133,9 +133,11 @@ XG_KERNEL_INLINE void row_stats(const double* x, std::size_t n, double eps, doub
 // ordinary store first reads every line of the destination from memory (read-for-ownership),
 // and above a few MiB the output would not stay in cache for its consumer anyway. Measured here,
 // writing a 24 MiB output and reading it back: 3.8 -> 2.8 ms (8 MiB: 1.07 -> 0.85 ms); LayerNorm
-// fwd+bwd at (4096, 768) 8.1 -> 6.7 ms in a standalone test. Small outputs (an MLP's batch of
-// activations) keep ordinary stores, which leave them in cache for the next op.
-constexpr std::size_t kStreamBytes = std::size_t{8} << 20;
+// fwd+bwd at (4096, 768) 8.1 -> 6.7 ms in a standalone test. From 4 MiB (it was 8): outputs of
+// 4-8 MiB gain the same, even when the next op reads them right away (docs/performance.md,
+// "Streaming stores"). Small outputs (an MLP's batch of activations) keep ordinary stores, which
+// leave them in L1/L2 for the next op.
+constexpr std::size_t kStreamBytes = std::size_t{4} << 20;
 
 /// Whether store_rows may stream into `out`, `total` elements in rows of `width`: large enough,
 /// and every row starts 16-byte aligned (an SSE2 streaming store needs that; glibc's malloc

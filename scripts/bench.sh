@@ -2,14 +2,16 @@
 # The xgrad vs libtorch benchmark of docs/performance.md, in one command:
 #
 #   scripts/bench.sh                 # both tables: glibc's default allocation, then kernel-only
-#   scripts/bench.sh --quick         # any xgrad_bench options: --quick, --filter=LayerNorm,
-#                                    #   --no-torch, --mmap-threshold=<bytes> (one run only)
+#   scripts/bench.sh --cpu-time      # both tables timed with thread CPU time (a busy machine)
+#   scripts/bench.sh --quick         # any xgrad_bench options: --quick, --cpu-time, --filter=LayerNorm,
+#                                    #   --no-torch, --mmap-threshold=<bytes> (one run only, unless
+#                                    #   the options are only --quick and --cpu-time)
 #
 # Installs libtorch-dev if it is missing (apt-get; root or sudo), configures a separate build
 # directory ($XGRAD_BENCH_BUILD_DIR, default build-bench/) with -DXGRAD_BUILD_BENCH=ON, builds
 # the xgrad_bench target and runs it single-threaded (OPENBLAS_NUM_THREADS=1; the benchmark
-# itself calls torch::set_num_threads(1)). Timings need a quiet machine: it warns when the
-# 1-minute load average is above 0.5.
+# itself calls torch::set_num_threads(1)). Wall-clock timings need a quiet machine: it warns when
+# the 1-minute load average is above 0.5 (--cpu-time then leaves out the time spent waiting for a core).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,15 +29,15 @@ cmake --build "$build" -j2 --target xgrad_bench
 
 load=$(cut -d' ' -f1 /proc/loadavg)
 if awk -v l="$load" 'BEGIN { exit !(l > 0.5) }'; then
-  echo "bench.sh: warning: load average $load > 0.5 - other processes share the cores; timings will be noisy" >&2
+  echo "bench.sh: warning: load average $load > 0.5 - other processes share the cores; wall-clock timings will be noisy (--cpu-time helps)" >&2
 fi
 
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 bench=$build/tests/bench/xgrad_bench
-if [[ $# -gt 0 ]]; then
-  exec "$bench" "$@"
-fi
-"$bench"
+for option in "$@"; do
+  [[ $option == --quick || $option == --cpu-time ]] || exec "$bench" "$@"
+done
+"$bench" "$@"
 echo
 echo "---- kernel-only: large buffers recycled from the heap for both sides (no mmap page faults) ----"
-"$bench" --mmap-threshold=1073741824
+"$bench" "$@" --mmap-threshold=1073741824

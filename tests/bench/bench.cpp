@@ -3,13 +3,20 @@
 // shows the median of many calls after a warm-up. A STREAM-style triad measured in the same run
 // gives the memory bandwidth the bandwidth-bound kernels are compared against.
 //
-//   xgrad_bench [--quick] [--filter=<substring>] [--no-torch] [--mmap-threshold=<bytes>]
+//   xgrad_bench [--quick] [--filter=<substring>] [--no-torch] [--mmap-threshold=<bytes>] [--cpu-time]
+//
+// --cpu-time times each call with the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID)
+// instead of the wall clock: on a machine shared with other work it leaves out the time the
+// thread waits for a core. Both sides run every call on this thread (OpenBLAS and libtorch on
+// one thread, libtorch's CPU autograd on the caller's thread); the table's footer reports the
+// process's CPU time outside this thread, which shows whether that held.
 //
 // --mmap-threshold calls mallopt(M_MMAP_THRESHOLD) for the whole process (both sides), so large
 // buffers are recycled from the heap instead of being fresh, zero-filled mmap'd pages each call:
 // the difference to a default run is the page-fault cost (see docs/performance.md).
 // Run it through scripts/bench.sh, which sets OPENBLAS_NUM_THREADS=1.
 #include <dlfcn.h>
+#include <time.h>
 #include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -45,7 +52,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-    bool quick = false, torch = true;
+    bool quick = false, torch = true, cpu_time = false;
     std::string filter;
     long mmap_threshold = 0;
 };
@@ -61,12 +68,25 @@ long minor_faults() {
     return u.ru_minflt;
 }
 
+double cpu_seconds(clockid_t clock) {
+    timespec ts{};
+    clock_gettime(clock, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// CPU time the process spent outside the timed thread during the timed calls (summed).
+double g_other_threads_cpu = 0.0;
+bool g_cpu_time = false;
+
 Sample time_call(const Run& run) {
     const long f0 = minor_faults();
+    const double thread0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID), process0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
     const auto t0 = Clock::now();
     run();
     const auto t1 = Clock::now();
-    return {std::chrono::duration<double>(t1 - t0).count(), minor_faults() - f0};
+    const double thread = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - thread0;
+    g_other_threads_cpu += cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - process0 - thread;
+    return {g_cpu_time ? thread : std::chrono::duration<double>(t1 - t0).count(), minor_faults() - f0};
 }
 
 template <class T, class Get>
@@ -79,7 +99,8 @@ double median_of(const std::vector<T>& samples, Get get) {
 }
 
 // STREAM triad a = b + s c over three 128 MiB arrays (4x the L3 of any machine we run on);
-// counted as STREAM does: 3 x 8 bytes per element (2 reads, 1 write; no write-allocate).
+// counted as STREAM does: 3 x 8 bytes per element (2 reads, 1 write; no write-allocate). Timed
+// with the same clock as the table.
 double triad_bandwidth(int repetitions) {
     const std::size_t n = std::size_t{1} << 24;
     std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
@@ -87,11 +108,13 @@ double triad_bandwidth(int repetitions) {
     for (int r = 0; r < repetitions; ++r) {
         const double s = 3.0 + r;
         const auto t0 = Clock::now();
+        const double cpu0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
         double* pa = a.data();
         const double *pb = b.data(), *pc = c.data();
 #pragma omp simd
         for (std::size_t i = 0; i < n; ++i) pa[i] = pb[i] + s * pc[i];
-        const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double t = g_cpu_time ? cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu0
+                                    : std::chrono::duration<double>(Clock::now() - t0).count();
         best = std::max(best, 3.0 * 8.0 * static_cast<double>(n) / t);
     }
     if (a[n / 2] < 0.0) std::puts("");  // keep the loop observable
@@ -125,6 +148,9 @@ std::vector<Workload> workloads() {
         {Kind::mlp_layer_norm, "MLP step 784-256-256-10 LN+GELU, b64", {64}, 1.0},
         {Kind::mlp_batch_norm, "MLP step 784-256-256-10 BN+GELU, b64", {64}, 1.0},
         {Kind::transformer_block, "Pre-LN block d128 h4 T64 B16 fwd+bwd", {16, 64, 128, 4}, 1.0},
+        {Kind::conv2d, "Conv2d fwd+bwd N32 16->32 28x28 k3 p1", {32, 16, 32, 28, 28, 3, 1}, 1.2},
+        {Kind::lstm, "LSTM fwd+bwd B32 I64 H128 T32", {32, 32, 64, 128}, 1.0},
+        {Kind::group_norm, "GroupNorm fwd+bwd (32, 32, 28, 28) G8", {32, 32, 28, 28, 8}, 0.75, stream5(32.0 * 32 * 28 * 28)},
     };
 }
 
@@ -169,10 +195,12 @@ Options parse(int argc, char** argv) {
         const std::string a = argv[i];
         if (a == "--quick") o.quick = true;
         else if (a == "--no-torch") o.torch = false;
+        else if (a == "--cpu-time") o.cpu_time = true;
         else if (a.rfind("--filter=", 0) == 0) o.filter = a.substr(9);
         else if (a.rfind("--mmap-threshold=", 0) == 0) o.mmap_threshold = std::stol(a.substr(17));
         else {
-            fmt::print(stderr, "usage: xgrad_bench [--quick] [--filter=<substring>] [--no-torch] [--mmap-threshold=<bytes>]\n");
+            fmt::print(stderr, "usage: xgrad_bench [--quick] [--filter=<substring>] [--no-torch] [--mmap-threshold=<bytes>] "
+                               "[--cpu-time]\n");
             std::exit(2);
         }
     }
@@ -197,12 +225,15 @@ void print_machine(const Options& o) {
     } else {
         fmt::print("allocation: glibc defaults for both sides (see the notes under the table)\n");
     }
+    fmt::print("clock: {}\n", o.cpu_time ? "thread CPU time per call (--cpu-time; excludes waiting for a core)"
+                                          : "wall clock per call (steady_clock)");
 }
 
 }  // namespace
 
 int run_main(int argc, char** argv) {
     const Options o = parse(argc, argv);
+    g_cpu_time = o.cpu_time;
     if (o.mmap_threshold > 0) {
         mallopt(M_MMAP_THRESHOLD, static_cast<int>(o.mmap_threshold));
         mallopt(M_TRIM_THRESHOLD, static_cast<int>(2 * o.mmap_threshold));
@@ -230,10 +261,11 @@ int run_main(int argc, char** argv) {
     }
     triad = std::max(triad, triad_bandwidth(o.quick ? 3 : 10));
     fmt::print("\ntriad bandwidth re-measured after the table: best {:.1f} GB/s\n", triad / 1e9);
-    fmt::print("byte model (%triad): LayerNorm, BatchNorm, GELU fwd+bwd must move 5 x rows x width x 8 bytes\n"
+    fmt::print("CPU time of other threads of this process during the timed calls: {:.3f} s in all\n", g_other_threads_cpu);
+    fmt::print("byte model (%triad): LayerNorm, BatchNorm, GELU, GroupNorm fwd+bwd must move 5 x rows x width x 8 bytes\n"
                "  (forward reads x and writes y; backward reads x and dy and writes dx; per-row/per-channel vectors\n"
-               "  ignored), divided by the median time and by the triad bandwidth. (64, 1024) is cache-resident, so\n"
-               "  its %triad can exceed 100%.\n");
+               "  ignored), divided by the median time and by the triad bandwidth. (64, 1024) is cache-resident and\n"
+               "  GroupNorm's 6.1 MiB arrays partly stay in the L3, so their %triad can exceed 100%.\n");
     fmt::print("faults x / t: median minor page faults per call (xgrad / libtorch); 8192 faults = one fresh 32 MiB buffer.\n"
                "allocation: xgrad - every Array is an xt::xarray<double> (std::allocator -> glibc malloc): a fresh buffer\n"
                "  per op output and per gradient, freed with the graph / when the gradient is reset. libtorch - c10's CPU\n"

@@ -130,6 +130,35 @@ Run make_torch_run(const Workload& w) {
             block->forward(x).backward(dy);
         };
     }
+    case Kind::conv2d: {
+        const std::int64_t n = d[0], c = d[1], o = d[2], h = d[3], wd = d[4], k = d[5], padding = d[6];
+        return forward_backward({random_tensor({n, c, h, wd}, 1, true), random_tensor({o, c, k, k}, 2, true),
+                                 random_tensor({o}, 3, true)},
+                                random_tensor({n, o, h + 2 * padding - k + 1, wd + 2 * padding - k + 1}, 4),
+                                [padding](const std::vector<torch::Tensor>& t) {
+                                    return torch::conv2d(t[0], t[1], t[2], 1, padding);
+                                });
+    }
+    case Kind::lstm: {
+        const std::int64_t seq = d[0], batch = d[1], in = d[2], hidden = d[3];
+        torch::nn::LSTM lstm(torch::nn::LSTMOptions(in, hidden));
+        lstm->to(torch::kFloat64);
+        std::vector<torch::Tensor> leaves = lstm->parameters();
+        const torch::Tensor x = random_tensor({seq, batch, in}, 1, true);
+        leaves.push_back(x);
+        const torch::Tensor dy = random_tensor({seq, batch, hidden}, 4);
+        return [lstm, leaves, x, dy]() mutable {
+            clear_grads(leaves);
+            std::get<0>(lstm->forward(x)).backward(dy);
+        };
+    }
+    case Kind::group_norm: {
+        const std::int64_t n = d[0], c = d[1], h = d[2], wd = d[3], groups = d[4];
+        return forward_backward({random_tensor({n, c, h, wd}, 1, true), random_tensor({c}, 2, true), random_tensor({c}, 3, true)},
+                                random_tensor({n, c, h, wd}, 4), [groups](const std::vector<torch::Tensor>& t) {
+                                    return torch::group_norm(t[0], groups, t[1], t[2], 1e-5);
+                                });
+    }
     }
     return {};
 }

@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <memory>
 
+#include "nn/conv.hpp"
 #include "nn/nn.hpp"
+#include "nn/recurrent.hpp"
 #include "optim/optim.hpp"
 #include "tests/bench/bench.hpp"
 
@@ -121,6 +123,35 @@ Run make_xgrad_run(const Workload& w) {
             clear_grads(leaves);
             block->forward(x).backward(dy);
         };
+    }
+    case Kind::conv2d: {
+        const std::size_t n = d[0], c = d[1], o = d[2], h = d[3], wd = d[4], k = d[5];
+        const auto padding = static_cast<std::int64_t>(d[6]);
+        return forward_backward({random_tensor({n, c, h, wd}, 1, true), random_tensor({o, c, k, k}, 2, true),
+                                 random_tensor({o}, 3, true)},
+                                random_tensor({n, o, h + 2 * d[6] - k + 1, wd + 2 * d[6] - k + 1}, 4),
+                                [padding](const std::vector<Tensor>& t) { return F::conv2d(t[0], t[1], t[2], 1, padding); });
+    }
+    case Kind::lstm: {
+        const std::size_t seq = d[0], batch = d[1], in = d[2], hidden = d[3];
+        manual_seed(5);
+        auto lstm = std::make_shared<nn::LSTM>(in, hidden);
+        std::vector<Tensor> leaves = lstm->parameters();
+        const Tensor x = random_tensor({seq, batch, in}, 1, true);
+        leaves.push_back(x);
+        const Tensor dy = random_tensor({seq, batch, hidden}, 4);
+        return [lstm, leaves, x, dy]() mutable {
+            clear_grads(leaves);
+            lstm->forward(x).output.backward(dy);
+        };
+    }
+    case Kind::group_norm: {
+        const std::size_t n = d[0], c = d[1], h = d[2], wd = d[3];
+        const auto groups = static_cast<std::int64_t>(d[4]);
+        return forward_backward({random_tensor({n, c, h, wd}, 1, true), random_tensor({c}, 2, true), random_tensor({c}, 3, true)},
+                                random_tensor({n, c, h, wd}, 4), [groups](const std::vector<Tensor>& t) {
+                                    return F::group_norm(t[0], groups, t[1], t[2]);
+                                });
     }
     }
     return {};

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     xg::manual_seed(3);
-    // Small shapes with tails, and outputs of 8 MiB or more (the streaming-store path).
+    // Small shapes with tails, and outputs of 4 MiB or more (the streaming-store path).
     for (const Shape& s : {Shape{37, 83}, Shape{5, 7, 19}, Shape{64, 768}, Shape{1030, 1020}, Shape{65, 16, 1030}}) {
         const std::size_t channels = s[1], width = s.back();
         Tensor x(xg::randn(s).value() * 3.0 + 1.0, true);

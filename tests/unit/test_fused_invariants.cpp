@@ -1,10 +1,12 @@
 // Properties of the fused ops that hold by the math, not by a reference run: fused == composed,
 // gradients of the normalisations sum to zero (and are orthogonal to x-hat exactly when eps = 0),
-// exact outputs on constant rows, precision at mean 1e6 and tiny variances, GELU's tails, and
-// the error messages for bad shapes.
+// exact outputs on constant rows, precision at mean 1e6 and tiny variances, GELU's tails, the
+// recurrent kernels' tanh against std::tanh, and the error messages for bad shapes.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
+#include <random>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -12,6 +14,7 @@
 
 #include "core/random.hpp"
 #include "nn/functional.hpp"
+#include "nn/gate_math.hpp"
 #include "nn/row_kernels.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -95,7 +98,7 @@ TEST_CASE("fused ops agree with their composed twins in value and gradient", "[f
                        {x3, randn({3, 4}), randn({3, 4})}, "layer_norm over (3, 4)");
 }
 
-// Outputs of 8 MiB and more take the streaming-store path of the kernels (nn/row_kernels.hpp);
+// Outputs of 4 MiB and more take the streaming-store path of the kernels (nn/row_kernels.hpp);
 // these shapes cover it with row and column tails (widths not a multiple of 8, row counts not a
 // multiple of 4) and the ordinary path for an odd width at the same size.
 TEST_CASE("fused normalisations agree with their twins on outputs large enough to stream", "[fused][invariants]") {
@@ -122,6 +125,15 @@ TEST_CASE("fused normalisations agree with their twins on outputs large enough t
                                {x, randn({xs[1]}), randn({xs[1]})},
                                std::string(training ? "batch_norm train " : "batch_norm eval ") + xg::shape_str(xs));
         }
+    }
+    // GroupNorm streams per channel, so only with an even spatial size; few samples keep the sums
+    // behind dw, db at N S = 4120 terms
+    for (const Shape& xs : {Shape{4, 128, 1030}, Shape{4, 128, 1025}}) {
+        const Array x = randn(xs);
+        CHECK(xg::nn::detail::streams(x.data(), size_of(xs), xs[2]) == (xs[2] % 2 == 0));
+        expect_twins_agree([](auto& t) { return F::group_norm(t[0], 4, t[1], t[2]); },
+                           [](auto& t) { return F::group_norm_composed(t[0], 4, t[1], t[2]); }, {x, randn({xs[1]}), randn({xs[1]})},
+                           "group_norm 4 groups " + xg::shape_str(xs));
     }
 }
 
@@ -309,6 +321,39 @@ TEST_CASE("gelu is finite and right at 0, +-1e-3, +-10, +-30", "[fused][invarian
     CHECK(exact[1](0) == 0.5);
     CHECK(exact[0](3) == 10.0);   // Phi(10) rounds to 1
     CHECK(exact[0](6) < 0.0);     // -30 Phi(-30) ~ -1.5e-196: tiny but not flushed to zero
+}
+
+TEST_CASE("the recurrent kernels' tanh is within 2 ulp of the exact value and keeps its special values", "[fused][invariants]") {
+    // |f(x) - tanh(x)| in units in the last place of the double nearest tanh(x), against long
+    // double tanhl (11 more bits on x86-64).
+    const auto ulps = [](double (*f)(double), double x) {
+        const long double exact = std::tanh(static_cast<long double>(x));
+        const double nearest = static_cast<double>(exact);
+        const double ulp = std::nextafter(std::fabs(nearest), std::numeric_limits<double>::infinity()) - std::fabs(nearest);
+        return static_cast<double>(std::fabs(static_cast<long double>(f(x)) - exact) / ulp);
+    };
+    std::mt19937_64 engine(7);
+    double worst = 0.0, worst_libm = 0.0;
+    for (int k = 0; k < 400000; ++k) {
+        double x = 0.0;
+        switch (k % 4) {
+        case 0: x = std::uniform_real_distribution<double>(-1.0, 1.0)(engine); break;
+        case 1: x = std::uniform_real_distribution<double>(-25.0, 25.0)(engine); break;
+        case 2: x = std::uniform_real_distribution<double>(0.6, 0.65)(engine) * (k % 8 == 2 ? 1.0 : -1.0); break;  // the switch
+        default: x = std::ldexp(std::uniform_real_distribution<double>(-1.0, 1.0)(engine), -(k % 1070));  // down to subnormals
+        }
+        worst = std::max(worst, ulps(xg::nn::detail::tanh, x));
+        worst_libm = std::max(worst_libm, ulps([](double v) { return std::tanh(v); }, x));
+    }
+    fmt::print("recurrent tanh: worst {:.2f} ulp over 400000 arguments (std::tanh: {:.2f})\n", worst, worst_libm);
+    CHECK(worst <= 2.0);
+    const double inf = std::numeric_limits<double>::infinity();
+    CHECK(xg::nn::detail::tanh(0.0) == 0.0);
+    CHECK(std::signbit(xg::nn::detail::tanh(-0.0)));
+    CHECK(xg::nn::detail::tanh(inf) == 1.0);
+    CHECK(xg::nn::detail::tanh(-inf) == -1.0);
+    CHECK(xg::nn::detail::tanh(-800.0) == -1.0);
+    CHECK(std::isnan(xg::nn::detail::tanh(std::numeric_limits<double>::quiet_NaN())));
 }
 
 TEST_CASE("fused ops reject bad shapes with xg::Error naming the op and shapes", "[fused][invariants]") {

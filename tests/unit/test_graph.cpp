@@ -1,5 +1,6 @@
-// Graph semantics of xg::Tensor::backward: accumulation, retain_graph, no-grad mode, detach,
-// retain_grad, error messages, very deep graphs, node lifetime and anomaly mode.
+// Graph semantics of xg::Tensor::backward: accumulation (also in place, GradContext::accumulated),
+// retain_graph, no-grad mode, detach, retain_grad, error messages, very deep graphs, node lifetime
+// and anomaly mode.
 #include <chrono>
 #include <cmath>
 
@@ -21,6 +22,31 @@ TEST_CASE("reusing a tensor in one expression sums both paths", "[graph]") {
     Tensor branch = y * y;
     xg::sum(branch + y).backward();
     CHECK(y.grad_value() == xg::Array{2.0, 5.0});
+}
+
+TEST_CASE("parts added in place (GradContext::accumulated) sum with returned ones", "[graph]") {
+    // Overlapping narrows add into x's gradient in place; x * 2 returns its part.
+    Tensor x(xg::Array{1.0, 2.0, 3.0}, true);
+    (xg::sum(xg::narrow(x, 0, 0, 2)) + xg::sum(xg::narrow(x, 0, 1, 2)) + xg::sum(x * 2.0)).backward();
+    CHECK(x.grad_value() == xg::Array{3.0, 4.0, 3.0});
+    xg::sum(xg::narrow(x, 0, 2, 1)).backward();  // and across backward calls, into .grad
+    CHECK(x.grad_value() == xg::Array{3.0, 4.0, 4.0});
+
+    // An op that adds 10 * g into input 0 in place and returns nothing for it; input 1 needs no
+    // gradient, and asking for its slot is an error naming backward.
+    const auto scaled = [](const Tensor& a, const Tensor& b, bool ask_for_b) {
+        return xg::record("scaled", a.value() * 10.0, {a, b}, [ask_for_b](const xg::GradContext& c) -> xg::Grads {
+            double* g = c.accumulated(0).data();
+            for (std::size_t i = 0; i < c.grad.size(); ++i) g[i] += 10.0 * c.grad.data()[i];
+            if (ask_for_b) c.accumulated(1);
+            return {std::nullopt, std::nullopt};
+        });
+    };
+    Tensor a(xg::Array{1.0, 1.0}, true);
+    const Tensor constant(xg::Array{5.0, 5.0});
+    xg::sum(scaled(a, constant, false) + a).backward();
+    CHECK(a.grad_value() == xg::Array{11.0, 11.0});
+    CHECK_THROWS_WITH(xg::sum(scaled(a, constant, true)).backward(), Contains("backward") && Contains("accumulated(1)"));
 }
 
 TEST_CASE("gradients accumulate across backward calls until zero_grad", "[graph]") {
