@@ -13,7 +13,7 @@ namespace xg {
 
 namespace {
 
-// C (m,n) = alpha * op(A) @ op(B) + beta * C on raw row-major buffers; op transposes when asked.
+// C (m,n) = op(A) @ op(B) + beta * C on raw row-major buffers; op transposes when asked.
 void gemm(const double* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const double* b, std::size_t b_rows,
           std::size_t b_cols, bool trans_b, double* c, double beta) {
     const std::size_t m = trans_a ? a_cols : a_rows, n = trans_b ? b_rows : b_cols;
