@@ -142,4 +142,12 @@ TrainCurve train_char_model(CharGPT& model, const CharCorpus& corpus, std::size_
     return curve;
 }
 
+double tail_mean(const std::vector<double>& v, std::size_t n) {
+    if (v.empty()) return NAN;
+    n = std::min(n, v.size());
+    double s = 0;
+    for (std::size_t i = v.size() - n; i < v.size(); ++i) s += v[i];
+    return s / static_cast<double>(n);
+}
+
 }  // namespace tutorial_values

@@ -35,7 +35,4 @@ struct WarmupConfig {
 };
 std::vector<TrainCurve> warmup_runs(const CharCorpus& corpus, const WarmupConfig& config);
 
-/// Mean of the last `n` entries (the curves are noisy).
-double tail_mean(const std::vector<double>& v, std::size_t n = 20);
-
 }  // namespace tutorial_values

@@ -11,6 +11,8 @@
 #include "tutorials/common/graph_dump.hpp"
 #include "tutorials/common/tutorial.hpp"
 
+#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
+
 using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
@@ -63,3 +65,5 @@ int main(int argc, char** argv) {
     tut.say("   -mean(dx_hat) - x_hat * mean(dx_hat * x_hat) of dx = rstd * (dx_hat - ...)");
     return 0;
 }
+
+#endif  // XGRAD_TUTORIAL_NO_MAIN
