@@ -8,7 +8,6 @@
 
 #include "core/ops.hpp"
 #include "core/random.hpp"
-#include "core/strided.hpp"
 
 namespace xg {
 

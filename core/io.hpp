@@ -53,7 +53,9 @@ IndexArray load_npy_int64(const std::string& path);
 // ---- .npz -------------------------------------------------------------------------------------
 // A zip of '<key>.npy' entries, as numpy.savez writes and numpy.load reads. Entry order is kept.
 
-/// Arrays keyed by name, in file order (the contents of an .npz file, a state_dict).
+/// Arrays keyed by name, in order: the one name -> array type of the library. An .npz file's
+/// contents, Module::state_dict(), an optimizer's, a scheduler's or a DataLoader's state_dict,
+/// and a checkpoint are all NamedArrays.
 using NamedArrays = std::vector<std::pair<std::string, Array>>;
 
 /// Keys of .npz entries written as '<i8' instead of '<f8': how a state_dict keeps PyTorch's

@@ -41,7 +41,6 @@ Reduction plan(const Shape& in, const Axes& axes, bool keepdim, const char* op) 
         } else {
             r.out.push_back(in[i]);
         }
-        if (keepdim) r.out = r.kept;
     }
     if (keepdim) r.out = r.kept;
     r.to_out = broadcast_strides(r.kept, in);

@@ -9,6 +9,7 @@
 
 #include "core/ops.hpp"
 #include "nn/layers.hpp"
+#include "nn/norm_layers.hpp"
 #include "nn/module.hpp"
 
 namespace xg::nn {

@@ -1,13 +1,18 @@
-// The headline computations as functions: each fused op is ONE graph node whose backward is
-// hand-derived (docs/derivations/<name>.md) and written as plain loops over contiguous rows.
-// Each has a *_composed twin built from core primitive ops, so tests and tutorials can show
-// that the fused node and the composed graph agree in value and gradient.
+// The headline computations as functions (torch::nn::functional's names): linear, embedding,
+// dropout, gelu and the normalisations. Each is ONE graph node whose backward is hand-derived
+// (docs/derivations/<name>.md) and written as plain loops over contiguous rows. The fused
+// kernels (linear, gelu, the norms) each have a *_composed twin built from core primitive ops, so
+// tests and tutorials can show that the fused node and the composed graph agree in value and
+// gradient. (Convolution and pooling are declared in nn/conv.hpp, the recurrent cells in
+// nn/recurrent.hpp, the losses in nn/losses.hpp.)
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 #include "core/ops.hpp"
+#include "core/random.hpp"
 
 namespace xg::nn::functional {
 
@@ -23,6 +28,20 @@ using xg::softmax;
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 /// linear() built from core ops (matmul, transpose, add): same value and gradient, several nodes.
 Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+/// out[..., :] = weight[indices[...], :]: shape indices.shape + (dim,). One graph node; backward
+/// scatter-adds rows so repeated indices accumulate, except into row padding_idx (if given; a
+/// negative value counts from the end, as PyTorch), whose gradient stays zero. Indices may be an
+/// IndexArray, a braced list or a Tensor/Array of whole numbers; out-of-range indices, fractional
+/// values and a padding_idx outside [-num_embeddings, num_embeddings) throw.
+Tensor embedding(const Indices& indices, const Tensor& weight, std::optional<std::int64_t> padding_idx = std::nullopt);
+/// Not with a floating-point padding_idx: it would be truncated silently.
+template <class F, class = std::enable_if_t<std::is_floating_point<F>::value>>
+Tensor embedding(const Indices& indices, const Tensor& weight, F padding_idx) = delete;
+
+/// Zeroes each element with probability p and scales survivors by 1 / (1 - p) (inverted
+/// dropout); the identity when !training or p == 0. p must be in [0, 1).
+Tensor dropout(const Tensor& x, double p, bool training = true, Generator& gen = default_generator());
 
 /// Which GELU formula: none = exact x * Phi(x) with erf; tanh = PyTorch's tanh approximation.
 enum class GeluApproximate { none, tanh };

@@ -2,7 +2,6 @@
 // Derivation of the backward: docs/derivations/gelu.md.
 #include <cmath>
 
-#include "core/strided.hpp"
 #include "core/composed_backward.hpp"
 #include "nn/functional.hpp"
 
@@ -40,7 +39,15 @@ inline double gelu_tanh_grad(double x) {
 Tensor gelu(const Tensor& x, GeluApproximate approximate) {
     if (!x.defined()) fail("gelu", "input must be a defined tensor");
     const bool exact = approximate == GeluApproximate::none;
-    Array y = exact ? map_elements(x.value(), gelu_exact) : map_elements(x.value(), gelu_tanh);
+    Array y = empty_like(x.value());
+    const double* px = x.value().data();
+    double* py = y.data();
+    const std::size_t n = y.size();
+    if (exact) {
+        for (std::size_t i = 0; i < n; ++i) py[i] = gelu_exact(px[i]);
+    } else {
+        for (std::size_t i = 0; i < n; ++i) py[i] = gelu_tanh(px[i]);
+    }
     // dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x); exact: Phi = y / x read back from the output
     return record(exact ? "gelu" : "gelu_tanh", std::move(y), {x}, [exact](const GradContext& c) -> Grads {
         const Array& x = c.input(0);

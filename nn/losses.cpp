@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,20 +13,21 @@ namespace xg::nn {
 
 namespace {
 
-// The (N, C) case, which every other layout is brought to; errors name the caller's logits shape
+// Checks the (N, C) case's arguments and returns the class weights (empty when unweighted, so
+// that path keeps exactly the unweighted arithmetic). Errors name the caller's logits shape
 // `shown` (and a flat position in the targets).
-Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const CrossEntropyFuncOptions& options,
-                          const Shape& shown) {
-    const Shape s = logits.shape();
+std::vector<double> check_cross_entropy(const Shape& s, const IndexArray& targets, const CrossEntropyFuncOptions& options,
+                                        const Shape& shown) {
     const std::size_t n = s[0], classes = s[1];
-    const Reduction reduction = options.reduction();
     const double label_smoothing = options.label_smoothing();
     const std::int64_t ignore_index = options.ignore_index();
     if (classes == 0) fail("cross_entropy", fmt::format("logits {} have no classes", shape_str(shown)));
     if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0)) {
         fail("cross_entropy", fmt::format("label_smoothing must be in [0, 1], got {}", label_smoothing));
     }
-    if (reduction == Reduction::mean && n == 0) fail("cross_entropy", "mean over an empty batch (N = 0) is undefined");
+    if (options.reduction() == Reduction::mean && n == 0) {
+        fail("cross_entropy", "mean over an empty batch (N = 0) is undefined");
+    }
     for (std::size_t i = 0; i < n; ++i) {
         if (targets(i) == ignore_index) continue;
         if (targets(i) < 0 || targets(i) >= static_cast<std::int64_t>(classes)) {
@@ -35,7 +37,6 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
                              targets(i), i, classes, shape_str(shown), ignore_index));
         }
     }
-    // Empty when unweighted, so that path keeps exactly the unweighted arithmetic.
     std::vector<double> weight;
     if (options.weight().defined()) {
         const Array& w = options.weight().value();
@@ -52,23 +53,32 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
             }
         }
     }
-    const bool weighted = !weight.empty();
-    double weight_sum = 0.0;  // sum_j w_j, which scales softmax in the smoothed gradient
-    for (double wj : weight) weight_sum += wj;
+    return weight;
+}
 
-    // One pass per row for the max, one for sum(exp), one for sum(w * logit): loss needs only these.
-    Array log_probs = Array::from_shape({n, classes});
-    Array per_row = Array::from_shape({n});
-    const double* x = logits.value().data();
-    const double smooth = label_smoothing / static_cast<double>(classes);
+// What the forward leaves for the reduction and the backward.
+struct CrossEntropyRows {
+    Array log_probs;           // (N, C); zero rows where the target is ignore_index
+    Array per_row;             // (N): loss_i, 0 where ignored
     double denominator = 0.0;  // of mean: sum of w[t] (count when unweighted) over counted rows
-    std::size_t counted = 0;
+    std::size_t counted = 0;   // rows whose target is not ignore_index
+};
+
+// loss_i = -(1 - ls) w_t log p_it - (ls / C) sum_j w_j log p_ij, p = softmax(x_i); one pass per
+// row for the max, one for sum(exp), one for sum(w * log p): the loss needs only these.
+CrossEntropyRows cross_entropy_forward(const Array& logits, const IndexArray& targets, const std::vector<double>& weight,
+                                       double label_smoothing, std::int64_t ignore_index) {
+    const std::size_t n = logits.shape()[0], classes = logits.shape()[1];
+    const bool weighted = !weight.empty();
+    CrossEntropyRows r{Array::from_shape({n, classes}), Array::from_shape({n})};
+    const double* x = logits.data();
+    const double smooth = label_smoothing / static_cast<double>(classes);
     for (std::size_t i = 0; i < n; ++i) {
-        double* lp = log_probs.data() + i * classes;
+        double* lp = r.log_probs.data() + i * classes;
         if (targets(i) == ignore_index) {
             // Never read by backward; zeroed so the saved array holds no uninitialised memory.
             std::fill(lp, lp + classes, 0.0);
-            per_row(i) = 0.0;
+            r.per_row(i) = 0.0;
             continue;
         }
         const double* row = x + i * classes;
@@ -94,62 +104,88 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
         const auto t = static_cast<std::size_t>(targets(i));
         const double wt = weighted ? weight[t] : 1.0;
         const double smooth_term = label_smoothing > 0.0 ? smooth * smooth_sum : 0.0;
-        per_row(i) = -(1.0 - label_smoothing) * wt * lp[t] - smooth_term;
-        denominator += wt;
-        ++counted;
+        r.per_row(i) = -(1.0 - label_smoothing) * wt * lp[t] - smooth_term;
+        r.denominator += wt;
+        ++r.counted;
     }
+    return r;
+}
+
+// gx_ij = up_i ((1 - ls) w_t (p_ij - [j == t]) + (ls / C) (p_ij sum_k w_k - w_j)), 0 on ignored
+// rows; up_i is the upstream gradient of row i (already scaled for mean).
+Array cross_entropy_backward(const Array& log_probs, const IndexArray& targets, std::int64_t ignore_index,
+                             const std::vector<double>& weight, double label_smoothing,
+                             const std::function<double(std::size_t)>& upstream) {
+    const std::size_t rows = log_probs.shape()[0], cols = log_probs.shape()[1];
+    const double smooth = label_smoothing / static_cast<double>(cols);
+    double weight_sum = 0.0;  // sum_j w_j, which scales softmax in the smoothed gradient
+    for (double wj : weight) weight_sum += wj;
+    Array g = Array::from_shape({rows, cols});
+    for (std::size_t i = 0; i < rows; ++i) {
+        double* gi = g.data() + i * cols;
+        if (targets(i) == ignore_index) {
+            std::fill(gi, gi + cols, 0.0);
+            continue;
+        }
+        const double up = upstream(i);
+        const double* lp = log_probs.data() + i * cols;
+        const auto t = static_cast<std::size_t>(targets(i));
+        if (weight.empty()) {
+            for (std::size_t j = 0; j < cols; ++j) gi[j] = up * (std::exp(lp[j]) - smooth);
+            gi[t] -= up * (1.0 - label_smoothing);
+        } else {
+            const double p_coef = (1.0 - label_smoothing) * weight[t] + smooth * weight_sum;
+            for (std::size_t j = 0; j < cols; ++j) gi[j] = up * (p_coef * std::exp(lp[j]) - smooth * weight[j]);
+            gi[t] -= up * (1.0 - label_smoothing) * weight[t];
+        }
+    }
+    return g;
+}
+
+// The (N, C) case, which every other layout is brought to; errors name the caller's logits shape
+// `shown`. Derivation: docs/derivations/losses.md.
+Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const CrossEntropyFuncOptions& options,
+                          const Shape& shown) {
+    const Shape s = logits.shape();
+    const std::size_t n = s[0], classes = s[1];
+    const Reduction reduction = options.reduction();
+    const double label_smoothing = options.label_smoothing();
+    const std::int64_t ignore_index = options.ignore_index();
+    std::vector<double> weight = check_cross_entropy(s, targets, options, shown);
+    CrossEntropyRows r = cross_entropy_forward(logits.value(), targets, weight, label_smoothing, ignore_index);
 
     Array out;
     double scale = 1.0;  // d out / d per_row (for mean and sum)
     if (reduction == Reduction::none) {
-        out = std::move(per_row);
+        out = std::move(r.per_row);
     } else {
         double total = 0.0;
-        for (std::size_t i = 0; i < n; ++i) total += per_row(i);
+        for (std::size_t i = 0; i < n; ++i) total += r.per_row(i);
         if (reduction == Reduction::mean) {
-            if (counted == 0) {
+            if (r.counted == 0) {
                 fail("cross_entropy", fmt::format("mean over no rows: all {} targets equal ignore_index = {} (PyTorch "
                                                   "would return NaN; use reduction sum to get 0)",
                                                   n, ignore_index));
             }
-            if (denominator == 0.0) {
+            if (r.denominator == 0.0) {
                 fail("cross_entropy", fmt::format("mean divides by the sum of weight[target] over the {} non-ignored "
                                                   "rows, which is 0",
-                                                  counted));
+                                                  r.counted));
             }
-            scale = 1.0 / denominator;
+            scale = 1.0 / r.denominator;
         }
         out = Array(total * scale);
     }
     std::vector<SavedInfo> saved{{"log_probs", {n, classes}}};
-    if (weighted) saved.push_back({"weight", {classes}});
+    if (!weight.empty()) saved.push_back({"weight", {classes}});
     // d loss_i / d x_ij = (1 - ls) w_t (p_ij - [j == t]) + (ls / C) (p_ij sum_k w_k - w_j); 0 if ignored
     return record("cross_entropy", std::move(out), {logits},
-                  [log_probs = std::move(log_probs), targets, ignore_index, weight = std::move(weight), weight_sum,
-                   reduction, scale, label_smoothing, smooth](const GradContext& c) -> Grads {
-                      const std::size_t rows = log_probs.shape()[0], cols = log_probs.shape()[1];
-                      Array g = Array::from_shape({rows, cols});
-                      for (std::size_t i = 0; i < rows; ++i) {
-                          double* gi = g.data() + i * cols;
-                          if (targets(i) == ignore_index) {
-                              std::fill(gi, gi + cols, 0.0);
-                              continue;
-                          }
-                          const double up = reduction == Reduction::none ? c.grad(i) : c.grad() * scale;
-                          const double* lp = log_probs.data() + i * cols;
-                          const auto t = static_cast<std::size_t>(targets(i));
-                          if (weight.empty()) {
-                              for (std::size_t j = 0; j < cols; ++j) gi[j] = up * (std::exp(lp[j]) - smooth);
-                              gi[t] -= up * (1.0 - label_smoothing);
-                          } else {
-                              const double p_coef = (1.0 - label_smoothing) * weight[t] + smooth * weight_sum;
-                              for (std::size_t j = 0; j < cols; ++j) {
-                                  gi[j] = up * (p_coef * std::exp(lp[j]) - smooth * weight[j]);
-                              }
-                              gi[t] -= up * (1.0 - label_smoothing) * weight[t];
-                          }
-                      }
-                      return {std::move(g)};
+                  [log_probs = std::move(r.log_probs), targets, ignore_index, weight = std::move(weight), reduction,
+                   scale, label_smoothing](const GradContext& c) -> Grads {
+                      const auto upstream = [&](std::size_t i) {
+                          return reduction == Reduction::none ? c.grad(i) : c.grad() * scale;
+                      };
+                      return {cross_entropy_backward(log_probs, targets, ignore_index, weight, label_smoothing, upstream)};
                   },
                   std::move(saved));
 }

@@ -1,5 +1,5 @@
 // Loss functions (torch.nn.functional names). Each is one fused graph node with a hand-derived
-// backward; derivations in docs/derivations/embedding.md (cross_entropy: softmax minus the
+// backward; derivations in docs/derivations/losses.md (cross_entropy: softmax minus the
 // smoothed one-hot target, with class weights and ignored rows).
 #pragma once
 

@@ -206,9 +206,9 @@ void Module::zero_grad() {
 
 // ---- state --------------------------------------------------------------------------------------
 
-StateDict Module::state_dict() const {
+NamedArrays Module::state_dict() const {
     // PyTorch order: per module its parameters, then its buffers, then the children's.
-    StateDict out;
+    NamedArrays out;
     for (const auto& [n, t] : parameters_) out.emplace_back(n, t.value());
     for (const auto& [n, t] : buffers_) out.emplace_back(n, t.value());
     for (const auto& [child_name, child] : children_) {
@@ -231,7 +231,7 @@ std::set<std::string> Module::int64_keys() const {
     return out;
 }
 
-LoadStateDictResult Module::load_state_dict(const StateDict& state, bool strict) {
+LoadStateDictResult Module::load_state_dict(const NamedArrays& state, bool strict) {
     std::map<std::string, Tensor> own;  // every key state_dict() has, tied tensors under each name
     for (auto& entry : named_entries(false, true)) own.emplace(entry);
     for (auto& entry : named_entries(true, true)) own.emplace(entry);
@@ -291,7 +291,7 @@ LoadStateDictResult Module::load_state_dict(const StateDict& state, bool strict)
 void Module::save(const std::string& path) const { save_npz(path, state_dict(), false, int64_keys()); }
 
 LoadStateDictResult Module::load(const std::string& path, bool strict) {
-    const StateDict state = load_npz(path);
+    const NamedArrays state = load_npz(path);
     try {
         return load_state_dict(state, strict);
     } catch (const Error& e) {

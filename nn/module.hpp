@@ -15,12 +15,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/io.hpp"
 #include "core/tensor.hpp"
 
 namespace xg::nn {
-
-/// Parameters and buffers by dotted name ("blocks.0.ln.weight"); same type as xg::NamedArrays.
-using StateDict = std::vector<std::pair<std::string, Array>>;
 
 class Module;
 
@@ -145,12 +143,12 @@ public:
     // ---- state -----------------------------------------------------------------------------------
 
     /// Copies of every parameter then buffer value per module, depth first, with dotted names.
-    StateDict state_dict() const;
+    NamedArrays state_dict() const;
     /// Replaces parameter and buffer values from `state`. Every name and shape is verified first;
     /// all problems (missing, unexpected, mis-shaped keys, a fractional value for an int64
     /// buffer) are listed in ONE xg::Error and the module is left untouched. With strict = false,
     /// missing and unexpected keys are allowed and returned, as PyTorch's load_state_dict does.
-    LoadStateDictResult load_state_dict(const StateDict& state, bool strict = true);
+    LoadStateDictResult load_state_dict(const NamedArrays& state, bool strict = true);
     /// The keys of state_dict() whose buffers are int64 (e.g. "bn.num_batches_tracked").
     std::set<std::string> int64_keys() const;
     /// Saves state_dict() to one NumPy-readable .npz file (written atomically); int64 buffers

@@ -12,5 +12,6 @@
 #include "nn/layers.hpp"
 #include "nn/losses.hpp"
 #include "nn/module.hpp"
+#include "nn/norm_layers.hpp"
 #include "nn/recurrent.hpp"
 

@@ -1,7 +1,7 @@
 // LayerNorm, BatchNorm1d and RMSNorm modules over the fused kernels of nn/functional.hpp.
 #include <fmt/format.h>
 
-#include "nn/layers.hpp"
+#include "nn/norm_layers.hpp"
 
 namespace xg::nn {
 

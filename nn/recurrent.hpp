@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/ops.hpp"
-#include "nn/layers.hpp"
 #include "nn/module.hpp"
+#include "nn/norm_layers.hpp"
 
 namespace xg::nn {
 

@@ -2,6 +2,7 @@
 // without AMSGrad: torch.optim.Adam / AdamW (1.13) exactly.
 #pragma once
 
+#include "core/arg.hpp"
 #include "optim/optimizer.hpp"
 
 namespace xg::optim {
@@ -12,17 +13,17 @@ public:
     /// Defaults of torch.optim.Adam with learning rate `lr`.
     explicit AdamOptions(double lr = 1e-3) : lr_(lr) {}
     /// Learning rate (default 1e-3); lr() reads it.
-    XG_OPTIM_ARG(AdamOptions, double, lr, 1e-3);
+    XG_ARG(AdamOptions, double, lr, 1e-3);
     /// Decay of the first-moment average, in [0, 1) (default 0.9).
-    XG_OPTIM_ARG(AdamOptions, double, beta1, 0.9);
+    XG_ARG(AdamOptions, double, beta1, 0.9);
     /// Decay of the second-moment average, in [0, 1) (default 0.999).
-    XG_OPTIM_ARG(AdamOptions, double, beta2, 0.999);
+    XG_ARG(AdamOptions, double, beta2, 0.999);
     /// Added to the denominator sqrt(v_hat) (default 1e-8).
-    XG_OPTIM_ARG(AdamOptions, double, eps, 1e-8);
+    XG_ARG(AdamOptions, double, eps, 1e-8);
     /// L2 penalty added to the gradient (default 0).
-    XG_OPTIM_ARG(AdamOptions, double, weight_decay, 0.0);
+    XG_ARG(AdamOptions, double, weight_decay, 0.0);
     /// AMSGrad: divide by the running maximum of the second moment (default false).
-    XG_OPTIM_ARG(AdamOptions, bool, amsgrad, false);
+    XG_ARG(AdamOptions, bool, amsgrad, false);
 
 public:
     /// Sets beta1 and beta2 together, like torch's betas=(b1, b2).
@@ -35,17 +36,17 @@ public:
     /// Defaults of torch.optim.AdamW with learning rate `lr`.
     explicit AdamWOptions(double lr = 1e-3) : lr_(lr) {}
     /// Learning rate (default 1e-3); lr() reads it.
-    XG_OPTIM_ARG(AdamWOptions, double, lr, 1e-3);
+    XG_ARG(AdamWOptions, double, lr, 1e-3);
     /// Decay of the first-moment average, in [0, 1) (default 0.9).
-    XG_OPTIM_ARG(AdamWOptions, double, beta1, 0.9);
+    XG_ARG(AdamWOptions, double, beta1, 0.9);
     /// Decay of the second-moment average, in [0, 1) (default 0.999).
-    XG_OPTIM_ARG(AdamWOptions, double, beta2, 0.999);
+    XG_ARG(AdamWOptions, double, beta2, 0.999);
     /// Added to the denominator (default 1e-8).
-    XG_OPTIM_ARG(AdamWOptions, double, eps, 1e-8);
+    XG_ARG(AdamWOptions, double, eps, 1e-8);
     /// Decoupled decay: w *= 1 - lr * weight_decay each step (default 1e-2).
-    XG_OPTIM_ARG(AdamWOptions, double, weight_decay, 1e-2);
+    XG_ARG(AdamWOptions, double, weight_decay, 1e-2);
     /// AMSGrad: divide by the running maximum of the second moment (default false).
-    XG_OPTIM_ARG(AdamWOptions, bool, amsgrad, false);
+    XG_ARG(AdamWOptions, bool, amsgrad, false);
 
 public:
     /// Sets beta1 and beta2 together.

@@ -1,12 +1,14 @@
-// Everything in xg::optim: optimizers, schedules, clipping, data loading, progress and
-// checkpoints. See docs/training.md for a complete training script.
+// Everything in xg::optim: the optimizers (SGD, Adam, AdamW), learning-rate schedules and
+// gradient clipping here in optim/, and the training loop's tools in optim/training/ (data
+// loading, the progress bar and CSV log, checkpoints). See docs/training.md for a complete
+// training script.
 #pragma once
 
 #include "optim/adam.hpp"
-#include "optim/checkpoint.hpp"
 #include "optim/clip.hpp"
-#include "optim/data.hpp"
 #include "optim/optimizer.hpp"
-#include "optim/progress.hpp"
 #include "optim/schedule.hpp"
 #include "optim/sgd.hpp"
+#include "optim/training/checkpoint.hpp"
+#include "optim/training/data.hpp"
+#include "optim/training/progress.hpp"

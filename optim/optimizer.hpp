@@ -9,27 +9,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "core/io.hpp"
 #include "core/tensor.hpp"
 
 namespace xg::optim {
-
-/// Arrays keyed by name, in order: the format of every state_dict here (and of .npz files).
-using NamedArrays = std::vector<std::pair<std::string, Array>>;
-
-/// Defines a fluent option, like torch's TORCH_ARG: `opts.lr(0.1)` sets, `opts.lr()` reads.
-#define XG_OPTIM_ARG(Self, T, name, default_value)        \
-public:                                                  \
-    Self& name(T value) {                                \
-        name##_ = value;                                 \
-        return *this;                                    \
-    }                                                    \
-    T name() const { return name##_; }                   \
-                                                         \
-private:                                                 \
-    T name##_ = default_value
 
 /// A set of parameters sharing a learning rate and weight decay (e.g. "no decay on biases").
 /// Schedules rescale `lr` from `initial_lr`, the lr the group was created with.

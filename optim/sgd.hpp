@@ -2,6 +2,7 @@
 // torch.optim.SGD (1.13) exactly.
 #pragma once
 
+#include "core/arg.hpp"
 #include "optim/optimizer.hpp"
 
 namespace xg::optim {
@@ -12,17 +13,17 @@ public:
     /// SGD with learning rate `lr` (no default, as torch.optim.SGD).
     explicit SGDOptions(double lr) : lr_(lr) {}
     /// Learning rate; lr() reads it.
-    XG_OPTIM_ARG(SGDOptions, double, lr, 0.0);
+    XG_ARG(SGDOptions, double, lr, 0.0);
     /// Momentum factor, >= 0 (default 0: plain SGD).
-    XG_OPTIM_ARG(SGDOptions, double, momentum, 0.0);
+    XG_ARG(SGDOptions, double, momentum, 0.0);
     /// Dampening of the momentum buffer's new gradient (default 0).
-    XG_OPTIM_ARG(SGDOptions, double, dampening, 0.0);
+    XG_ARG(SGDOptions, double, dampening, 0.0);
     /// L2 penalty added to the gradient (default 0).
-    XG_OPTIM_ARG(SGDOptions, double, weight_decay, 0.0);
+    XG_ARG(SGDOptions, double, weight_decay, 0.0);
     /// Nesterov momentum; needs momentum > 0 and dampening 0 (default false).
-    XG_OPTIM_ARG(SGDOptions, bool, nesterov, false);
+    XG_ARG(SGDOptions, bool, nesterov, false);
     /// Ascend instead of descend: the update uses -gradient (default false).
-    XG_OPTIM_ARG(SGDOptions, bool, maximize, false);
+    XG_ARG(SGDOptions, bool, maximize, false);
 };
 
 /// Per step, with g the gradient:

@@ -75,6 +75,40 @@ def leaf(t):
     return t.detach().clone().requires_grad_(True)
 
 
+def forward_backward(c, f, inputs, out_meaning, tag="", upstream=None, save_inputs=True,
+                     grad_out_meaning="upstream gradient"):
+    """The sequence of every differentiable case: inputs -> out = f(*inputs) -> a random upstream
+    gradient grad_out = randn(out.shape), drawn after the forward -> backward of
+    sum(out * grad_out) -> save.
+
+    inputs: (name, tensor, meaning, grad_meaning) tuples. A tensor with a grad_meaning becomes a
+    leaf (unless it already requires grad, as a module's parameter does) and its gradient is saved
+    as grad_<name>; with grad_meaning None it is passed as it is (indices, constants).
+    f may return out or (out, [(name, tensor, meaning), ...]): extra outputs saved after out.
+    Saved, in this order: the inputs (unless save_inputs is False), out, the extra outputs,
+    grad_out (unless `upstream` is given: then it is the upstream gradient and the caller saves
+    it), grad_<name> per input. A non-empty tag suffixes every name with `_<tag>`.
+    Returns out."""
+    t = "_" + tag if tag else ""
+    tensors = [x if grad is None or x.requires_grad else leaf(x) for _, x, _, grad in inputs]
+    result = f(*tensors)
+    out, extra = result if isinstance(result, tuple) else (result, [])
+    g = torch.randn(out.shape) if upstream is None else upstream
+    (out * g).sum().backward()
+    if save_inputs:
+        for (name, _, meaning, _), x in zip(inputs, tensors):
+            c.save(name + t, x, meaning)
+    c.save("out" + t, out, out_meaning)
+    for name, x, meaning in extra:
+        c.save(name, x, meaning)
+    if upstream is None:
+        c.save("grad_out" + t, g, grad_out_meaning)
+    for (name, _, _, grad_meaning), x in zip(inputs, tensors):
+        if grad_meaning is not None:
+            c.save("grad_" + name + t, x.grad, grad_meaning)
+    return out
+
+
 # --------------------------------------------------------------------------
 # core ops
 # --------------------------------------------------------------------------
@@ -85,18 +119,10 @@ def op_broadcast_mul_add():
 `out = a * b + c` (NumPy broadcasting, shape (2,3,4)).
 Backward of `sum(out * grad_out)` with `grad_out = randn(2,3,4)`;
 the gradients are reduced back to each input's own shape.""")
-    a, b, cc = leaf(torch.randn(2, 3, 1)), leaf(torch.randn(1, 4)), leaf(torch.randn(4))
-    out = a * b + cc
-    g = torch.randn(out.shape)
-    (out * g).sum().backward()
-    c.save("a", a, "input a (2,3,1)")
-    c.save("b", b, "input b (1,4)")
-    c.save("c", cc, "input c (4,)")
-    c.save("out", out, "a*b+c")
-    c.save("grad_out", g, "upstream gradient")
-    c.save("grad_a", a.grad, "d/da, shape of a")
-    c.save("grad_b", b.grad, "d/db, shape of b")
-    c.save("grad_c", cc.grad, "d/dc, shape of c")
+    forward_backward(c, lambda a, b, cc: a * b + cc,
+                     [("a", torch.randn(2, 3, 1), "input a (2,3,1)", "d/da, shape of a"),
+                      ("b", torch.randn(1, 4), "input b (1,4)", "d/db, shape of b"),
+                      ("c", torch.randn(4), "input c (4,)", "d/dc, shape of c")], "a*b+c")
 
 
 def op_matmul_batched():
@@ -105,16 +131,9 @@ def op_matmul_batched():
 batch dims (2,1) and (5,) broadcast to (2,5), then (3,4)@(4,2).
 Backward of `sum(out * grad_out)`; `grad_a` is summed over the broadcast batch dim
 back to (2,1,3,4), `grad_b` summed over the leading 2 back to (5,4,2).""")
-    a, b = leaf(torch.randn(2, 1, 3, 4)), leaf(torch.randn(5, 4, 2))
-    out = torch.matmul(a, b)
-    g = torch.randn(out.shape)
-    (out * g).sum().backward()
-    c.save("a", a, "left input (2,1,3,4)")
-    c.save("b", b, "right input (5,4,2)")
-    c.save("out", out, "a @ b, (2,5,3,2)")
-    c.save("grad_out", g, "upstream gradient")
-    c.save("grad_a", a.grad, "d/da")
-    c.save("grad_b", b.grad, "d/db")
+    forward_backward(c, torch.matmul, [("a", torch.randn(2, 1, 3, 4), "left input (2,1,3,4)", "d/da"),
+                                       ("b", torch.randn(5, 4, 2), "right input (5,4,2)", "d/db")],
+                     "a @ b, (2,5,3,2)")
 
 
 def op_var_unbiased():
@@ -126,13 +145,10 @@ Each is backpropagated separately from `sum(out_* * grad_out_*)` into `grad_x_*`
     x = torch.randn(3, 4, 5)
     c.save("x", x, "input (3,4,5)")
     for tag, unb in (("unbiased", True), ("biased", False)):
-        xx = leaf(x)
-        out = torch.var(xx, dim=(0, 2), unbiased=unb, keepdim=True)
-        g = torch.randn(out.shape)
-        (out * g).sum().backward()
-        c.save("out_" + tag, out, f"var, unbiased={unb}, (1,4,1)")
-        c.save("grad_out_" + tag, g, "upstream gradient for out_" + tag)
-        c.save("grad_x_" + tag, xx.grad, "d/dx of sum(out_%s*grad_out_%s)" % (tag, tag))
+        forward_backward(c, lambda t: torch.var(t, dim=(0, 2), unbiased=unb, keepdim=True),
+                         [("x", x, None, "d/dx of sum(out_%s*grad_out_%s)" % (tag, tag))],
+                         f"var, unbiased={unb}, (1,4,1)", tag=tag, save_inputs=False,
+                         grad_out_meaning="upstream gradient for out_" + tag)
 
 
 def _extreme_logits():
@@ -151,14 +167,8 @@ row1 = [1000,-1000,0,999,1000], row2 = [-1000,-1000,-999,-1000,-998],
 row3 = [1000,1,-1000,2,0.5], row4 = [-1000,0.25,1000,-0.5,3]).
 `out = torch.softmax(x, dim=-1)` (rows sum to 1, some entries underflow to exactly 0);
 backward of `sum(out * grad_out)`, `grad_out = randn(5,5)`. All values are finite.""")
-    x = leaf(_extreme_logits())
-    out = torch.softmax(x, dim=-1)
-    g = torch.randn(out.shape)
-    (out * g).sum().backward()
-    c.save("x", x, "logits (5,5)")
-    c.save("out", out, "softmax over last dim")
-    c.save("grad_out", g, "upstream gradient")
-    c.save("grad_x", x.grad, "d/dx")
+    forward_backward(c, lambda x: torch.softmax(x, dim=-1), [("x", _extreme_logits(), "logits (5,5)", "d/dx")],
+                     "softmax over last dim")
 
 
 def op_log_softmax():
@@ -168,14 +178,8 @@ Same logits construction as `op_softmax` (own seed, so row 0 differs):
 [1000,1,-1000,2,0.5], [-1000,0.25,1000,-0.5,3].
 `out = torch.log_softmax(x, dim=-1)` (finite: values down to about -2000);
 backward of `sum(out * grad_out)`, `grad_out = randn(5,5)`.""")
-    x = leaf(_extreme_logits())
-    out = torch.log_softmax(x, dim=-1)
-    g = torch.randn(out.shape)
-    (out * g).sum().backward()
-    c.save("x", x, "logits (5,5)")
-    c.save("out", out, "log_softmax over last dim")
-    c.save("grad_out", g, "upstream gradient")
-    c.save("grad_x", x.grad, "d/dx")
+    forward_backward(c, lambda x: torch.log_softmax(x, dim=-1), [("x", _extreme_logits(), "logits (5,5)", "d/dx")],
+                     "log_softmax over last dim")
 
 
 def op_gather():
@@ -185,16 +189,11 @@ def op_gather():
 `out = torch.gather(x, 1, index)`, i.e. `out[i][j] = x[i][index[i][j]]`, shape (3,4).
 Backward of `sum(out * grad_out)`: `grad_x` scatter-ADDs grad_out (repeats accumulate,
 untouched entries are 0).""")
-    x = leaf(torch.randn(3, 5))
+    x = torch.randn(3, 5)
     idx = torch.tensor([[0, 2, 2, 4], [1, 1, 1, 3], [4, 0, 3, 0]], dtype=torch.int64)
-    out = torch.gather(x, 1, idx)
-    g = torch.randn(out.shape)
-    (out * g).sum().backward()
-    c.save("x", x, "input (3,5)")
-    c.save("index", idx, "int64 indices into axis 1, (3,4)")
-    c.save("out", out, "gathered values (3,4)")
-    c.save("grad_out", g, "upstream gradient")
-    c.save("grad_x", x.grad, "d/dx (3,5)")
+    forward_backward(c, lambda x, idx: torch.gather(x, 1, idx),
+                     [("x", x, "input (3,5)", "d/dx (3,5)"), ("index", idx, "int64 indices into axis 1, (3,4)", None)],
+                     "gathered values (3,4)")
 
 
 def op_max():
@@ -206,15 +205,13 @@ def op_max():
     for r in range(4):
         s = torch.sort(x[r]).values
         assert torch.all(s[1:] - s[:-1] > 1e-3)
-    x = leaf(x)
-    out, ind = torch.max(x, dim=1)
-    g = torch.randn(out.shape)
-    (out * g).sum().backward()
-    c.save("x", x, "input (4,6)")
-    c.save("out", out, "max over axis 1, (4,)")
-    c.save("indices", ind, "int64 argmax over axis 1, (4,)")
-    c.save("grad_out", g, "upstream gradient (4,)")
-    c.save("grad_x", x.grad, "d/dx (4,6)")
+
+    def max_with_indices(t):
+        out, ind = torch.max(t, dim=1)
+        return out, [("indices", ind, "int64 argmax over axis 1, (4,)")]
+
+    forward_backward(c, max_with_indices, [("x", x, "input (4,6)", "d/dx (4,6)")], "max over axis 1, (4,)",
+                     grad_out_meaning="upstream gradient (4,)")
 
 
 def op_max_ties():
@@ -236,14 +233,10 @@ Each output is backpropagated on its own from `sum(out_* * grad_out_*)` into `gr
     cases = (("all", x, lambda t: t.max()), ("dim1", x, lambda t: t.amax(dim=1)),
              ("dim0", x, lambda t: t.amax(dim=0, keepdim=True)), ("y02", y, lambda t: t.amax(dim=(0, 2))))
     for tag, inp, f in cases:
-        t = leaf(inp)
-        out = f(t)
-        g = torch.randn(out.shape)
-        (out * g).sum().backward()
         name = "x" if inp is x else "y"
-        c.save("out_" + tag, out, "maximum, shape " + str(tuple(out.shape)))
-        c.save("grad_out_" + tag, g, "upstream gradient for out_" + tag)
-        c.save("grad_%s_%s" % (name, tag), t.grad, "d/d%s of sum(out_%s * grad_out_%s)" % (name, tag, tag))
+        forward_backward(c, f, [(name, inp, None, "d/d%s of sum(out_%s * grad_out_%s)" % (name, tag, tag))],
+                         "maximum, shape " + str(tuple(f(inp).shape)), tag=tag, save_inputs=False,
+                         grad_out_meaning="upstream gradient for out_" + tag)
 
 
 def op_pow_zero():
@@ -256,11 +249,8 @@ x = 0 where the formula k x^(k-1) would give 0 * inf.""")
     g = torch.randn(4)
     c.save("grad_out", g, "upstream gradient (4,)")
     for k in (0, 1, 2, 3):
-        t = leaf(x)
-        out = t.pow(float(k))
-        (out * g).sum().backward()
-        c.save("out_p%d" % k, out, "x ** %d" % k)
-        c.save("grad_x_p%d" % k, t.grad, "d/dx of sum(x ** %d * grad_out)" % k)
+        forward_backward(c, lambda t: t.pow(float(k)), [("x", x, None, "d/dx of sum(x ** %d * grad_out)" % k)],
+                         "x ** %d" % k, tag="p%d" % k, upstream=g, save_inputs=False)
 
 
 def op_elementwise():
@@ -288,12 +278,9 @@ tanh=`torch.tanh`, erf=`torch.erf`, sigmoid=`torch.sigmoid`, relu=`torch.relu`, 
         ("relu", torch.relu, xs), ("abs", torch.abs, xs),
     ]
     for name, f, inp in ops:
-        xx = leaf(inp)
-        out = f(xx)
-        (out * g).sum().backward()
         src = "x" if inp is x else "x_signed"
-        c.save("out_" + name, out, f"{name}({src})")
-        c.save("grad_x_" + name, xx.grad, f"d/d{src} of sum(out_{name}*grad_out)")
+        forward_backward(c, f, [("x", inp, None, f"d/d{src} of sum(out_{name}*grad_out)")], f"{name}({src})",
+                         tag=name, upstream=g, save_inputs=False)
 
 
 # --------------------------------------------------------------------------
@@ -303,21 +290,8 @@ tanh=`torch.tanh`, erf=`torch.erf`, sigmoid=`torch.sigmoid`, relu=`torch.relu`, 
 def _module_case(c, mod, x, extra_params=(), tag=""):
     """Run mod(x), backward of sum(out*grad_out); save x, params, out, grads.
     A non-empty tag suffixes every file name with `_<tag>` (several variants in one case)."""
-    t = "_" + tag if tag else ""
-    x = leaf(x)
-    out = mod(x)
-    g = torch.randn(out.shape)
-    (out * g).sum().backward()
-    c.save("x" + t, x, "input")
-    params = list(mod.named_parameters())
-    for n, p in params:
-        c.save(n + t, p, "parameter `%s`" % n)
-    c.save("out" + t, out, "output")
-    c.save("grad_out" + t, g, "upstream gradient")
-    c.save("grad_x" + t, x.grad, "d/dx")
-    for n, p in params:
-        c.save("grad_" + n + t, p.grad, "d/d%s" % n)
-    return out
+    params = [(n, p, "parameter `%s`" % n, "d/d%s" % n) for n, p in mod.named_parameters()]
+    return forward_backward(c, lambda x, *_: mod(x), [("x", x, "input", "d/dx")] + params, "output", tag=tag)
 
 
 def linear():
@@ -409,10 +383,14 @@ Three inputs `x0, x1, x2` (randn, each shifted/scaled: `x_k = randn(shape) * 1.5
 
 
 def _batchnorm_case(c, m, shape):
-    C = m.num_features
-    with torch.no_grad():
-        m.weight.copy_(1 + 0.5 * torch.randn(C))
-        m.bias.copy_(0.5 * torch.randn(C))
+    _train_steps_then_eval(c, m, shape, "eval-mode output (uses running stats after 3 steps)")
+    assert int(m.num_batches_tracked) == 3
+
+
+def _train_steps_then_eval(c, m, shape, eval_meaning):
+    """A normalisation with running statistics (BN_DOC): affine parameters perturbed, three
+    training steps (the first with a backward), then one evaluation step with a backward."""
+    _perturb_affine(m)
     xs = [torch.randn(shape) * 1.5 + 0.7 * k for k in range(3)]
     x_eval = torch.randn(shape) * 1.5 + 0.5
     m.train()
@@ -420,33 +398,20 @@ def _batchnorm_case(c, m, shape):
     c.save("bias", m.bias, "beta (C,)")
     for k in range(3):
         c.save("x%d" % k, xs[k], "training input for step %d" % k)
-    x0 = leaf(xs[0])
-    out = m(x0)
-    g = torch.randn(out.shape)
-    (out * g).sum().backward()
-    c.save("out", out, "training-mode output for x0")
-    c.save("grad_out", g, "upstream gradient for out")
-    c.save("grad_x", x0.grad, "d/dx0")
-    c.save("grad_weight", m.weight.grad, "d/dweight")
-    c.save("grad_bias", m.bias.grad, "d/dbias")
+    forward_backward(c, lambda x, w, b: m(x), [("x", xs[0], None, "d/dx0"), ("weight", m.weight, None, "d/dweight"),
+                                              ("bias", m.bias, None, "d/dbias")],
+                     "training-mode output for x0", save_inputs=False, grad_out_meaning="upstream gradient for out")
     rm, rv = [m.running_mean.clone()], [m.running_var.clone()]
     with torch.no_grad():
         for k in (1, 2):
             m(xs[k])
             rm.append(m.running_mean.clone())
             rv.append(m.running_var.clone())
-    assert int(m.num_batches_tracked) == 3
     c.save("running_mean", torch.stack(rm), "row k = running_mean after step k (k=0,1,2)")
     c.save("running_var", torch.stack(rv), "row k = running_var after step k (k=0,1,2)")
     m.eval()
-    xe = leaf(x_eval)
-    oe = m(xe)
-    ge = torch.randn(oe.shape)
-    (oe * ge).sum().backward()
-    c.save("x_eval", x_eval, "eval-mode input")
-    c.save("out_eval", oe, "eval-mode output (uses running stats after 3 steps)")
-    c.save("grad_out_eval", ge, "upstream gradient for out_eval")
-    c.save("grad_x_eval", xe.grad, "d/dx_eval in eval mode")
+    forward_backward(c, m, [("x", x_eval, "eval-mode input", "d/dx_eval in eval mode")], eval_meaning, tag="eval",
+                     grad_out_meaning="upstream gradient for out_eval")
 
 
 def batchnorm_2d():
@@ -484,17 +449,10 @@ PyTorch 1.13 has no nn.RMSNorm; written out explicitly with eps = 1e-6:
 `out = x / torch.sqrt(torch.mean(x**2, dim=-1, keepdim=True) + 1e-6) * weight`
 (no mean subtraction, no bias). `x = randn(2,4,8)`, `weight = 1 + 0.5*randn(8)`.
 Backward of `sum(out * grad_out)`.""")
-    x = leaf(torch.randn(2, 4, 8))
-    w = leaf(1 + 0.5 * torch.randn(8))
-    out = x / torch.sqrt(torch.mean(x ** 2, dim=-1, keepdim=True) + 1e-6) * w
-    g = torch.randn(out.shape)
-    (out * g).sum().backward()
-    c.save("x", x, "input (2,4,8)")
-    c.save("weight", w, "scale (8,)")
-    c.save("out", out, "output")
-    c.save("grad_out", g, "upstream gradient")
-    c.save("grad_x", x.grad, "d/dx")
-    c.save("grad_weight", w.grad, "d/dweight")
+    x = torch.randn(2, 4, 8)
+    w = 1 + 0.5 * torch.randn(8)
+    forward_backward(c, lambda x, w: x / torch.sqrt(torch.mean(x ** 2, dim=-1, keepdim=True) + 1e-6) * w,
+                     [("x", x, "input (2,4,8)", "d/dx"), ("weight", w, "scale (8,)", "d/dweight")], "output")
 
 
 def embedding():
@@ -505,14 +463,9 @@ def embedding():
 `grad_weight` (7,3) accumulates grad_out rows for every occurrence; unused rows are 0.""")
     m = nn.Embedding(7, 3)
     idx = torch.tensor([[0, 3, 3, 6, 1], [3, 0, 5, 5, 3]], dtype=torch.int64)
-    out = m(idx)
-    g = torch.randn(out.shape)
-    (out * g).sum().backward()
-    c.save("weight", m.weight, "embedding table (7,3)")
-    c.save("indices", idx, "int64 indices (2,5)")
-    c.save("out", out, "looked-up rows (2,5,3)")
-    c.save("grad_out", g, "upstream gradient")
-    c.save("grad_weight", m.weight.grad, "d/dweight (7,3)")
+    forward_backward(c, lambda w, idx: m(idx), [("weight", m.weight, "embedding table (7,3)", "d/dweight (7,3)"),
+                                               ("indices", idx, "int64 indices (2,5)", None)],
+                     "looked-up rows (2,5,3)")
 
 
 def _loss_backward(c, out, tag):
@@ -654,14 +607,12 @@ in its plane); ties go to the first maximum in row-major window order.
     c.save("x", x, "input with ties")
     for tag, kw in (("ceil", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
                     ("dilated", dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), dilation=(2, 1)))):
-        xx = leaf(x)
-        out, ind = F.max_pool2d(xx, return_indices=True, **kw)
-        g = torch.randn(out.shape)
-        (out * g).sum().backward()
-        c.save("out_" + tag, out, "max over each window")
-        c.save("indices_" + tag, ind, "int64 flat position of each maximum in its (H, W) plane")
-        c.save("grad_out_" + tag, g, "upstream gradient")
-        c.save("grad_x_" + tag, xx.grad, "d/dx")
+
+        def pool(t):
+            out, ind = F.max_pool2d(t, return_indices=True, **kw)
+            return out, [("indices_" + tag, ind, "int64 flat position of each maximum in its (H, W) plane")]
+
+        forward_backward(c, pool, [("x", x, None, "d/dx")], "max over each window", tag=tag, save_inputs=False)
 
 
 def avg_pool2d():
@@ -677,13 +628,8 @@ def avg_pool2d():
                     ("ceil_nopad", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)),
                     ("rect", dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), count_include_pad=True)),
                     ("rect_nopad", dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), count_include_pad=False))):
-        xx = leaf(x)
-        out = F.avg_pool2d(xx, **kw)
-        g = torch.randn(out.shape)
-        (out * g).sum().backward()
-        c.save("out_" + tag, out, "mean over each window")
-        c.save("grad_out_" + tag, g, "upstream gradient")
-        c.save("grad_x_" + tag, xx.grad, "d/dx")
+        forward_backward(c, lambda t: F.avg_pool2d(t, **kw), [("x", x, None, "d/dx")], "mean over each window",
+                         tag=tag, save_inputs=False)
 
 
 def adaptive_avg_pool2d():
@@ -693,13 +639,8 @@ V = `global` (S = (1,1)) and V = `3x2` (S = (3,2): windows of rows [0,3),[2,5),[
     x = torch.randn(2, 3, 7, 5)
     c.save("x", x, "input")
     for tag, size in (("global", (1, 1)), ("3x2", (3, 2))):
-        xx = leaf(x)
-        out = F.adaptive_avg_pool2d(xx, size)
-        g = torch.randn(out.shape)
-        (out * g).sum().backward()
-        c.save("out_" + tag, out, "adaptive average to %s" % (size,))
-        c.save("grad_out_" + tag, g, "upstream gradient")
-        c.save("grad_x_" + tag, xx.grad, "d/dx")
+        forward_backward(c, lambda t: F.adaptive_avg_pool2d(t, size), [("x", x, None, "d/dx")],
+                         "adaptive average to %s" % (size,), tag=tag, save_inputs=False)
 
 
 def batchnorm_4d():
@@ -735,40 +676,8 @@ def instance_norm():
   mode (it still normalises with each instance's own statistics): files `x_plain`, `out_plain`,
   `grad_out_plain`, `grad_x_plain`.""")
     m = nn.InstanceNorm2d(3, affine=True, track_running_stats=True)
-    _perturb_affine(m)
     shape = (2, 3, 4, 5)
-    xs = [torch.randn(shape) * 1.5 + 0.7 * k for k in range(3)]
-    x_eval = torch.randn(shape) * 1.5 + 0.5
-    c.save("weight", m.weight, "gamma (C,)")
-    c.save("bias", m.bias, "beta (C,)")
-    for k in range(3):
-        c.save("x%d" % k, xs[k], "training input for step %d" % k)
-    x0 = leaf(xs[0])
-    out = m(x0)
-    g = torch.randn(out.shape)
-    (out * g).sum().backward()
-    c.save("out", out, "training-mode output for x0")
-    c.save("grad_out", g, "upstream gradient for out")
-    c.save("grad_x", x0.grad, "d/dx0")
-    c.save("grad_weight", m.weight.grad, "d/dweight")
-    c.save("grad_bias", m.bias.grad, "d/dbias")
-    rm, rv = [m.running_mean.clone()], [m.running_var.clone()]
-    with torch.no_grad():
-        for k in (1, 2):
-            m(xs[k])
-            rm.append(m.running_mean.clone())
-            rv.append(m.running_var.clone())
-    c.save("running_mean", torch.stack(rm), "row k = running_mean after step k (k=0,1,2)")
-    c.save("running_var", torch.stack(rv), "row k = running_var after step k (k=0,1,2)")
-    m.eval()
-    xe = leaf(x_eval)
-    oe = m(xe)
-    ge = torch.randn(oe.shape)
-    (oe * ge).sum().backward()
-    c.save("x_eval", x_eval, "eval-mode input")
-    c.save("out_eval", oe, "eval-mode output (running statistics after 3 steps)")
-    c.save("grad_out_eval", ge, "upstream gradient for out_eval")
-    c.save("grad_x_eval", xe.grad, "d/dx_eval in eval mode")
+    _train_steps_then_eval(c, m, shape, "eval-mode output (running statistics after 3 steps)")
     plain = nn.InstanceNorm2d(3)
     plain.eval()
     _module_case(c, plain, torch.randn(shape) * 2 - 1, tag="plain")

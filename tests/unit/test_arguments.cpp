@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "nn/nn.hpp"
-#include "optim/progress.hpp"
+#include "optim/training/progress.hpp"
 
 using namespace xg;
 using Catch::Contains;

@@ -9,7 +9,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "optim/data.hpp"
+#include "optim/training/data.hpp"
 
 using namespace xg;
 using namespace xg::optim;

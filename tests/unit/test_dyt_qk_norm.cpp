@@ -39,7 +39,7 @@ std::string error_of(const std::function<void()>& f) {
     return "<no xg::Error thrown>";
 }
 
-std::vector<std::string> keys(const nn::StateDict& state) {
+std::vector<std::string> keys(const xg::NamedArrays& state) {
     std::vector<std::string> names;
     for (const auto& [name, value] : state) names.push_back(name);
     return names;
@@ -159,7 +159,7 @@ TEST_CASE("MultiheadAttention with qk_norm matches PyTorch (outputs, gradients, 
     nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(8, 2).qk_norm(true));
     const std::vector<std::string> names{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias",
                                          "q_norm.weight",  "q_norm.bias",  "k_norm.weight",   "k_norm.bias"};
-    nn::StateDict state;
+    xg::NamedArrays state;
     for (const auto& n : names) state.emplace_back(n, fixture(k, n));
     mha.load_state_dict(state);
     for (const std::string tag : {"causal", "cross"}) {
@@ -182,7 +182,7 @@ TEST_CASE("MultiheadAttention with qk_norm matches PyTorch (outputs, gradients, 
     }
     // Without QK-norm (same projections) the largest logit is the plain model's.
     nn::MultiheadAttention plain(8, 2);
-    plain.load_state_dict(nn::StateDict(state.begin(), state.begin() + 4));
+    plain.load_state_dict(xg::NamedArrays(state.begin(), state.begin() + 4));
     NoGradGuard no_grad;
     const Tensor x(fixture(k, "x"));
     plain.forward(x, x, x, true);
@@ -210,8 +210,8 @@ TEST_CASE("MultiheadAttention qk_norm: options, state_dict names, repr, bounded 
     // so by Cauchy-Schwarz every logit q.k / sqrt(D) is below sqrt(D) = 2, however large the
     // inputs; without QK-norm the logits grow with the square of the input scale.
     nn::MultiheadAttention bounded(nn::MultiheadAttentionOptions(8, 2).qk_norm(true)), unbounded(8, 2);
-    const nn::StateDict projections = bounded.state_dict();
-    unbounded.load_state_dict(nn::StateDict(projections.begin(), projections.begin() + 4));
+    const xg::NamedArrays projections = bounded.state_dict();
+    unbounded.load_state_dict(xg::NamedArrays(projections.begin(), projections.begin() + 4));
     NoGradGuard no_grad;
     const Array scaled = randn({2, 6, 8}).value() * 1e3;
     const Tensor big(scaled);

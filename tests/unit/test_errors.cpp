@@ -79,7 +79,7 @@ IndexArray index_rows(std::initializer_list<std::initializer_list<std::int64_t>>
     return out;
 }
 
-bool same(const nn::StateDict& a, const nn::StateDict& b) {
+bool same(const NamedArrays& a, const NamedArrays& b) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i) {
         if (a[i].first != b[i].first || a[i].second.shape() != b[i].second.shape()) return false;
@@ -228,7 +228,7 @@ TEST_CASE("every module names itself and the shapes for a bad input", "[errors]"
     bn.eval();
     CHECK_NOTHROW(bn.forward(zeros({1, 3})));  // eval uses the running statistics: one sample is fine
     bn.train();
-    const nn::StateDict before = bn.state_dict();
+    const NamedArrays before = bn.state_dict();
     REQUIRE_ERROR(bn.forward(zeros({1, 3})), "Expected more than 1 value per channel when training");
     CHECK(same(bn.state_dict(), before));  // a rejected batch is not counted
     // GELU accepts any shape; an undefined tensor is the only bad input.
@@ -284,8 +284,8 @@ TEST_CASE("every module names itself and the shapes for a bad input", "[errors]"
 TEST_CASE("load_state_dict lists missing, unexpected and mis-shaped keys at once", "[errors]") {
     manual_seed(4);
     auto model = small_model();
-    const nn::StateDict before = model->state_dict();
-    nn::StateDict bad = before;
+    const NamedArrays before = model->state_dict();
+    NamedArrays bad = before;
     bad.erase(bad.begin() + 1);                       // 0.bias missing
     bad[0].second = xt::zeros<double>({4, 4});        // 0.weight is (4, 3)
     bad.emplace_back("3.scale", Array{1.0});          // unexpected
@@ -298,7 +298,7 @@ TEST_CASE("a bad file leaves the model untouched and is named in the error", "[e
     manual_seed(5);
     TempDir dir;
     auto model = small_model();
-    const nn::StateDict before = model->state_dict();
+    const NamedArrays before = model->state_dict();
     const std::string good = npz_bytes(before);
     auto load = [&](const std::string& name, const std::string& bytes) { model->load(dir.write(name, bytes)); };
 
@@ -358,7 +358,7 @@ TEST_CASE("optimizer and checkpoint misuse", "[errors]") {
     optim::Checkpoint ckpt(*model, opt);
     ckpt.save(dir.file("ckpt.npz"), {3, 1});
     model->save(dir.file("model.npz"));
-    const nn::StateDict before = model->state_dict();
+    const NamedArrays before = model->state_dict();
     REQUIRE_ERROR(model->load(dir.file("ckpt.npz")), "load_state_dict", "ckpt.npz", "missing keys: 0.bias, 0.weight",
                   "unexpected keys: meta.format");
     REQUIRE_ERROR(optim::load_model_from_checkpoint(dir.file("model.npz"), *model), "model.npz", "no 'model.' entries");

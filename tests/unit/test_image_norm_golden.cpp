@@ -9,7 +9,7 @@
 
 #include "core/random.hpp"
 #include "nn/image_norm.hpp"
-#include "nn/layers.hpp"
+#include "nn/norm_layers.hpp"
 #include "tests/support/fixtures.hpp"
 
 namespace F = xg::nn::functional;

@@ -12,7 +12,7 @@
 
 #include "core/ops.hpp"
 #include "nn/nn.hpp"
-#include "optim/data.hpp"
+#include "optim/training/data.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace xg;

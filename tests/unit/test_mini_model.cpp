@@ -21,7 +21,7 @@ TEST_CASE("mini Pre-LN model matches PyTorch: logits, loss and all 28 gradients"
     CHECK(named[4].first == "blocks.0.ln.weight");
     CHECK(named.back().first == "head.bias");
 
-    xg::nn::StateDict state;
+    xg::NamedArrays state;
     for (const auto& [name, tensor] : named) state.emplace_back(name, fixture(fx, name));
     model->load_state_dict(state);
 

@@ -108,7 +108,7 @@ TEST_CASE("state_dict round trip restores parameters and buffers", "[nn][module]
     auto a = std::make_shared<Net>();
     auto b = std::make_shared<Net>();  // different random init
     a->forward(randn({6, 4}));         // moves BatchNorm's running stats and counter
-    const nn::StateDict state = a->state_dict();
+    const NamedArrays state = a->state_dict();
     REQUIRE(state.size() == 10);
     CHECK(state[4].first == "body.1.weight");
     CHECK(state[6].first == "body.1.running_mean");  // PyTorch order: a module's params, then its buffers
@@ -117,21 +117,21 @@ TEST_CASE("state_dict round trip restores parameters and buffers", "[nn][module]
     CHECK(state[8].second() == 1.0);
     CHECK_FALSE(same(b->embed->weight.value(), a->embed->weight.value()));
     b->load_state_dict(state);
-    const nn::StateDict loaded = b->state_dict();
+    const NamedArrays loaded = b->state_dict();
     for (std::size_t i = 0; i < state.size(); ++i) {
         CHECK(loaded[i].first == state[i].first);
         CHECK(same(loaded[i].second, state[i].second));
     }
     // state_dict returns copies: changing them does not touch the model.
-    nn::StateDict copy = a->state_dict();
+    NamedArrays copy = a->state_dict();
     copy[0].second(0) = 123.0;
     CHECK(a->scale(0) == 1.0);
 }
 
 TEST_CASE("load_state_dict lists missing, unexpected and mis-shaped keys at once and changes nothing", "[nn][module]") {
     auto net = std::make_shared<Net>();
-    const nn::StateDict before = net->state_dict();
-    nn::StateDict bad = before;
+    const NamedArrays before = net->state_dict();
+    NamedArrays bad = before;
     bad.erase(bad.begin() + 1);                                // embed.weight missing
     bad.emplace_back("body.9.weight", Array(xt::zeros<double>({2})));  // unexpected
     bad[1].second = xt::zeros<double>({7, 7});                 // body.0.weight mis-shaped
@@ -148,11 +148,11 @@ TEST_CASE("load_state_dict lists missing, unexpected and mis-shaped keys at once
         CHECK_THAT(msg, Contains("unexpected keys: body.9.weight"));
         CHECK_THAT(msg, Contains("body.0.weight (model (3, 4), given (7, 7))"));
     }
-    const nn::StateDict after = net->state_dict();
+    const NamedArrays after = net->state_dict();
     for (std::size_t i = 0; i < before.size(); ++i) CHECK(same(after[i].second, before[i].second));
 
     // strict = false tolerates missing/unexpected keys but never a wrong shape.
-    nn::StateDict partial{{"scale", Array{3.0, 4.0}}, {"extra", Array{1.0}}};
+    NamedArrays partial{{"scale", Array{3.0, 4.0}}, {"extra", Array{1.0}}};
     net->load_state_dict(partial, false);
     CHECK(net->scale(1) == 4.0);
     CHECK_THROWS_WITH(net->load_state_dict({{"scale", Array{1.0}}}, false), Contains("scale (model (2,), given (1,))"));
@@ -170,7 +170,7 @@ TEST_CASE("save and load round trip a whole model through one .npz", "[nn][modul
 
     auto b = std::make_shared<Net>();
     b->load(dir.file("net.npz"));
-    const nn::StateDict sa = a->state_dict(), sb = b->state_dict();
+    const NamedArrays sa = a->state_dict(), sb = b->state_dict();
     for (std::size_t i = 0; i < sa.size(); ++i) CHECK(same(sa[i].second, sb[i].second));
     const Tensor x = randn({3, 4});
     a->eval();

@@ -125,7 +125,7 @@ TEST_CASE("optimizer state_dict round trip continues bit for bit", "[optim]") {
     run(straight, w1, 7);
 
     Tensor w2(Array{0.5, -1.0, 2.0}, true);
-    optim::NamedArrays saved;
+    NamedArrays saved;
     {
         optim::Adam first({w2}, optim::AdamOptions(0.05).weight_decay(0.01));
         run(first, w2, 3);

@@ -12,7 +12,7 @@
 
 #include "core/ops.hpp"
 #include "optim/clip.hpp"
-#include "optim/progress.hpp"
+#include "optim/training/progress.hpp"
 
 using namespace xg;
 using namespace xg::optim;

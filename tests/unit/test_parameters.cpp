@@ -14,7 +14,7 @@ using Catch::Contains;
 
 namespace {
 
-const Array& saved(const nn::StateDict& state, const std::string& key) {
+const Array& saved(const NamedArrays& state, const std::string& key) {
     for (const auto& entry : state) {
         if (entry.first == key) return entry.second;
     }

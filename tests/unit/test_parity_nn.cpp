@@ -183,7 +183,7 @@ TEST_CASE("MultiheadAttention key_padding_mask and float masks match PyTorch", "
     const std::string k = "mha_masks";
     nn::MultiheadAttention mha(6, 2);
     const std::vector<std::string> names{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"};
-    nn::StateDict state;
+    NamedArrays state;
     for (const auto& n : names) state.emplace_back(n, fixture(k, n));
     mha.load_state_dict(state);
     const Mask padding = as_mask(fixture_index(k, "key_padding_mask"));
@@ -274,7 +274,7 @@ TEST_CASE("num_batches_tracked is an int64 buffer: int64 in .npz, either dtype l
     from_float64.load(path);
     CHECK(from_float64.bn->num_batches_tracked.item() == 3.0);
     // A fractional count is refused, and nothing is changed.
-    nn::StateDict bad = net.state_dict();
+    NamedArrays bad = net.state_dict();
     for (auto& [key, value] : bad) {
         if (key == "bn.num_batches_tracked") value() = 2.5;
     }
@@ -299,9 +299,9 @@ TEST_CASE("num_batches_tracked is an int64 buffer: int64 in .npz, either dtype l
 
 TEST_CASE("load_state_dict(strict = false) returns the missing and unexpected keys", "[parity][nn]") {
     Net net;
-    nn::StateDict state = net.state_dict();
+    NamedArrays state = net.state_dict();
     const Array fc_weight = state[0].second * 2.0;
-    nn::StateDict partial{{"fc.weight", fc_weight}, {"head.weight", Array{1.0}}, {"bn.extra", Array{2.0}}};
+    NamedArrays partial{{"fc.weight", fc_weight}, {"head.weight", Array{1.0}}, {"bn.extra", Array{2.0}}};
     const nn::LoadStateDictResult r = net.load_state_dict(partial, false);
     CHECK(r.missing_keys == std::vector<std::string>{"fc.bias", "bn.weight", "bn.bias", "bn.running_mean",
                                                      "bn.running_var", "bn.num_batches_tracked"});

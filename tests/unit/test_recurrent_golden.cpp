@@ -26,7 +26,7 @@ void expect_close(const std::string& what, const Array& got, const Array& want) 
 
 // Loads every parameter of m from the fixture files named after it (plus the variant suffix).
 void load_parameters(nn::Module& m, const std::string& fx, const std::string& suffix = "") {
-    nn::StateDict state;
+    NamedArrays state;
     for (const auto& [name, p] : m.named_parameters()) state.emplace_back(name, fixture(fx, name + suffix));
     m.load_state_dict(state);
 }

@@ -1,5 +1,6 @@
-// The tutorials' numbers (tutorials/common/*), asserted; the guide-drift check (each tutorial is
-// rerun and its output must match the output pasted in its guide); and the command-line flags.
+// The tutorials' numbers (declared in tutorials/<NN_name>/*.hpp and tutorials/common/*.hpp), asserted;
+// the guide-drift check (each tutorial is rerun and its output must match the output pasted in
+// its guide); and the command-line flags.
 #include <pty.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -17,18 +18,18 @@
 
 #include <catch2/catch.hpp>
 
-#include "tutorials/common/blocks_demo.hpp"
-#include "tutorials/common/char_gpt_run.hpp"
-#include "tutorials/common/prepost.hpp"
-#include "tutorials/common/small_batch.hpp"
-#include "tutorials/common/bn_vs_ln_axes.hpp"
+#include "tutorials/07_blocks/blocks_demo.hpp"
+#include "tutorials/11_char_gpt/char_gpt_run.hpp"
+#include "tutorials/10_pre_vs_post_ln_gradients/prepost.hpp"
+#include "tutorials/09_small_batch_fashion_mnist/small_batch.hpp"
+#include "tutorials/02_bn_vs_ln_axes/bn_vs_ln_axes.hpp"
 #include "tutorials/common/graph_dump.hpp"
-#include "tutorials/common/invariance.hpp"
-#include "tutorials/common/layernorm_by_hand.hpp"
-#include "tutorials/common/manual_vs_builtin.hpp"
-#include "tutorials/common/padding_batch1.hpp"
+#include "tutorials/06_invariance/invariance.hpp"
+#include "tutorials/01_layernorm_by_hand/layernorm_by_hand.hpp"
+#include "tutorials/03_manual_vs_builtin/manual_vs_builtin.hpp"
+#include "tutorials/08_padding_and_batch1/padding_batch1.hpp"
 #include "tutorials/common/tutorial.hpp"
-#include "tutorials/common/variance.hpp"
+#include "tutorials/04_variance/variance.hpp"
 
 namespace tv = tutorial_values;
 using Catch::Matchers::Contains;

@@ -7,7 +7,7 @@
 #include "core/ops.hpp"
 #include "optim/adam.hpp"
 #include "optim/clip.hpp"
-#include "optim/progress.hpp"
+#include "optim/training/progress.hpp"
 #include "optim/schedule.hpp"
 #include "tutorials/common/tutorial.hpp"
 
@@ -140,6 +140,14 @@ TrainCurve train_char_model(CharGPT& model, const CharCorpus& corpus, std::size_
     bar.finish();
     curve.seconds = tutorial::now_seconds() - start;
     return curve;
+}
+
+double tail_mean(const std::vector<double>& v, std::size_t n) {
+    if (v.empty()) return NAN;
+    n = std::min(n, v.size());
+    double s = 0;
+    for (std::size_t i = v.size() - n; i < v.size(); ++i) s += v[i];
+    return s / static_cast<double>(n);
 }
 
 }  // namespace tutorial_values

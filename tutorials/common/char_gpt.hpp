@@ -63,6 +63,9 @@ struct TrainCurve {
     bool diverged = false;
 };
 
+/// Mean of the last `n` entries (the curves are noisy).
+double tail_mean(const std::vector<double>& v, std::size_t n = 20);
+
 /// Trains `model` with AdamW (betas 0.9, 0.95, weight decay 0.01, grad clip 1.0) for `steps`
 /// steps of batch (B, T = context), with linear warm-up over `warmup` steps (0: none).
 TrainCurve train_char_model(CharGPT& model, const CharCorpus& corpus, std::size_t steps, std::size_t batch, double lr,

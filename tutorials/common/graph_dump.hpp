@@ -1,5 +1,6 @@
-// Computations of tutorial 05 (graph): the composed LayerNorm graph vs the fused node, printed as
-// text by walking Tensor::node()->parents and Node::saved; and gradcheck catching a broken backward.
+// The graph dump of tutorial 05 (also used by tutorial 03): the composed LayerNorm graph vs the
+// fused node, printed as text by walking Tensor::node()->parents and Node::saved; and gradcheck
+// catching a broken backward.
 #pragma once
 
 #include <map>

@@ -1,6 +1,6 @@
-// The tutorial support every tutorials/NN_name.cpp program uses: command-line flags, labelled
-// step printing ("Step 2: variance = 5.00000"), article notes, number formatting, CSV files,
-// gnuplot plots (the long experiments use optim::ProgressBar).
+// The tutorial support every tutorial program (tutorials/<NN_name>/<NN_name>.cpp) uses:
+// command-line flags, labelled step printing ("Step 2: variance = 5.00000"), article notes,
+// number formatting, CSV files, gnuplot plots (the long experiments use optim::ProgressBar).
 //
 // Output is meant to be pasted into docs/tutorials/*.md and compared by a test, so everything
 // printed here is deterministic except lines that start with "time:", "plot:" or "csv:" (the

@@ -1,0 +1,26 @@
+// Inverted dropout as one graph node: the mask drawn in forward is the backward's factor.
+#include <fmt/format.h>
+
+#include "nn/functional.hpp"
+
+namespace xg::nn::functional {
+
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
+    if (!(p >= 0.0 && p < 1.0)) fail("dropout", fmt::format("probability p must be in [0, 1), got {}", p));
+    if (!training || p == 0.0) return x;
+    const double keep_scale = 1.0 / (1.0 - p);
+    Array mask = Array::from_shape(x.value().shape());  // 0 or 1/(1-p) per element
+    for (double& m : mask) m = gen.uniform() < p ? 0.0 : keep_scale;
+    Array out = Array::from_shape(x.value().shape());
+    const double* px = x.value().data();
+    for (std::size_t i = 0; i < out.size(); ++i) out.data()[i] = px[i] * mask.data()[i];
+    // d dropout/dx = mask (0 or 1/(1-p))
+    const Shape saved_shape = x.shape();
+    return record("dropout", std::move(out), {x}, [mask = std::move(mask)](const GradContext& c) -> Grads {
+        Array g = Array::from_shape(c.grad.shape());
+        for (std::size_t i = 0; i < g.size(); ++i) g.data()[i] = c.grad.data()[i] * mask.data()[i];
+        return {std::move(g)};
+    }, {{"mask", saved_shape}});
+}
+
+}  // namespace xg::nn::functional

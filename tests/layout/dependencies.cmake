@@ -1,0 +1,36 @@
+# The `layout.dependencies_one_way` test: the libraries' includes point one way,
+# core <- nn <- optim, and nothing in them includes the umbrella xgrad/xgrad.hpp or tutorials/.
+# optim/ reaches into nn/ in one place only: checkpoints save and load an nn::Module.
+#   cmake -DSOURCE_DIR=<xgrad source> -P dependencies.cmake
+cmake_minimum_required(VERSION 3.18)
+if(NOT DEFINED SOURCE_DIR)
+  message(FATAL_ERROR "dependencies.cmake: -DSOURCE_DIR=... is required")
+endif()
+
+# folder -> the project folders its files may not include
+set(forbidden_core nn optim tutorials xgrad)
+set(forbidden_nn optim tutorials xgrad)
+set(forbidden_optim tutorials xgrad)
+set(nn_users_in_optim optim/training/checkpoint.hpp optim/training/checkpoint.cpp)
+
+set(problems "")
+foreach(dir IN ITEMS core nn optim)
+  file(GLOB_RECURSE files RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/${dir}/*.hpp ${SOURCE_DIR}/${dir}/*.cpp)
+  foreach(file IN LISTS files)
+    file(STRINGS ${SOURCE_DIR}/${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"]*)[>\"].*" "\\1" target "${line}")
+      string(REGEX REPLACE "/.*" "" target_dir "${target}")
+      if(target_dir IN_LIST forbidden_${dir})
+        string(APPEND problems "  ${file}: #include \"${target}\" (${dir}/ may not depend on ${target_dir}/)\n")
+      elseif(dir STREQUAL "optim" AND target_dir STREQUAL "nn" AND NOT file IN_LIST nn_users_in_optim)
+        string(APPEND problems "  ${file}: #include \"${target}\" (in optim/ only checkpoints use nn/)\n")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+
+if(problems)
+  message(FATAL_ERROR "dependencies must point one way (core <- nn <- optim; docs/architecture.md):\n${problems}")
+endif()
+message(STATUS "core <- nn <- optim: every include points one way")
