@@ -250,7 +250,7 @@ void training(Tutorial& tut, std::size_t steps) {
         "'{0}' using 1:3 smooth bezier with lines lw 3 lc rgb '#2471a3' title 'LayerNorm', "
         "'{0}' using 1:5 smooth bezier with lines lw 3 dt 2 lc rgb '#c0392b' title 'no normalisation'\n"
         "unset multiplot\n",
-        csv_path, kLr);
+        csv_path, kLr, steps);
     if (gnuplot(plot, png, 1200, 500)) tut.say("plot: " + png);
     tut.say("csv: " + csv_path);
 }
