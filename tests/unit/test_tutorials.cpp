@@ -491,8 +491,11 @@ const std::vector<std::pair<std::string, std::string>> kPrograms{
     {"10_pre_vs_post_ln_gradients", "10-pre-vs-post-ln-gradients.md"},
     {"11_char_gpt", "11-char-gpt.md"},
     {"12_implicit_learning_rate", "12-implicit-learning-rate.md"},
+    {"13_ln_lstm", "13-ln-lstm.md"},
+    {"14_cnn_norms", "14-cnn-norms.md"},
 };
-const std::set<std::string> kHasLongMode{"09_small_batch_fashion_mnist", "10_pre_vs_post_ln_gradients", "11_char_gpt"};
+const std::set<std::string> kHasLongMode{"09_small_batch_fashion_mnist", "10_pre_vs_post_ln_gradients", "11_char_gpt",
+                                         "13_ln_lstm", "14_cnn_norms"};
 
 }  // namespace
 
