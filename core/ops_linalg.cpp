@@ -1,11 +1,8 @@
-// Matrix products through xtensor-blas (BLAS dgemm), 2-D and batched with broadcast batch axes;
+// Matrix products through BLAS dgemm (core/gemm.hpp), 2-D and batched with broadcast batch axes;
 // 1-D operands follow PyTorch's rules (a row on the left, a column on the right).
-#include <array>
-
 #include <fmt/format.h>
-#include <xtensor-blas/xblas.hpp>
-#include <xtensor/xadapt.hpp>
 
+#include "core/gemm.hpp"
 #include "core/ops.hpp"
 #include "core/strided.hpp"
 
@@ -13,15 +10,7 @@ namespace xg {
 
 namespace {
 
-// C (m,n) = alpha * op(A) @ op(B) + beta * C on raw row-major buffers; op transposes when asked.
-void gemm(const double* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const double* b, std::size_t b_rows,
-          std::size_t b_cols, bool trans_b, double* c, double beta) {
-    const std::size_t m = trans_a ? a_cols : a_rows, n = trans_b ? b_rows : b_cols;
-    auto A = xt::adapt(a, a_rows * a_cols, xt::no_ownership(), std::array<std::size_t, 2>{a_rows, a_cols});
-    auto B = xt::adapt(b, b_rows * b_cols, xt::no_ownership(), std::array<std::size_t, 2>{b_rows, b_cols});
-    auto C = xt::adapt(c, m * n, xt::no_ownership(), std::array<std::size_t, 2>{m, n});
-    xt::blas::gemm(A, B, C, trans_a, trans_b, 1.0, beta);
-}
+using detail::gemm;
 
 struct BatchPlan {
     Shape batch;                     // broadcast batch shape of the output

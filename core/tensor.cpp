@@ -8,9 +8,7 @@
 
 #include <fmt/format.h>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
+#include "core/memory.hpp"
 
 namespace xg {
 
@@ -382,20 +380,7 @@ Tensor record(std::string op, Array value, std::vector<Tensor> inputs, BackwardF
 
 Array empty_array(const Shape& shape) {
     Array a = Array::from_shape(shape);  // uninitialised for double: no page is touched yet
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    // glibc maps a block this large fresh on every allocation (above its largest dynamic mmap
-    // threshold), and the kernel then faults and zeroes it 4 KiB at a time: 8192 faults per
-    // 32 MiB, which made LayerNorm fwd+bwd at (16384, 256) 5x slower than its kernel here.
-    // Advice, not a requirement: where THP is off the call changes nothing, and its result is
-    // ignored on purpose.
-    constexpr std::size_t kLarge = std::size_t{32} << 20, kHuge = std::size_t{2} << 20;
-    const std::size_t bytes = a.size() * sizeof(double);
-    if (bytes >= kLarge) {
-        const auto begin = reinterpret_cast<std::uintptr_t>(a.data());
-        const std::uintptr_t first = (begin + kHuge - 1) / kHuge * kHuge, last = (begin + bytes) / kHuge * kHuge;
-        if (last > first) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-    }
-#endif
+    detail::advise_huge_pages(a.data(), a.size() * sizeof(double));
     return a;
 }
 

@@ -23,8 +23,14 @@ Mask causal_mask(std::int64_t length) {
 }
 
 MultiheadAttention::MultiheadAttention(std::int64_t embed, std::int64_t heads, bool bias, double p)
-    : embed_dim(positive_size(embed, "MultiheadAttention", "embed_dim")),
-      num_heads(positive_size(heads, "MultiheadAttention", "num_heads")), head_dim(embed_dim / num_heads), dropout(p) {
+    : MultiheadAttention(MultiheadAttentionOptions(embed, heads).bias(bias).dropout(p)) {}
+
+MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
+    : embed_dim(positive_size(options.embed_dim(), "MultiheadAttention", "embed_dim")),
+      num_heads(positive_size(options.num_heads(), "MultiheadAttention", "num_heads")), head_dim(embed_dim / num_heads),
+      dropout(options.dropout()) {
+    const bool bias = options.bias();
+    const double p = options.dropout();
     const std::size_t e = embed_dim, h = num_heads;
     if (e % h != 0) {
         fail("MultiheadAttention", fmt::format("embed_dim ({}) must be a positive multiple of num_heads ({})", e, h));
@@ -35,6 +41,11 @@ MultiheadAttention::MultiheadAttention(std::int64_t embed, std::int64_t heads, b
     if (bias) register_parameter("in_proj_bias", in_proj_bias, zeros({3 * e}));
     out_proj = register_module("out_proj", std::make_shared<Linear>(e, e, bias));
     if (bias) init::zeros_(out_proj->bias);
+    if (options.qk_norm()) {
+        const auto d = static_cast<std::int64_t>(head_dim);
+        q_norm = register_module("q_norm", std::make_shared<LayerNorm>(d));
+        k_norm = register_module("k_norm", std::make_shared<LayerNorm>(d));
+    }
 }
 
 namespace {
@@ -201,11 +212,16 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& ke
                                                    row % T, row / T % num_heads, row / T / num_heads, shape_str(full)));
         }
     }
-    const Tensor q = split_heads(project(query, in_proj_weight, in_proj_bias, 0, embed_dim), num_heads, head_dim);
-    const Tensor k = split_heads(project(key, in_proj_weight, in_proj_bias, 1, embed_dim), num_heads, head_dim);
+    Tensor q = split_heads(project(query, in_proj_weight, in_proj_bias, 0, embed_dim), num_heads, head_dim);
+    Tensor k = split_heads(project(key, in_proj_weight, in_proj_bias, 1, embed_dim), num_heads, head_dim);
     const Tensor v = split_heads(project(value, in_proj_weight, in_proj_bias, 2, embed_dim), num_heads, head_dim);
+    if (q_norm) {  // QK-norm: LayerNorm over head_dim of each head's (B, H, L, D) rows
+        q = q_norm->forward(q);
+        k = k_norm->forward(k);
+    }
     // softmax(q k^T / sqrt(D) + float masks, bool masks applied) v per head
     Tensor scores = matmul(q, transpose(k, -1, -2)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
+    record_max_logit(scores.value(), blocked);
     if (options.attn_bias().defined()) scores = scores + options.attn_bias();
     if (options.key_padding_bias().defined()) {
         scores = scores + reshape(options.key_padding_bias(), {static_cast<long>(B), 1, 1, static_cast<long>(S)});
@@ -225,6 +241,21 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& ke
     return {out_proj->forward(merged), weights};
 }
 
+void MultiheadAttention::record_max_logit(const Array& scores, const std::vector<char>& blocked) {
+    double largest = -std::numeric_limits<double>::infinity();
+    const double* z = scores.data();
+    for (std::size_t i = 0; i < scores.size(); ++i) {
+        if (blocked.empty() || blocked[i] == 0) largest = std::max(largest, z[i]);
+    }
+    last_max_logit_ = largest;
+    has_max_logit_ = true;
+}
+
+double MultiheadAttention::last_max_logit() const {
+    if (!has_max_logit_) fail("MultiheadAttention::last_max_logit", "no forward has run yet");
+    return last_max_logit_;
+}
+
 Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, bool causal) {
     return forward(query, key, value, MultiheadAttentionForwardOptions().is_causal(causal));
 }
@@ -234,6 +265,7 @@ Tensor MultiheadAttention::forward(const Tensor& x) { return forward(x, x, x, st
 std::string MultiheadAttention::extra_repr() const {
     std::string s = fmt::format("embed_dim={}, num_heads={}, bias={}", embed_dim, num_heads, in_proj_bias.defined());
     if (dropout > 0.0) s += fmt::format(", dropout={}", dropout);
+    if (q_norm) s += ", qk_norm=true";
     return s;
 }
 

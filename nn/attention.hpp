@@ -3,7 +3,9 @@
 // packed in_proj_weight (3E, E) / in_proj_bias (3E) for q, k, v, then out_proj (a Linear).
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "core/ops.hpp"
 #include "nn/layers.hpp"
@@ -78,14 +80,58 @@ private:
     bool average_attn_weights_ = true;
 };
 
+/// Constructor options of MultiheadAttention, as libtorch's MultiheadAttentionOptions; the setters
+/// chain: `MultiheadAttention(MultiheadAttentionOptions(64, 4).dropout(0.1).qk_norm(true))`.
+class MultiheadAttentionOptions {
+public:
+    /// Model width and number of heads (checked by the MultiheadAttention constructor).
+    MultiheadAttentionOptions(std::int64_t embed_dim, std::int64_t num_heads) : embed_dim_(embed_dim), num_heads_(num_heads) {}
+    /// Whether in_proj and out_proj have biases (default true).
+    MultiheadAttentionOptions& bias(bool on) {
+        bias_ = on;
+        return *this;
+    }
+    /// Dropout probability on the attention weights in training (default 0).
+    MultiheadAttentionOptions& dropout(double p) {
+        dropout_ = p;
+        return *this;
+    }
+    /// QK-norm (Wortsman et al. 2023, arXiv 2309.14322): a LayerNorm over head_dim on every
+    /// head's queries and one on its keys, before the scaled dot product (default false).
+    MultiheadAttentionOptions& qk_norm(bool on) {
+        qk_norm_ = on;
+        return *this;
+    }
+    /// Model width E.
+    std::int64_t embed_dim() const { return embed_dim_; }
+    /// Number of heads.
+    std::int64_t num_heads() const { return num_heads_; }
+    /// Whether the projections have biases.
+    bool bias() const { return bias_; }
+    /// Attention-weight dropout probability.
+    double dropout() const { return dropout_; }
+    /// Whether queries and keys are layer-normalised per head.
+    bool qk_norm() const { return qk_norm_; }
+
+private:
+    std::int64_t embed_dim_, num_heads_;
+    bool bias_ = true;
+    double dropout_ = 0.0;
+    bool qk_norm_ = false;
+};
+
 /// Multi-head scaled dot-product attention, batch first, as torch.nn.MultiheadAttention
 /// (batch_first=True): softmax(Q K^T / sqrt(head_dim) masked) per head, dropout on those weights
-/// in training, times V, then out_proj.
+/// in training, times V, then out_proj. With qk_norm, Q and K are layer-normalised over head_dim
+/// per head first (child modules q_norm and k_norm: state_dict keys q_norm.weight, q_norm.bias,
+/// k_norm.weight, k_norm.bias, each (head_dim), shared by the heads, after out_proj's).
 class MultiheadAttention : public Module {
 public:
     /// embed_dim must be a positive multiple of num_heads, dropout in [0, 1) (else xg::Error).
     /// Note the order: PyTorch's Python constructor takes dropout before bias.
     MultiheadAttention(std::int64_t embed_dim, std::int64_t num_heads, bool bias = true, double dropout = 0.0);
+    /// The same from options, which also turn on QK-norm; the same errors.
+    explicit MultiheadAttention(const MultiheadAttentionOptions& options);
     /// Refused at compile time: `MultiheadAttention(E, H, 0.1)` would otherwise turn 0.1 into
     /// bias = true and leave dropout at 0. Write MultiheadAttention(E, H, true, 0.1).
     MultiheadAttention(std::int64_t embed_dim, std::int64_t num_heads, double) = delete;
@@ -112,6 +158,11 @@ public:
     AttentionOutput forward_with_weights(const Tensor& query, const Tensor& key, const Tensor& value,
                                          const MultiheadAttentionForwardOptions& options);
     std::string extra_repr() const override;
+    /// The largest attention logit q.k / sqrt(head_dim) (after QK-norm, before any mask is added)
+    /// over every batch, head, query and key that the masks leave in play, in the last forward;
+    /// what Wortsman et al. watch grow before attention collapses. Throws xg::Error before the
+    /// first forward.
+    double last_max_logit() const;
 
     ///@{
     /// Model width E, number of heads, and E / num_heads.
@@ -123,8 +174,17 @@ public:
     Parameter in_proj_weight, in_proj_bias;  ///< in_proj_bias undefined when bias = false
     /// The output projection Linear(E, E).
     std::shared_ptr<Linear> out_proj;
+    ///@{
+    /// QK-norm's LayerNorm(head_dim) of the queries and of the keys; null without qk_norm.
+    std::shared_ptr<LayerNorm> q_norm, k_norm;
+    ///@}
 
 private:
+    double last_max_logit_ = 0.0;
+    bool has_max_logit_ = false;
+    // Keeps the largest of `scores` (B, H, T, S) where `blocked` (empty: nothing is) is 0.
+    void record_max_logit(const Array& scores, const std::vector<char>& blocked);
+
     // The batched computation behind forward() and forward_with_weights(): (B, T, E) output and
     // the per-head weights (B, H, T, S).
     AttentionOutput attend(const Tensor& query, const Tensor& key, const Tensor& value,

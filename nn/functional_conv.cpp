@@ -6,15 +6,15 @@
 
 #include <fmt/format.h>
 
+#include "core/gemm.hpp"
 #include "nn/conv.hpp"
-#include "nn/gemm.hpp"
 #include "nn/window.hpp"
 
 namespace xg::nn::functional {
 
 namespace {
 
-using detail::gemm;
+using xg::detail::gemm;
 using detail::Window2d;
 
 // x (N, C, H, W) with weight (O, C/G, KH, KW): G groups of Cg = C/G input and Og = O/G output

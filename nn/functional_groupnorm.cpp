@@ -1,20 +1,21 @@
 // GroupNorm as one graph node, and InstanceNorm (GroupNorm with one channel per group) on the
 // same kernels. x is (N, C, *); a row is one sample's group: C/G channels of S = prod(*) values,
 // D = (C/G) S elements, contiguous. Statistics per row as LayerNorm's; the affine is per channel.
-// Derivation of the backward: docs/derivations/groupnorm.md.
+// The kernels follow docs/derivations/groupnorm.md with its symbols; their loops are in
+// nn/kernel_primitives.hpp.
 #include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "nn/functional.hpp"
-#include "nn/row_kernels.hpp"
+#include "nn/kernel_primitives.hpp"
 
 namespace xg::nn::functional {
 
 namespace {
 
-using detail::row_sums;
+using detail::OutputStore;
 
 struct GroupLayout {
     std::size_t n = 0, channels = 0, groups = 1, spatial = 1;  // N, C, G, S
@@ -48,43 +49,44 @@ GroupLayout check_group_norm(const char* op, const Tensor& x, std::int64_t num_g
     return l;
 }
 
-// y = xhat w_c + b_c, xhat = (x - mean) rstd with mean, rstd of the row (its biased var kept for
-// InstanceNorm's running statistics).
-XG_KERNEL_CLONES void group_norm_forward(const double* x, const double* w, const double* b, double* y, double* mean,
-                                         double* rstd, double* var, const GroupLayout& l, double eps) {
+// Per row: mean, var (kept for InstanceNorm's running statistics), rstd = 1 / sqrt(var + eps),
+// xhat = (x - mean) rstd, and per channel c of the row y = xhat w_c + b_c.
+XG_KERNEL_CLONES void group_norm_forward(const double* x, const double* w, const double* b, double* y, double* row_mean,
+                                         double* row_rstd, double* row_var, const GroupLayout& l, double eps) {
     const std::size_t S = l.spatial, D = l.width();
-    const bool stream = detail::streams(y, l.rows() * D, S);
+    const OutputStore store(y, l.rows() * D, S);
     for (std::size_t r = 0; r < l.rows(); ++r) {
-        detail::row_mean_var(x + r * D, D, mean[r], var[r]);
-        rstd[r] = 1.0 / std::sqrt(var[r] + eps);
-        for (std::size_t k = 0; k < l.channels_per_group(); ++k) {
+        double mean, var;
+        detail::row_mean_var(x + r * D, D, mean, var);
+        const double rstd = 1.0 / std::sqrt(var + eps);
+        row_mean[r] = mean;
+        row_var[r] = var;
+        row_rstd[r] = rstd;
+        for (std::size_t k = 0; k < l.channels_per_group(); ++k) {  // channel c: S values of the row
             const std::size_t c = l.channel(r, k);
-            const double *xs = x + r * D + k * S, m = mean[r], s = rstd[r], wc = w[c], bc = b[c];
-            detail::store_rows<1>(y + r * D + k * S, S, S, stream,
-                                  [=](std::size_t, std::size_t j) { return (xs[j] - m) * s * wc + bc; });
+            const double *xc = x + r * D + k * S, wc = w[c], bc = b[c];
+            const auto xhat = [=](std::size_t j) { return (xc[j] - mean) * rstd; };
+            store(y + r * D + k * S, S, [=](std::size_t j) { return xhat(j) * wc + bc; });
         }
     }
-    if (stream) detail::store_fence();
 }
 
-// Per row, with dxhat = g w_c:  dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat));
-// per channel dw_c += sum g xhat, db_c += sum g. A channel's sums of dxhat and dxhat xhat are
-// w_c times its sums of g and g xhat, so one pass over the row gives all four.
-XG_KERNEL_CLONES void group_norm_backward(const double* x, const double* g, const double* w, const double* mean,
-                                          const double* rstd, double* dx, double* dw, double* db, const GroupLayout& l) {
+// Per row, with g = dL/dy and dxhat = g w_c:
+//   dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat));  dw_c += g xhat, db_c += g.
+// Channel c's part of sum(dxhat) is w_c sum(g), of sum(dxhat xhat) w_c sum(g xhat): the two sums
+// dw and db need anyway, so pass 1 takes them per channel; pass 2 writes dx.
+XG_KERNEL_CLONES void group_norm_backward(const double* x, const double* g, const double* w, const double* row_mean,
+                                          const double* row_rstd, double* dx, double* dw, double* db, const GroupLayout& l) {
     const std::size_t S = l.spatial, D = l.width();
-    const bool stream = dx != nullptr && detail::streams(dx, l.rows() * D, S);
+    const OutputStore store(dx, l.rows() * D, S);
     for (std::size_t r = 0; r < l.rows(); ++r) {
-        const double m = mean[r], s = rstd[r];
+        const double mean = row_mean[r], rstd = row_rstd[r];
         double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
         for (std::size_t k = 0; k < l.channels_per_group(); ++k) {
             const std::size_t c = l.channel(r, k);
-            const double *xs = x + r * D + k * S, *gs = g + r * D + k * S;
-            double sum_g = 0.0, sum_g_xhat = 0.0;
-            row_sums(S, sum_g, sum_g_xhat, [=](std::size_t j, double& a, double& b) {
-                a += gs[j];
-                b += gs[j] * (xs[j] - m) * s;
-            });
+            const double *xc = x + r * D + k * S, *gc = g + r * D + k * S;
+            const auto [sum_g, sum_g_xhat] =
+                detail::row_sums(S, [=](std::size_t j) { return std::pair{gc[j], gc[j] * (xc[j] - mean) * rstd}; });
             db[c] += sum_g;
             dw[c] += sum_g_xhat;
             sum_dxhat += w[c] * sum_g;
@@ -94,14 +96,11 @@ XG_KERNEL_CLONES void group_norm_backward(const double* x, const double* g, cons
         const double mean_dxhat = sum_dxhat / static_cast<double>(D), mean_dxhat_xhat = sum_dxhat_xhat / static_cast<double>(D);
         for (std::size_t k = 0; k < l.channels_per_group(); ++k) {
             const std::size_t c = l.channel(r, k);
-            const double *xs = x + r * D + k * S, *gs = g + r * D + k * S, wc = w[c];
-            detail::store_rows<1>(dx + r * D + k * S, S, S, stream, [=](std::size_t, std::size_t j) {
-                const double xhat = (xs[j] - m) * s;
-                return s * (gs[j] * wc - mean_dxhat - xhat * mean_dxhat_xhat);
-            });
+            const double *xc = x + r * D + k * S, *gc = g + r * D + k * S, wc = w[c];
+            const auto xhat = [=](std::size_t j) { return (xc[j] - mean) * rstd; };
+            store(dx + r * D + k * S, S, [=](std::size_t j) { return rstd * (gc[j] * wc - mean_dxhat - xhat(j) * mean_dxhat_xhat); });
         }
     }
-    if (stream) detail::store_fence();
 }
 
 struct RowStats {
@@ -126,7 +125,7 @@ Tensor group_norm_node(const char* op, const Tensor& x, const GroupLayout& l, co
     const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
     if (bias.defined()) inputs.push_back(bias);
     std::vector<SavedInfo> saved{{"mean", {l.rows()}}, {"rstd", {l.rows()}}};
-    // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) per row, dxhat = dy w_c; dw_c = sum dy xhat; db_c = sum dy
+    // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) per row, dxhat = g w_c; dw_c = sum g xhat; db_c = sum g
     return record(
         op, std::move(y), std::move(inputs),
         [l, wi, bi, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& c) -> Grads {

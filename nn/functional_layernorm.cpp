@@ -1,70 +1,65 @@
 // LayerNorm as one graph node: row kernels in the style of llm.c's layernorm_forward/backward.
 // A "row" is the D = prod(normalized_shape) trailing elements normalised jointly; rows are
-// contiguous. Derivation of the backward and the choice of cached quantities:
-// docs/derivations/layernorm.md.
-#include <algorithm>
+// contiguous. The kernels follow docs/derivations/layernorm.md line by line, with its symbols;
+// the loops they are written with (sums, stores, clones) are in nn/kernel_primitives.hpp.
 #include <cmath>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "nn/functional.hpp"
-#include "nn/row_kernels.hpp"
+#include "nn/kernel_primitives.hpp"
+#include "nn/row_layout.hpp"
 
 namespace xg::nn::functional {
 
 namespace {
 
+using detail::OutputStore;
 using detail::RowLayout;
-using detail::row_stats;
-using detail::row_sums;
 
 RowLayout check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                            const Tensor& bias) {
     return detail::check_rows(op, x, normalized_shape, {{"weight", &weight}, {"bias", &bias}});
 }
 
-XG_KERNEL_CLONES void layer_norm_forward(const double* x, const double* w, const double* b, double* y, double* mean, double* rstd,
-                        const RowLayout& l, double eps) {
-    const std::size_t n = l.width;
-    const bool stream = detail::streams(y, l.rows * n, n);
+// Per row: mean, var, rstd = 1 / sqrt(var + eps), xhat = (x - mean) rstd, y = xhat w + b.
+XG_KERNEL_CLONES void layer_norm_forward(const double* x, const double* w, const double* b, double* y, double* row_mean,
+                                         double* row_rstd, const RowLayout& l, double eps) {
+    const std::size_t D = l.width;
+    const OutputStore store(y, l.rows * D, D);
     for (std::size_t r = 0; r < l.rows; ++r) {
-        const double* xr = x + r * n;
-        row_stats(xr, n, eps, mean[r], rstd[r]);
-        const double m = mean[r], s = rstd[r];
-        detail::store_rows<1>(y + r * n, n, n, stream, [=](std::size_t, std::size_t j) { return (xr[j] - m) * s * w[j] + b[j]; });
+        const double* xr = x + r * D;
+        double mean, var;
+        detail::row_mean_var(xr, D, mean, var);
+        const double rstd = 1.0 / std::sqrt(var + eps);
+        row_mean[r] = mean;
+        row_rstd[r] = rstd;
+        const auto xhat = [=](std::size_t j) { return (xr[j] - mean) * rstd; };
+        store(y + r * D, D, [=](std::size_t j) { return xhat(j) * w[j] + b[j]; });
     }
-    if (stream) detail::store_fence();
 }
 
-// Pass 1 per row: sums of dxhat and dxhat*xhat, accumulating dw and db. Pass 2 (only when dx is
-// wanted): dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
-XG_KERNEL_CLONES void layer_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd,
-                         double* dx, double* dw, double* db, const RowLayout& l) {
-    const std::size_t n = l.width;
-    const double inv_n = 1.0 / static_cast<double>(n);
-    const bool stream = dx != nullptr && detail::streams(dx, l.rows * n, n);
+// Per row, with g = dL/dy and dxhat = g w:
+//   dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat));  dw += g xhat, db += g.
+// Pass 1 takes the two means (and dw, db), pass 2 writes dx; the row stays in L1/L2 between them.
+XG_KERNEL_CLONES void layer_norm_backward(const double* x, const double* g, const double* w, const double* row_mean,
+                                          const double* row_rstd, double* dx, double* dw, double* db, const RowLayout& l) {
+    const std::size_t D = l.width;
+    const double inv_D = 1.0 / static_cast<double>(D);
+    const OutputStore store(dx, l.rows * D, D);
     for (std::size_t r = 0; r < l.rows; ++r) {
-        const double* xr = x + r * n;
-        const double* gr = g + r * n;
-        const double m = mean[r], s = rstd[r];
-        double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
-        row_sums(n, sum_dxhat, sum_dxhat_xhat, [=](std::size_t j, double& a, double& b) {
-            const double xhat = (xr[j] - m) * s;
-            const double dxhat = gr[j] * w[j];
-            a += dxhat;
-            b += dxhat * xhat;
-            dw[j] += gr[j] * xhat;
+        const double *xr = x + r * D, *gr = g + r * D, mean = row_mean[r], rstd = row_rstd[r];
+        const auto xhat = [=](std::size_t j) { return (xr[j] - mean) * rstd; };
+        const auto dxhat = [=](std::size_t j) { return gr[j] * w[j]; };
+        const auto [sum_dxhat, sum_dxhat_xhat] = detail::row_sums(D, [=](std::size_t j) {
+            const double xhat_j = xhat(j), dxhat_j = dxhat(j);
+            dw[j] += gr[j] * xhat_j;
             db[j] += gr[j];
+            return std::pair{dxhat_j, dxhat_j * xhat_j};
         });
         if (dx == nullptr) continue;
-        const double mean_dxhat = sum_dxhat * inv_n, mean_dxhat_xhat = sum_dxhat_xhat * inv_n;
-        detail::store_rows<1>(dx + r * n, n, n, stream, [=](std::size_t, std::size_t j) {
-            const double xhat = (xr[j] - m) * s;
-            return s * (gr[j] * w[j] - mean_dxhat - xhat * mean_dxhat_xhat);
-        });
+        const double mean_dxhat = sum_dxhat * inv_D, mean_dxhat_xhat = sum_dxhat_xhat * inv_D;
+        store(dx + r * D, D, [=](std::size_t j) { return rstd * (dxhat(j) - mean_dxhat - xhat(j) * mean_dxhat_xhat); });
     }
-    if (stream) detail::store_fence();
 }
 
 }  // namespace
@@ -83,7 +78,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
     if (bias.defined()) inputs.push_back(bias);
     std::vector<SavedInfo> saved{{"mean", {l.rows}}, {"rstd", {l.rows}}};
-    // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dy w; dw = sum dy xhat; db = sum dy
+    // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = g w; dw = sum g xhat; db = sum g
     return record(
         "layer_norm", std::move(y), std::move(inputs),
         [l, wi, bi, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& c) -> Grads {

@@ -4,14 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "core/gemm.hpp"
 #include "nn/functional.hpp"
-#include "nn/gemm.hpp"
 
 namespace xg::nn::functional {
 
 namespace {
 
-using detail::gemm;
+using xg::detail::gemm;
 
 struct LinearDims {
     std::size_t rows, in, out;

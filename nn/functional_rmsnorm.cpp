@@ -1,60 +1,59 @@
 // RMSNorm as one graph node: y = x * rrms * w, rrms = 1/sqrt(mean(x^2) + eps) over each row of
-// the D = prod(normalized_shape) trailing elements. Derivation: docs/derivations/rmsnorm.md.
-#include <algorithm>
+// the D = prod(normalized_shape) trailing elements. The kernels follow
+// docs/derivations/rmsnorm.md with its symbols; their loops are in nn/kernel_primitives.hpp.
 #include <cmath>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "nn/functional.hpp"
-#include "nn/row_kernels.hpp"
+#include "nn/kernel_primitives.hpp"
+#include "nn/row_layout.hpp"
 
 namespace xg::nn::functional {
 
 namespace {
 
+using detail::OutputStore;
 using detail::RowLayout;
-using detail::row_sum;
 
 RowLayout check_rms_norm(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight) {
     return detail::check_rows(op, x, normalized_shape, {{"weight", &weight}});
 }
 
-// All terms of mean(x^2) are non-negative, so one pass loses nothing to cancellation.
-XG_KERNEL_CLONES void rms_norm_forward(const double* x, const double* w, double* y, double* rrms, const RowLayout& l, double eps) {
-    const std::size_t n = l.width;
-    const bool stream = detail::streams(y, l.rows * n, n);
+// Per row: rrms = 1 / sqrt(mean(x^2) + eps), xhat = x rrms, y = xhat w. All terms of mean(x^2)
+// are non-negative, so one pass loses nothing to cancellation.
+XG_KERNEL_CLONES void rms_norm_forward(const double* x, const double* w, double* y, double* row_rrms, const RowLayout& l,
+                                       double eps) {
+    const std::size_t D = l.width;
+    const OutputStore store(y, l.rows * D, D);
     for (std::size_t r = 0; r < l.rows; ++r) {
-        const double* xr = x + r * n;
-        const double sum_sq = row_sum(n, [xr](std::size_t j, double& acc) { acc += xr[j] * xr[j]; });
-        const double s = 1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps);
-        rrms[r] = s;
-        detail::store_rows<1>(y + r * n, n, n, stream, [=](std::size_t, std::size_t j) { return xr[j] * s * w[j]; });
+        const double* xr = x + r * D;
+        const double sum_x2 = detail::row_sum(D, [=](std::size_t j) { return xr[j] * xr[j]; });
+        const double rrms = 1.0 / std::sqrt(sum_x2 / static_cast<double>(D) + eps);
+        row_rrms[r] = rrms;
+        const auto xhat = [=](std::size_t j) { return xr[j] * rrms; };
+        store(y + r * D, D, [=](std::size_t j) { return xhat(j) * w[j]; });
     }
-    if (stream) detail::store_fence();
 }
 
-// dx = rrms * (dxhat - xhat * mean(dxhat * xhat)), xhat = x rrms, dxhat = dy w; dw = sum dy xhat.
-XG_KERNEL_CLONES void rms_norm_backward(const double* x, const double* g, const double* w, const double* rrms, double* dx, double* dw,
-                       const RowLayout& l) {
-    const std::size_t n = l.width;
-    const double inv_n = 1.0 / static_cast<double>(n);
-    const bool stream = dx != nullptr && detail::streams(dx, l.rows * n, n);
+// Per row, with g = dL/dy and dxhat = g w:  dx = rrms (dxhat - xhat mean(dxhat xhat));  dw += g xhat.
+XG_KERNEL_CLONES void rms_norm_backward(const double* x, const double* g, const double* w, const double* row_rrms, double* dx,
+                                        double* dw, const RowLayout& l) {
+    const std::size_t D = l.width;
+    const double inv_D = 1.0 / static_cast<double>(D);
+    const OutputStore store(dx, l.rows * D, D);
     for (std::size_t r = 0; r < l.rows; ++r) {
-        const double* xr = x + r * n;
-        const double* gr = g + r * n;
-        const double s = rrms[r];
-        const double sum_dxhat_xhat = row_sum(n, [=](std::size_t j, double& acc) {
-            const double xhat = xr[j] * s;
-            acc += gr[j] * w[j] * xhat;
-            dw[j] += gr[j] * xhat;  // pass 1 also accumulates dw
+        const double *xr = x + r * D, *gr = g + r * D, rrms = row_rrms[r];
+        const auto xhat = [=](std::size_t j) { return xr[j] * rrms; };
+        const auto dxhat = [=](std::size_t j) { return gr[j] * w[j]; };
+        const double sum_dxhat_xhat = detail::row_sum(D, [=](std::size_t j) {
+            const double xhat_j = xhat(j), dxhat_j = dxhat(j);
+            dw[j] += gr[j] * xhat_j;
+            return dxhat_j * xhat_j;
         });
         if (dx == nullptr) continue;
-        const double mean_dxhat_xhat = sum_dxhat_xhat * inv_n;
-        detail::store_rows<1>(dx + r * n, n, n, stream,
-                              [=](std::size_t, std::size_t j) { return s * (gr[j] * w[j] - xr[j] * s * mean_dxhat_xhat); });
+        const double mean_dxhat_xhat = sum_dxhat_xhat * inv_D;
+        store(dx + r * D, D, [=](std::size_t j) { return rrms * (dxhat(j) - xhat(j) * mean_dxhat_xhat); });
     }
-    if (stream) detail::store_fence();
 }
 
 }  // namespace
@@ -69,7 +68,7 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
     std::vector<Tensor> inputs{x};
     if (weight.defined()) inputs.push_back(weight);
     std::vector<SavedInfo> saved{{"rrms", {l.rows}}};
-    // dx = rrms (dxhat - xhat mean(dxhat xhat)), dxhat = dy w; dw = sum over rows of dy xhat
+    // dx = rrms (dxhat - xhat mean(dxhat xhat)), dxhat = g w; dw = sum over rows of g xhat
     return record(
         "rms_norm", std::move(y), std::move(inputs),
         [l, rrms = std::move(rrms)](const GradContext& c) -> Grads {

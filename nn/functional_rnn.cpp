@@ -7,16 +7,16 @@
 
 #include <fmt/format.h>
 
+#include "core/gemm.hpp"
 #include "nn/functional.hpp"
 #include "nn/gate_math.hpp"
-#include "nn/gemm.hpp"
 #include "nn/recurrent.hpp"
 
 namespace xg::nn::functional {
 
 namespace {
 
-using detail::gemm;
+using xg::detail::gemm;
 using detail::sigmoid;
 using detail::tanh;
 

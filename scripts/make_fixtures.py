@@ -1541,7 +1541,7 @@ def main():
                mini_model, optimizers, schedules,
                conv2d, conv1d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batchnorm_4d,
                group_norm, instance_norm, layernorm_chw,
-               lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell) + ISSUE13_CASES:
+               lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell) + ISSUE13_CASES + ISSUE17_CASES:
         fn()
     write_readme()
     total = sum(os.path.getsize(os.path.join(dp, f))
@@ -1549,6 +1549,136 @@ def main():
     n = sum(len(c.files) for c in CASES)
     print("wrote %d cases, %d files, %.1f KiB to %s" % (len(CASES), n, total / 1024, OUT_DIR))
     assert total < 2 * 1024 * 1024
+
+
+# --------------------------------------------------------------------------
+# issue 17: DyT and QK-norm (self-contained block; main() runs ISSUE17_CASES)
+# --------------------------------------------------------------------------
+
+class DynamicTanh(nn.Module):
+    """DyT as the paper's code writes it (Zhu et al. 2025, channels_last):
+    tanh(alpha * x) * weight + bias, alpha (1,)."""
+
+    def __init__(self, normalized_shape, alpha_init_value=0.5):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.ones(1) * alpha_init_value)
+        self.weight = nn.Parameter(torch.ones(normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+
+    def forward(self, x):
+        return torch.tanh(self.alpha * x) * self.weight + self.bias
+
+
+def dyt():
+    c = Case("dyt", 701, """
+DyT written out as the paper's `DynamicTanh` (no DyT in torch):
+`out = tanh(alpha * x) * weight + bias`, `alpha` (1,), weight/bias of shape normalized_shape.
+Parameters overwritten with `alpha = 0.5 + 0.25*randn(1)`, `weight = 1 + 0.5*randn`,
+`bias = 0.5*randn`. Two variants (file suffix):
+* `_last`: normalized_shape (8,), `x = 2*randn(2,4,8)` (some |alpha x| > 2: tanh saturating);
+* `_joint`: normalized_shape (3,4), `x = randn(2,3,4)`.
+Backward of `sum(out * grad_out)`.""")
+    for tag, shape, xs, scale in (("last", (8,), (2, 4, 8), 2.0), ("joint", (3, 4), (2, 3, 4), 1.0)):
+        m = DynamicTanh(shape)
+        with torch.no_grad():
+            m.alpha.copy_(0.5 + 0.25 * torch.randn(1))
+            m.weight.copy_(1 + 0.5 * torch.randn(shape))
+            m.bias.copy_(0.5 * torch.randn(shape))
+        _module_case(c, m, scale * torch.randn(xs), tag=tag)
+
+
+class QKNormAttention(nn.Module):
+    """torch.nn.MultiheadAttention's computation (batch_first, packed in_proj, out_proj) written
+    out, with QK-norm (Wortsman et al. 2023): LayerNorm(head_dim) on every head's queries and
+    keys before the scaled dot product. Returns the output and the largest unmasked logit."""
+
+    def __init__(self, embed_dim, num_heads, qk_norm):
+        super().__init__()
+        ref = nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
+        self.num_heads, self.head_dim = num_heads, embed_dim // num_heads
+        self.in_proj_weight = nn.Parameter(ref.in_proj_weight.detach().clone())
+        self.in_proj_bias = nn.Parameter(ref.in_proj_bias.detach().clone())
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+        self.out_proj.load_state_dict(ref.out_proj.state_dict())
+        if qk_norm:
+            self.q_norm = nn.LayerNorm(self.head_dim)
+            self.k_norm = nn.LayerNorm(self.head_dim)
+        else:
+            self.q_norm = self.k_norm = None
+
+    def heads(self, x, w, b):
+        B, L, _ = x.shape
+        return F.linear(x, w, b).view(B, L, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, query, kv, mask=None):  # mask: bool, True = may not attend
+        wq, wk, wv = self.in_proj_weight.chunk(3)
+        bq, bk, bv = self.in_proj_bias.chunk(3)
+        q, k, v = self.heads(query, wq, bq), self.heads(kv, wk, bk), self.heads(kv, wv, bv)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        logits = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if mask is not None:
+            logits = logits.masked_fill(mask, -math.inf)
+        ctx = (logits.softmax(-1) @ v).transpose(1, 2).reshape(query.shape)
+        return self.out_proj(ctx), logits.max()
+
+
+def mha_qk_norm():
+    c = Case("mha_qk_norm", 702, """
+Multi-head attention with QK-norm (no QK-norm in torch.nn.MultiheadAttention): the module
+`QKNormAttention` of scripts/make_fixtures.py computes what torch.nn.MultiheadAttention(8, 2,
+batch_first=True) does (checked here: without QK-norm it matches that module to 1e-12), with
+`LayerNorm(head_dim = 4)` applied to each head's queries (`q_norm`) and keys (`k_norm`) before
+`q k^T / sqrt(4)`. in_proj/out_proj from a seeded nn.MultiheadAttention; q_norm/k_norm weight
+`1 + 0.5*randn(4)`, bias `0.5*randn(4)`. Parameters under their state_dict names. Variants:
+* `causal`: self-attention on `x = 3*randn(2,5,8)` with the causal mask;
+* `cross`: query `q = randn(2,3,8)`, key = value `kv = randn(2,4,8)`, no mask.
+`out_<V>` and gradients of `sum(out_<V> * grad_out_<V>)` w.r.t. the inputs and every parameter
+(`grad_<V>_<name>`); `max_logit_<V>` is the largest logit q.k/sqrt(4) not masked out;
+`max_logit_plain_causal` is the same for the model without QK-norm (same projections).""")
+    m = QKNormAttention(8, 2, qk_norm=True)
+    with torch.no_grad():
+        for ln in (m.q_norm, m.k_norm):
+            ln.weight.copy_(1 + 0.5 * torch.randn(4))
+            ln.bias.copy_(0.5 * torch.randn(4))
+    for k, v in m.state_dict().items():
+        c.save(k, v, "parameter `%s`" % k)
+    x, q, kv = 3 * torch.randn(2, 5, 8), torch.randn(2, 3, 8), torch.randn(2, 4, 8)
+    c.save("x", x, "self-attention input (2,5,8)")
+    c.save("q", q, "query (2,3,8)")
+    c.save("kv", kv, "key = value (2,4,8)")
+    causal = torch.ones(5, 5, dtype=torch.bool).triu(1)
+
+    plain = QKNormAttention(8, 2, qk_norm=False)
+    plain.load_state_dict({k: v for k, v in m.state_dict().items() if "_norm" not in k})
+    ref = nn.MultiheadAttention(8, 2, batch_first=True)
+    ref.load_state_dict(plain.state_dict())
+    with torch.no_grad():
+        want = ref(x, x, x, attn_mask=causal, need_weights=False)[0]
+        got, plain_max = plain(x, x, causal)
+    assert torch.max(torch.abs(got - want)) < 1e-12, "QKNormAttention without QK-norm != nn.MultiheadAttention"
+    c.save("max_logit_plain_causal", plain_max, "largest unmasked logit without QK-norm, causal variant")
+
+    for tag, (qq, kk, mask) in (("causal", (x, x, causal)), ("cross", (q, kv, None))):
+        m.zero_grad()
+        qq = leaf(qq)
+        kk = qq if tag == "causal" else leaf(kk)
+        out, max_logit = m(qq, kk, mask)
+        g = torch.randn(out.shape)
+        (out * g).sum().backward()
+        c.save("out_" + tag, out, "output")
+        c.save("max_logit_" + tag, max_logit, "largest unmasked logit")
+        c.save("grad_out_" + tag, g, "upstream gradient")
+        if tag == "causal":
+            c.save("grad_causal_x", qq.grad, "d/dx (query = key = value)")
+        else:
+            c.save("grad_cross_q", qq.grad, "d/dq")
+            c.save("grad_cross_kv", kk.grad, "d/dkv (as key and value)")
+        for k, p in m.named_parameters():
+            c.save("grad_%s_%s" % (tag, k), p.grad, "d/d" + k)
+
+
+ISSUE17_CASES = (dyt, mha_qk_norm)
 
 
 if __name__ == "__main__":

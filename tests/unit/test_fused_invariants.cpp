@@ -15,7 +15,7 @@
 #include "core/random.hpp"
 #include "nn/functional.hpp"
 #include "nn/gate_math.hpp"
-#include "nn/row_kernels.hpp"
+#include "nn/kernel_primitives.hpp"
 #include "tests/support/fixtures.hpp"
 
 namespace F = xg::nn::functional;
@@ -98,7 +98,7 @@ TEST_CASE("fused ops agree with their composed twins in value and gradient", "[f
                        {x3, randn({3, 4}), randn({3, 4})}, "layer_norm over (3, 4)");
 }
 
-// Outputs of 4 MiB and more take the streaming-store path of the kernels (nn/row_kernels.hpp);
+// Outputs of 4 MiB and more take the streaming-store path of the kernels (nn/kernel_primitives.hpp);
 // these shapes cover it with row and column tails (widths not a multiple of 8, row counts not a
 // multiple of 4) and the ordinary path for an odd width at the same size.
 TEST_CASE("fused normalisations agree with their twins on outputs large enough to stream", "[fused][invariants]") {

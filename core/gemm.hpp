@@ -1,10 +1,11 @@
-// Internal to nn/: the one matrix-product helper the fused ops call (linear, conv2d, the
-// recurrent cells). Raw row-major buffers in, BLAS dgemm through xtensor-blas.
+// Internal to the library: the one matrix-product helper, used by matmul (core/ops_linalg.cpp)
+// and by nn's fused ops (linear, conv2d, the recurrent cells). Raw row-major buffers in, BLAS
+// dgemm through xtensor-blas. Not installed.
 #pragma once
 
 #include <cstddef>
 
-namespace xg::nn::detail {
+namespace xg::detail {
 
 /// C (m, n) = op(A) @ op(B) + beta * C on row-major buffers: A is (a_rows, a_cols), B is
 /// (b_rows, b_cols), op transposes when asked. beta = 0 overwrites C (which may hold garbage).
@@ -12,4 +13,4 @@ namespace xg::nn::detail {
 void gemm(const double* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const double* b, std::size_t b_rows,
           std::size_t b_cols, bool trans_b, double* c, double beta);
 
-}  // namespace xg::nn::detail
+}  // namespace xg::detail

@@ -1,11 +1,11 @@
-#include "nn/gemm.hpp"
+#include "core/gemm.hpp"
 
 #include <array>
 
 #include <xtensor-blas/xblas.hpp>
 #include <xtensor/xadapt.hpp>
 
-namespace xg::nn::detail {
+namespace xg::detail {
 
 void gemm(const double* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const double* b, std::size_t b_rows,
           std::size_t b_cols, bool trans_b, double* c, double beta) {
@@ -22,4 +22,4 @@ void gemm(const double* a, std::size_t a_rows, std::size_t a_cols, bool trans_a,
     xt::blas::gemm(A, B, C, trans_a, trans_b, 1.0, beta);
 }
 
-}  // namespace xg::nn::detail
+}  // namespace xg::detail
