@@ -491,8 +491,12 @@ const std::vector<std::pair<std::string, std::string>> kPrograms{
     {"09_small_batch_fashion_mnist", "09-small-batch-fashion-mnist.md"},
     {"10_pre_vs_post_ln_gradients", "10-pre-vs-post-ln-gradients.md"},
     {"11_char_gpt", "11-char-gpt.md"},
+    {"12_implicit_learning_rate", "12-implicit-learning-rate.md"},
+    {"13_ln_lstm", "13-ln-lstm.md"},
+    {"14_cnn_norms", "14-cnn-norms.md"},
 };
-const std::set<std::string> kHasLongMode{"09_small_batch_fashion_mnist", "10_pre_vs_post_ln_gradients", "11_char_gpt"};
+const std::set<std::string> kHasLongMode{"09_small_batch_fashion_mnist", "10_pre_vs_post_ln_gradients", "11_char_gpt",
+                                         "13_ln_lstm", "14_cnn_norms"};
 
 }  // namespace
 
@@ -503,7 +507,7 @@ TEST_CASE("Tutorial guides show the output the programs print now", "[tutorials]
 // The training experiments in their quick settings: ~2.5 minutes together in Release, much longer
 // under AddressSanitizer, where they are left out (the code they run is covered there by the
 // tiny-run tests above).
-TEST_CASE("Tutorial guides of the training experiments (09-11) show what a quick run prints now", "[tutorials][guides]") {
+TEST_CASE("Tutorial guides of the training experiments (09 on) show what a quick run prints now", "[tutorials][guides]") {
 #if defined(__SANITIZE_ADDRESS__)
     WARN("skipped under AddressSanitizer: the quick runs take minutes there");
 #else
