@@ -336,9 +336,17 @@ Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules) {
 
 void Sequential::push_back(std::shared_ptr<Module> module) { register_module(std::to_string(size()), std::move(module)); }
 
-std::shared_ptr<Module> Sequential::operator[](std::size_t i) const {
-    if (i >= size()) fail("Sequential", fmt::format("index {} is out of range for a Sequential of {} modules", i, size()));
-    return named_children()[i].second;
+namespace {
+// Python's rule for a list index: -1 is the last element.
+std::size_t list_index(std::int64_t i, std::size_t size, const char* container) {
+    const auto n = static_cast<std::int64_t>(size);
+    if (i < -n || i >= n) fail(container, fmt::format("index {} is out of range for a {} of {} modules", i, container, size));
+    return static_cast<std::size_t>(i < 0 ? i + n : i);
+}
+}  // namespace
+
+std::shared_ptr<Module> Sequential::operator[](std::int64_t i) const {
+    return named_children()[list_index(i, size(), "Sequential")].second;
 }
 
 Tensor Sequential::forward(const Tensor& x) {
@@ -353,9 +361,8 @@ ModuleList::ModuleList(std::initializer_list<std::shared_ptr<Module>> modules) {
 
 void ModuleList::push_back(std::shared_ptr<Module> module) { register_module(std::to_string(size()), std::move(module)); }
 
-std::shared_ptr<Module> ModuleList::operator[](std::size_t i) const {
-    if (i >= size()) fail("ModuleList", fmt::format("index {} is out of range for a ModuleList of {} modules", i, size()));
-    return named_children()[i].second;
+std::shared_ptr<Module> ModuleList::operator[](std::int64_t i) const {
+    return named_children()[list_index(i, size(), "ModuleList")].second;
 }
 
 void ModuleList::wrong_type(std::size_t i) const {

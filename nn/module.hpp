@@ -192,8 +192,9 @@ public:
     void push_back(std::shared_ptr<Module> module);
     /// Number of modules.
     std::size_t size() const { return named_children().size(); }
-    /// Module i; throws xg::Error when i >= size().
-    std::shared_ptr<Module> operator[](std::size_t i) const;
+    /// Module i; a negative i counts from the end (-1 is the last), as in PyTorch. Throws
+    /// xg::Error when i is outside [-size(), size()).
+    std::shared_ptr<Module> operator[](std::int64_t i) const;
     Tensor forward(const Tensor& x) override;
 };
 
@@ -207,8 +208,9 @@ public:
     void push_back(std::shared_ptr<Module> module);
     /// Number of modules.
     std::size_t size() const { return named_children().size(); }
-    /// Module i; throws xg::Error when i >= size().
-    std::shared_ptr<Module> operator[](std::size_t i) const;
+    /// Module i; a negative i counts from the end (-1 is the last), as in PyTorch. Throws
+    /// xg::Error when i is outside [-size(), size()).
+    std::shared_ptr<Module> operator[](std::int64_t i) const;
     /// Element i as its concrete type; throws if it is something else.
     template <class M>
     std::shared_ptr<M> at(std::size_t i) const {

@@ -50,7 +50,10 @@ Shape TensorDataset::sample_shape() const {
     return s.empty() ? Shape{} : Shape(s.begin() + 1, s.end());
 }
 
-TensorDataset TensorDataset::subset(std::size_t start, std::size_t count) const {
+TensorDataset TensorDataset::subset(std::int64_t start_arg, std::int64_t count_arg) const {
+    if (start_arg < 0) fail("TensorDataset.subset", fmt::format("start must not be negative, got {}", start_arg));
+    if (count_arg < 0) fail("TensorDataset.subset", fmt::format("count must not be negative, got {}", count_arg));
+    const auto start = static_cast<std::size_t>(start_arg), count = static_cast<std::size_t>(count_arg);
     if (start > size() || count > size() - start) {
         fail("TensorDataset.subset", fmt::format("samples [{}, {}) are out of range for a dataset of {}", start,
                                                  start + count, size()));
@@ -90,16 +93,16 @@ Batch TensorDataset::batch(const std::vector<std::size_t>& indices) const {
 
 DataLoader::DataLoader(const TensorDataset& dataset, const DataLoaderOptions& options)
     : dataset_(dataset), options_(options), generator_(options.seed()) {
-    if (options.batch_size() == 0) fail("DataLoader", "batch_size must be positive");
+    if (options.batch_size() < 1) fail("DataLoader", fmt::format("batch_size must be positive, got {}", options.batch_size()));
     if (dataset.size() == 0) fail("DataLoader", "the dataset is empty");
 }
 
-DataLoader::DataLoader(const TensorDataset& dataset, std::size_t batch_size, bool shuffle, std::uint64_t seed,
+DataLoader::DataLoader(const TensorDataset& dataset, std::int64_t batch_size, bool shuffle, std::uint64_t seed,
                        bool drop_last)
     : DataLoader(dataset, DataLoaderOptions(batch_size).shuffle(shuffle).seed(seed).drop_last(drop_last)) {}
 
 std::size_t DataLoader::size() const {
-    const std::size_t n = dataset_.size(), b = options_.batch_size();
+    const std::size_t n = dataset_.size(), b = static_cast<std::size_t>(options_.batch_size());
     return options_.drop_last() ? n / b : (n + b - 1) / b;
 }
 
@@ -124,8 +127,9 @@ void DataLoader::start_epoch() {
 
 bool DataLoader::fetch(Batch& out, Epoch& epoch) const {
     if (epoch.position >= size()) return false;
-    const std::size_t start = epoch.position * options_.batch_size();
-    const std::size_t stop = std::min(start + options_.batch_size(), epoch.order.size());
+    const auto batch_size = static_cast<std::size_t>(options_.batch_size());
+    const std::size_t start = epoch.position * batch_size;
+    const std::size_t stop = std::min(start + batch_size, epoch.order.size());
     out = dataset_.batch(std::vector<std::size_t>(epoch.order.begin() + start, epoch.order.begin() + stop));
     ++epoch.position;
     return true;

@@ -55,7 +55,8 @@ public:
     /// All float targets (N, ...); empty for a dataset of labels.
     const Array& targets() const { return targets_; }
     /// Samples [start, start + count) as a new dataset (e.g. a quick run on the first 10000).
-    TensorDataset subset(std::size_t start, std::size_t count) const;
+    /// Throws xg::Error naming the argument for a negative start or count, or a range past the end.
+    TensorDataset subset(std::int64_t start, std::int64_t count) const;
     /// The samples at `indices`, in that order, as one batch.
     Batch batch(const std::vector<std::size_t>& indices) const;
 
@@ -73,9 +74,9 @@ private:
 class DataLoaderOptions {
 public:
     /// Batches of `batch_size`, in order, keeping the last partial batch.
-    explicit DataLoaderOptions(std::size_t batch_size) : batch_size_(batch_size) {}
-    /// Samples per batch (positive).
-    XG_ARG(DataLoaderOptions, std::size_t, batch_size, 1);
+    explicit DataLoaderOptions(std::int64_t batch_size) : batch_size_(batch_size) {}
+    /// Samples per batch (positive; DataLoader rejects 0 and negative values, naming batch_size).
+    XG_ARG(DataLoaderOptions, std::int64_t, batch_size, 1);
     /// Draw a new random order every epoch (default false: dataset order).
     XG_ARG(DataLoaderOptions, bool, shuffle, false);
     /// Seed of the loader's own shuffling generator.
@@ -92,14 +93,14 @@ class DataLoader {
     struct Epoch;  // one epoch's order and progress, owned by the iterators that walk it
 
 public:
-    /// Throws xg::Error for batch_size 0 or an empty dataset.
+    /// Throws xg::Error for a batch_size below 1 or an empty dataset.
     DataLoader(const TensorDataset& dataset, const DataLoaderOptions& options);
     /// The same with the options spelled out.
-    DataLoader(const TensorDataset& dataset, std::size_t batch_size, bool shuffle = false, std::uint64_t seed = 0,
+    DataLoader(const TensorDataset& dataset, std::int64_t batch_size, bool shuffle = false, std::uint64_t seed = 0,
                bool drop_last = false);
     // The loader keeps a reference: a temporary dataset would dangle, so it does not compile.
     DataLoader(TensorDataset&&, const DataLoaderOptions&) = delete;
-    DataLoader(TensorDataset&&, std::size_t, bool = false, std::uint64_t = 0, bool = false) = delete;
+    DataLoader(TensorDataset&&, std::int64_t, bool = false, std::uint64_t = 0, bool = false) = delete;
 
     /// Batches per epoch.
     std::size_t size() const;

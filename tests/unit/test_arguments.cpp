@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "nn/nn.hpp"
+#include "optim/training/data.hpp"
 #include "optim/training/progress.hpp"
 
 using namespace xg;
@@ -105,4 +106,31 @@ TEST_CASE("negative axes and starts count from the end; negative sizes are named
     const std::size_t in = 3, out = 2;
     nn::Linear lin(in, out);
     CHECK(lin.weight.shape() == Shape{2, 3});
+}
+
+TEST_CASE("a DataLoader and a subset name a negative size; Sequential and ModuleList count from the end",
+          "[errors][arguments][data]") {
+    // A negative batch size used to become 2^64 - 1 through size_t: one batch of everything.
+    Array features = Array::from_shape({3, 1});
+    for (std::size_t i = 0; i < 3; ++i) features(i, 0) = static_cast<double>(i + 1);
+    IndexArray labels = IndexArray::from_shape({3});
+    labels.fill(0);
+    const optim::TensorDataset ds(features, labels);
+    CHECK_THROWS_WITH(optim::DataLoader(ds, -1), Contains("DataLoader: batch_size must be positive, got -1"));
+    CHECK_THROWS_WITH(optim::DataLoader(ds, 0), Contains("batch_size must be positive, got 0"));
+    CHECK_THROWS_WITH(ds.subset(-1, 2), Contains("TensorDataset.subset: start must not be negative, got -1"));
+    CHECK_THROWS_WITH(ds.subset(0, -2), Contains("count must not be negative, got -2"));
+    CHECK(ds.subset(1, 2).features()(0, 0) == 2.0);
+
+    auto first = std::make_shared<nn::Linear>(2, 3);
+    auto last = std::make_shared<nn::GELU>();
+    const nn::Sequential seq{first, last};
+    CHECK(seq[-1] == last);  // seq[-1] in PyTorch
+    CHECK(seq[-2] == first);
+    CHECK_THROWS_WITH(seq[-3], Contains("Sequential: index -3 is out of range for a Sequential of 2 modules"));
+    CHECK_THROWS_WITH(seq[2], Contains("index 2 is out of range"));
+    const nn::ModuleList list{first, last};
+    CHECK(list[-1] == last);
+    CHECK(list.at<nn::Linear>(0) == first);
+    CHECK_THROWS_WITH(list[-3], Contains("ModuleList: index -3 is out of range for a ModuleList of 2 modules"));
 }
