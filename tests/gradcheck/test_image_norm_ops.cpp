@@ -35,7 +35,7 @@ TEST_CASE("gradcheck batch_norm2d: batch_norm on (N, C, H, W), train and eval, a
     }
 }
 
-TEST_CASE("gradcheck group_norm and group_norm_composed (groups 1, 2, C; 3-D and 4-D; no affine)", "[gradcheck][norm]") {
+TEST_CASE("gradcheck group_norm and group_norm_composed (groups 1, 2, C, 3-D and 4-D, no affine)", "[gradcheck][norm]") {
     for (std::int64_t groups : {1, 2, 4}) {
         for (const Shape& xs : {Shape{2, 4, 3, 2}, Shape{3, 4, 5}}) {
             const Tensor x = randn_leaf(xs, 25), w = randn_leaf({4}, 26, 0.5, 1.0), b = randn_leaf({4}, 27, 0.5);

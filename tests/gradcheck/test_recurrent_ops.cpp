@@ -76,7 +76,7 @@ TEST_CASE("gradcheck lstm_cell, gru_cell and their composed twins", "[gradcheck]
           "gru_cell_composed");
 }
 
-TEST_CASE("gradcheck LSTM over a sequence: 2 layers, batch_first, initial states; 1 layer unbatched", "[gradcheck][recurrent]") {
+TEST_CASE("gradcheck LSTM over a sequence: 2 layers, batch_first, initial states, 1 layer unbatched", "[gradcheck][recurrent]") {
     nn::LSTM lstm(3, 2, 2, true, true);
     const std::vector<std::string> params = slots(lstm);
     check([&](const Inputs& t) {
@@ -94,7 +94,7 @@ TEST_CASE("gradcheck LSTM over a sequence: 2 layers, batch_first, initial states
     }, with_slots({randn_leaf({5, 3}, 22)}, single), "lstm unbatched (T 5), zero state");
 }
 
-TEST_CASE("gradcheck GRU over a sequence: 2 layers with an initial state; batch_first without", "[gradcheck][recurrent]") {
+TEST_CASE("gradcheck GRU over a sequence: 2 layers with an initial state, batch_first without", "[gradcheck][recurrent]") {
     nn::GRU gru(3, 2, 2);
     const std::vector<std::string> params = slots(gru);
     check([&](const Inputs& t) {

@@ -15,7 +15,7 @@
 using namespace xg;
 using Catch::Contains;
 
-TEST_CASE("element access checks the rank and the range; negative indices count from the end", "[errors][arguments]") {
+TEST_CASE("element access checks the rank and the range, negative indices count from the end", "[errors][arguments]") {
     const Tensor t({{1.0, 2.0}, {3.0, 4.0}});
     CHECK(t(1, 0) == 3.0);
     CHECK(t(-1, -1) == 4.0);  // t[-1][-1] in PyTorch
@@ -59,7 +59,7 @@ TEST_CASE("a progress bar refuses steps past its total and negative totals", "[e
     CHECK_THROWS_WITH(optim::ProgressBar(-1), Contains("ProgressBar: total must be non-negative, got -1"));
 }
 
-TEST_CASE("negative axes and starts count from the end; negative sizes are named", "[errors][arguments]") {
+TEST_CASE("negative axes and starts count from the end, negative sizes are named", "[errors][arguments]") {
     const Tensor x = arange(12.0);
     const Tensor m = reshape(x, {3, 4});
     CHECK(m.size(-1) == 4);  // threw "axis 18446744073709551615 out of range"
@@ -108,7 +108,7 @@ TEST_CASE("negative axes and starts count from the end; negative sizes are named
     CHECK(lin.weight.shape() == Shape{2, 3});
 }
 
-TEST_CASE("a DataLoader and a subset name a negative size; Sequential and ModuleList count from the end",
+TEST_CASE("a DataLoader and a subset name a negative size, Sequential and ModuleList count from the end",
           "[errors][arguments][data]") {
     // A negative batch size used to become 2^64 - 1 through size_t: one batch of everything.
     Array features = Array::from_shape({3, 1});

@@ -87,7 +87,7 @@ std::string vm_flags_at(const void* address) {
     return "";
 }
 
-TEST_CASE("empty_array: the shape asked for; 32 MiB and more advised to use huge pages", "[creation]") {
+TEST_CASE("empty_array: the shape asked for, 32 MiB and more advised to use huge pages", "[creation]") {
     const xg::Array small = xg::empty_array({4, 5});
     CHECK(Shape(small.shape().begin(), small.shape().end()) == Shape{4, 5});
     CHECK(xg::empty_like(small).shape() == small.shape());

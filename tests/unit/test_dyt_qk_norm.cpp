@@ -119,7 +119,7 @@ TEST_CASE("dyt at alpha = 0 is the bias, and d alpha is sum g w x", "[dyt][invar
     CHECK(alpha.grad_value()(0) == Approx(want).epsilon(1e-14));
 }
 
-TEST_CASE("DyT module: parameters alpha, weight, bias; alpha_init; repr", "[dyt][nn]") {
+TEST_CASE("DyT module: parameters alpha, weight, bias, alpha_init, repr", "[dyt][nn]") {
     nn::DyT m(Shape{2, 3}, 0.25);
     CHECK(keys(m.state_dict()) == std::vector<std::string>{"alpha", "weight", "bias"});
     CHECK(m.parameters().size() == 3);

@@ -36,7 +36,7 @@ TEST_CASE("relu propagates NaN and passes its gradient through, as PyTorch", "[e
     CHECK(x.grad_value() == Array{1.0, 0.0, 1.0, 0.0});
 }
 
-TEST_CASE("max propagates NaN; the NaN entries take the gradient, as torch.max", "[edge]") {
+TEST_CASE("max propagates NaN, the NaN entries take the gradient, as torch.max", "[edge]") {
     // torch.max([1, nan, 3]) = nan, grad [0, 1, 0]
     Tensor a(Array{1.0, kNaN, 3.0}, true);
     Tensor m = max(a);

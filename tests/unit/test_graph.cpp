@@ -85,7 +85,7 @@ TEST_CASE("NoGradGuard records no graph", "[graph]") {
     CHECK((x * 2.0).requires_grad());
 }
 
-TEST_CASE("retain_graph allows a second backward; without it the second one fails clearly", "[graph]") {
+TEST_CASE("retain_graph allows a second backward, without it the second one fails clearly", "[graph]") {
     Tensor x(xg::Array{1.0, -1.0}, true);
     Tensor loss = xg::sum(xg::tanh(x) * x);
     loss.backward(xg::BackwardOptions{true});

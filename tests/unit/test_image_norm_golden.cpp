@@ -152,7 +152,7 @@ TEST_CASE("LayerNorm over (C, H, W) matches PyTorch", "[norm][golden]") {
     expect_close("LayerNorm (C, H, W) grad_bias", ln.bias.grad_value(), fixture(fx, "grad_bias"));
 }
 
-TEST_CASE("GroupNorm with 1 group is LayerNorm over (C, H, W); with C groups it is InstanceNorm", "[norm]") {
+TEST_CASE("GroupNorm with 1 group is LayerNorm over (C, H, W), with C groups it is InstanceNorm", "[norm]") {
     Generator gen(41);
     Tensor x(randn({3, 4, 5, 6}, gen).value() * 2.0 + 0.5, true);
     const Tensor dy = randn({3, 4, 5, 6}, gen);

@@ -211,7 +211,7 @@ TEST_CASE("BatchNorm1d module matches PyTorch: training, running stats, cumulati
 }
 
 
-TEST_CASE("MultiheadAttention matches a plain-loop reference; causal outputs ignore the future", "[nn][attention]") {
+TEST_CASE("MultiheadAttention matches a plain-loop reference, causal outputs ignore the future", "[nn][attention]") {
     manual_seed(41);
     nn::MultiheadAttention mha(6, 3);
     for (Tensor& p : mha.parameters()) p.mutable_value() = randn(p.shape()).value();  // non-zero biases too

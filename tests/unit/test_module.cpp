@@ -183,7 +183,7 @@ TEST_CASE("save and load round trip a whole model through one .npz", "[nn][modul
     CHECK_THROWS_WITH(b->load(dir.file("linear.npz")), Contains("linear.npz") && Contains("missing keys"));
 }
 
-TEST_CASE("Sequential chains children; ModuleList indexes them", "[nn][module]") {
+TEST_CASE("Sequential chains children, ModuleList indexes them", "[nn][module]") {
     auto l1 = std::make_shared<nn::Linear>(3, 4);
     auto l2 = std::make_shared<nn::Linear>(4, 2);
     nn::Sequential seq{l1, std::make_shared<nn::GELU>()};

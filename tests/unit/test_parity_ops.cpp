@@ -114,7 +114,7 @@ TEST_CASE("min, argmax and argmin match PyTorch (ties: shared gradient, first in
     CHECK((argmax(x, -1) == argmax(x, 1)));
 }
 
-TEST_CASE("min propagates NaN; argmax treats NaN as the largest; errors name the op", "[parity]") {
+TEST_CASE("min propagates NaN, argmax treats NaN as the largest, errors name the op", "[parity]") {
     Tensor x({3.0, std::nan(""), 1.0, std::nan("")}, true);
     const Tensor m = xg::min(x);
     CHECK(std::isnan(m.item()));

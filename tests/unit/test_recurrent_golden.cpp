@@ -92,7 +92,7 @@ TEST_CASE("GRUCell, gru_cell and gru_cell_composed match PyTorch", "[recurrent][
     }
 }
 
-TEST_CASE("LSTM matches PyTorch: 2 layers batch_first with initial states; 1 layer without bias or states", "[recurrent][golden]") {
+TEST_CASE("LSTM matches PyTorch: 2 layers batch_first with initial states, 1 layer without bias or states", "[recurrent][golden]") {
     const std::string fx = "lstm";
     {
         nn::LSTM lstm(5, 4, 2, true, true);

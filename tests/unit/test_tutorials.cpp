@@ -76,7 +76,7 @@ TEST_CASE("A3.1: single vector, rounding vs the article's truncation", "[tutoria
     check_values(s.affine_round4, {-1.6833, 0.1056, 1.8944, 3.6833}, 1e-12);
 }
 
-TEST_CASE("A3.2: without eps a constant vector gives NaN; with eps beta and a finite gradient", "[tutorials]") {
+TEST_CASE("A3.2: without eps a constant vector gives NaN, with eps beta and a finite gradient", "[tutorials]") {
     const tv::EpsPitfall p = tv::a3_2_eps_pitfall();
     for (double v : p.out_without_eps) CHECK(std::isnan(v));
     for (double v : p.grad_without_eps) CHECK(std::isnan(v));
@@ -162,7 +162,7 @@ TEST_CASE("Tutorial 04: two-pass and Welford keep the variance at large means, E
     CHECK(wide.back().ln_max_abs_err < 1e-7);
 }
 
-TEST_CASE("Tutorial 05: the composed graph has 8 op nodes, the fused one 1; gradcheck catches a broken backward", "[tutorials]") {
+TEST_CASE("Tutorial 05: the composed graph has 8 op nodes, the fused one 1, gradcheck catches a broken backward", "[tutorials]") {
     const tv::GraphComparison g = tv::graph_comparison();
     CHECK(g.composed_nodes == 8);
     CHECK(g.fused_nodes == 1);
