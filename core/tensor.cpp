@@ -223,7 +223,7 @@ void Tensor::retain_grad() { checked(node_), node_->retains_grad = true; }
 
 Tensor Tensor::detach() const { return Tensor(value()); }
 
-RemovableHandle Tensor::register_hook(GradHook hook) {
+RemovableHandle Tensor::register_hook(GradHook hook) const {
     const Node& n = checked(node_);
     if (!n.requires_grad) {
         fail("register_hook", "cannot register a hook on a tensor that does not require grad (" + describe(n) + ")");

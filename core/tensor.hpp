@@ -293,10 +293,10 @@ public:
     /// result. Under create_graph the hook sees a differentiable tensor and its ops are recorded.
     /// Throws xg::Error when this tensor does not require grad. A hook that captures this tensor
     /// keeps its graph alive until the hook is removed.
-    RemovableHandle register_hook(GradHook hook);
+    RemovableHandle register_hook(GradHook hook) const;
     /// A hook that only observes: `x.register_hook([&](const Tensor& g) { norms.push_back(...); })`.
     template <class F, std::enable_if_t<std::is_void_v<std::invoke_result_t<F&, const Tensor&>>, int> = 0>
-    RemovableHandle register_hook(F observe) {
+    RemovableHandle register_hook(F observe) const {
         return register_hook(GradHook([observe = std::move(observe)](const Tensor& g) mutable {
             observe(g);
             return Tensor();
