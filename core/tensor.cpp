@@ -19,6 +19,7 @@ bool g_anomaly_mode = false;
 std::atomic<std::size_t> g_live_nodes{0};
 // Ticks once per in-place change of any value (Node::version, Node::recorded_at).
 std::atomic<std::uint64_t> g_clock{0};
+std::atomic<std::uint64_t> g_hook_ids{0};
 
 NodePtr new_node() {
     ++g_live_nodes;
@@ -222,6 +223,27 @@ void Tensor::retain_grad() { checked(node_), node_->retains_grad = true; }
 
 Tensor Tensor::detach() const { return Tensor(value()); }
 
+RemovableHandle Tensor::register_hook(GradHook hook) const {
+    const Node& n = checked(node_);
+    if (!n.requires_grad) {
+        fail("register_hook", "cannot register a hook on a tensor that does not require grad (" + describe(n) + ")");
+    }
+    if (!hook) fail("register_hook", "the hook is empty");
+    const std::uint64_t id = g_hook_ids.fetch_add(1, std::memory_order_relaxed) + 1;
+    node_->hooks.emplace_back(id, std::move(hook));
+    return RemovableHandle([weak = std::weak_ptr<Node>(node_), id] {
+        if (NodePtr node = weak.lock()) {
+            auto& hooks = node->hooks;
+            for (auto it = hooks.begin(); it != hooks.end(); ++it) {
+                if (it->first == id) {
+                    hooks.erase(it);
+                    break;
+                }
+            }
+        }
+    });
+}
+
 // ---- the graph walk -----------------------------------------------------------------------
 
 namespace {
@@ -251,6 +273,21 @@ std::vector<Node*> topological_order(const std::vector<Node*>& roots) {
 [[noreturn]] void wrong_shape(const std::string& op, std::size_t i, const Shape& got, const Node& input) {
     fail(op + " backward", fmt::format("gradient for input {} has shape {} but the input has shape {}", i, shape_str(got),
                                        shape_str(Shape(input.value.shape().begin(), input.value.shape().end()))));
+}
+
+// The gradient after node's hooks, in registration order; a defined result replaces it.
+Tensor run_hooks(const Node& node, Tensor g) {
+    const auto hooks = node.hooks;  // a copy: a hook may remove itself or another while running
+    for (const auto& entry : hooks) {
+        Tensor replaced = entry.second(g);
+        if (!replaced.defined()) continue;
+        if (replaced.value().shape() != node.value.shape()) {
+            fail("register_hook", fmt::format("a hook on {} returned a gradient of shape {}; it must keep the shape {}",
+                                              describe(node), shape_str(replaced.shape()), shape_str(g.shape())));
+        }
+        g = std::move(replaced);
+    }
+    return g;
 }
 
 void accumulate(Node& node, Array&& g, const std::string& from_op) {
@@ -330,6 +367,10 @@ void run_backward(const std::vector<Node*>& roots, const std::vector<const Array
             g = seed->second;
         } else {
             continue;  // no gradient reached this node
+        }
+        if (!node->hooks.empty()) {
+            owned = run_hooks(*node, Tensor(g == &owned ? std::move(owned) : Array(*g))).value();
+            g = &owned;
         }
         if (g_anomaly_mode) check_finite(*g, "backward into '" + node->op + "'");
         if (targets) {
@@ -422,8 +463,9 @@ void run_backward_graph(const std::vector<NodePtr>& roots, const std::vector<Ten
         Node* node = *it;
         auto found = pending.find(node);
         if (found == pending.end()) continue;
-        const Tensor g = std::move(found->second);
+        Tensor g = std::move(found->second);
         pending.erase(found);
+        if (!node->hooks.empty()) g = run_hooks(*node, std::move(g));
         if (g_anomaly_mode) check_finite(g.value(), "backward into '" + node->op + "'");
         if (targets) {
             auto target = targets->positions.find(node);

@@ -121,6 +121,28 @@ struct SavedInfo {
     Shape shape;
 };
 
+/// What Tensor::register_hook and the module hooks return: remove() unregisters the hook (a
+/// second call does nothing). Dropping the handle keeps the hook, as PyTorch's RemovableHandle.
+class RemovableHandle {
+public:
+    RemovableHandle() = default;
+    /// A handle whose remove() runs `remover` once.
+    explicit RemovableHandle(std::function<void()> remover) : remover_(std::move(remover)) {}
+    /// Unregisters the hook; harmless when it is already gone or its tensor or module is.
+    void remove() {
+        std::function<void()> r = std::move(remover_);
+        remover_ = nullptr;
+        if (r) r();
+    }
+
+private:
+    std::function<void()> remover_;
+};
+
+/// A gradient hook (Tensor::register_hook): sees dLoss/dTensor once it is fully accumulated and
+/// returns a replacement of the same shape, or an undefined Tensor to keep it.
+using GradHook = std::function<Tensor(const Tensor&)>;
+
 /// A vertex of the autograd graph. Users hold it through xg::Tensor.
 struct Node {
     /// The forward result.
@@ -150,6 +172,8 @@ struct Node {
     /// that graph alive, a reference cycle through this leaf until zero_grad(), as in PyTorch).
     NodePtr grad_graph;
     std::vector<SavedInfo> saved;  ///< extra tensors the closure keeps (beyond inputs/output)
+    /// Gradient hooks with their ids, in registration order (empty: the walk skips them).
+    std::vector<std::pair<std::uint64_t, GradHook>> hooks;
 
     /// True for tensors not made by an op (inputs, parameters).
     bool is_leaf() const { return op == "leaf"; }
@@ -260,6 +284,24 @@ public:
     void backward(bool retain_graph) const;
     /// libtorch's positional spelling: `loss.backward({}, true)`, `y.backward(g, true)`.
     void backward(const Tensor& gradient, bool retain_graph) const;
+
+    /// Registers `hook` on this tensor's gradient (PyTorch's Tensor.register_hook): every
+    /// backward or xg::grad that reaches this tensor calls it with dLoss/dThis once all
+    /// contributions are summed, before a leaf stores it in .grad and before a non-leaf passes it
+    /// to its inputs. A defined result (same shape) replaces the gradient from then on; an
+    /// undefined Tensor keeps it. Hooks run in registration order, each seeing the previous one's
+    /// result. Under create_graph the hook sees a differentiable tensor and its ops are recorded.
+    /// Throws xg::Error when this tensor does not require grad. A hook that captures this tensor
+    /// keeps its graph alive until the hook is removed.
+    RemovableHandle register_hook(GradHook hook) const;
+    /// A hook that only observes: `x.register_hook([&](const Tensor& g) { norms.push_back(...); })`.
+    template <class F, std::enable_if_t<std::is_void_v<std::invoke_result_t<F&, const Tensor&>>, int> = 0>
+    RemovableHandle register_hook(F observe) const {
+        return register_hook(GradHook([observe = std::move(observe)](const Tensor& g) mutable {
+            observe(g);
+            return Tensor();
+        }));
+    }
 
     /// A new leaf sharing nothing with the graph (value copied, requires_grad false).
     Tensor detach() const;

@@ -216,8 +216,8 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& ke
     Tensor k = split_heads(project(key, in_proj_weight, in_proj_bias, 1, embed_dim), num_heads, head_dim);
     const Tensor v = split_heads(project(value, in_proj_weight, in_proj_bias, 2, embed_dim), num_heads, head_dim);
     if (q_norm) {  // QK-norm: LayerNorm over head_dim of each head's (B, H, L, D) rows
-        q = q_norm->forward(q);
-        k = k_norm->forward(k);
+        q = (*q_norm)(q);
+        k = (*k_norm)(k);
     }
     // softmax(q k^T / sqrt(D) + float masks, bool masks applied) v per head
     Tensor scores = matmul(q, transpose(k, -1, -2)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
@@ -238,7 +238,7 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& ke
     const Tensor context = matmul(weights, v);  // (B, H, T, D)
     const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {static_cast<long>(B), static_cast<long>(T),
                                                                     static_cast<long>(embed_dim)});
-    return {out_proj->forward(merged), weights};
+    return {(*out_proj)(merged), weights};
 }
 
 void MultiheadAttention::record_max_logit(const Array& scores, const std::vector<char>& blocked) {

@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -30,6 +31,45 @@ std::string join(const std::vector<std::string>& items) {
 Tensor Module::forward(const Tensor& x) {
     fail(name(), fmt::format("has no one-tensor forward (called with shape {}); call its own forward overload",
                              shape_str(x.shape())));
+}
+
+Tensor Module::operator()(const Tensor& x) {
+    if (!hooks_) return forward(x);
+    const std::shared_ptr<ForwardHooks> hooks = hooks_;  // a hook may remove itself while running
+    for (const auto& entry : std::vector(hooks->pre)) entry.second(*this, x);
+    Tensor y = forward(x);
+    for (const auto& entry : std::vector(hooks->post)) entry.second(*this, x, y);
+    return y;
+}
+
+namespace {
+std::atomic<std::uint64_t> g_forward_hook_ids{0};
+
+// Removes the hook registered under `id` from `hooks`.
+template <class Hook>
+void erase_id(std::vector<std::pair<std::uint64_t, Hook>>& hooks, std::uint64_t id) {
+    hooks.erase(std::remove_if(hooks.begin(), hooks.end(), [id](const auto& entry) { return entry.first == id; }), hooks.end());
+}
+}  // namespace
+
+RemovableHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
+    if (!hook) fail(name(), "register_forward_pre_hook: the hook is empty");
+    if (!hooks_) hooks_ = std::make_shared<ForwardHooks>();
+    const std::uint64_t id = g_forward_hook_ids.fetch_add(1, std::memory_order_relaxed) + 1;
+    hooks_->pre.emplace_back(id, std::move(hook));
+    return RemovableHandle([weak = std::weak_ptr<ForwardHooks>(hooks_), id] {
+        if (auto hooks = weak.lock()) erase_id(hooks->pre, id);
+    });
+}
+
+RemovableHandle Module::register_forward_hook(ForwardHook hook) {
+    if (!hook) fail(name(), "register_forward_hook: the hook is empty");
+    if (!hooks_) hooks_ = std::make_shared<ForwardHooks>();
+    const std::uint64_t id = g_forward_hook_ids.fetch_add(1, std::memory_order_relaxed) + 1;
+    hooks_->post.emplace_back(id, std::move(hook));
+    return RemovableHandle([weak = std::weak_ptr<ForwardHooks>(hooks_), id] {
+        if (auto hooks = weak.lock()) erase_id(hooks->post, id);
+    });
 }
 
 std::size_t positive_size(std::int64_t value, const char* op, const char* argument) {
@@ -351,7 +391,7 @@ std::shared_ptr<Module> Sequential::operator[](std::int64_t i) const {
 
 Tensor Sequential::forward(const Tensor& x) {
     Tensor y = x;
-    for (const auto& entry : named_children()) y = entry.second->forward(y);
+    for (const auto& entry : named_children()) y = (*entry.second)(y);
     return y;
 }
 

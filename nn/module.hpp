@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <set>
@@ -73,6 +74,11 @@ struct LoadStateDictResult {
     std::vector<std::string> unexpected_keys;
 };
 
+/// A forward-pre hook (Module::register_forward_pre_hook): sees the module and its input.
+using ForwardPreHook = std::function<void(Module& module, const Tensor& input)>;
+/// A forward hook (Module::register_forward_hook): sees the module, its input and its output.
+using ForwardHook = std::function<void(Module& module, const Tensor& input, const Tensor& output)>;
+
 /// The base of every layer and model: named parameters, buffers and children in registration
 /// order, train/eval mode, state_dict save/load and PyTorch-style printing. Registration errors
 /// (empty or dotted names, duplicates, undefined or non-leaf parameters) throw xg::Error.
@@ -86,6 +92,20 @@ public:
     /// The one-tensor forward used by Sequential. Modules whose forward takes other arguments
     /// (Embedding indices, attention's q/k/v) may leave it: the default throws naming the module.
     virtual Tensor forward(const Tensor& x);
+    /// Calls forward(x) between this module's hooks: forward-pre hooks, forward, forward hooks,
+    /// each list in registration order. Sequential and the library's composite modules call
+    /// their children this way; calling forward() directly skips the hooks.
+    Tensor operator()(const Tensor& x);
+
+    // ---- hooks (fire when the module is called through operator()) ------------------------------
+
+    /// Registers `hook(module, input)`, called before each forward through operator(), e.g. to
+    /// record input statistics. It observes only (PyTorch's may also replace the input).
+    RemovableHandle register_forward_pre_hook(ForwardPreHook hook);
+    /// Registers `hook(module, input, output)`, called after each forward through operator(),
+    /// e.g. to record per-layer activation norms. It observes only (PyTorch's may also replace
+    /// the output).
+    RemovableHandle register_forward_hook(ForwardHook hook);
 
     // ---- registration (call from subclass constructors) ---------------------------------------
 
@@ -180,6 +200,11 @@ private:
     std::vector<std::pair<std::string, Tensor>> buffers_;
     std::set<std::string> int64_buffers_;  // own buffer names registered as Dtype::int64
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+    struct ForwardHooks {
+        std::vector<std::pair<std::uint64_t, ForwardPreHook>> pre;
+        std::vector<std::pair<std::uint64_t, ForwardHook>> post;
+    };
+    std::shared_ptr<ForwardHooks> hooks_;  // null until the first hook: operator() is then forward()
 };
 
 /// Children run one after another: forward(x) = m_n(...m_1(m_0(x))). Named "0", "1", ...

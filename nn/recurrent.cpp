@@ -277,10 +277,10 @@ LSTMState LayerNormLSTMCell::forward(const Tensor& input, const std::optional<LS
     check_cell_input("LayerNormLSTMCell", input_size, hidden_size, input, {&s.h, &s.c});
     return lstm_step(input, s, [this](const Tensor& x, const LSTMState& st) {
         // gates = LN(W_hh h) + LN(W_ih x); c' = sigmoid(f) c + sigmoid(i) tanh(g); h' = sigmoid(o) tanh(LN(c'))
-        const Tensor gates = layernorm_hh->forward(functional::linear(st.h, weight_hh)) +
-                             layernorm_ih->forward(functional::linear(x, weight_ih));
+        const Tensor gates = (*layernorm_hh)(functional::linear(st.h, weight_hh)) +
+                             (*layernorm_ih)(functional::linear(x, weight_ih));
         const Tensor c = functional::lstm_next_c(gates, st.c);
-        return LSTMState{functional::lstm_next_h(gates, layernorm_c->forward(c)), c};
+        return LSTMState{functional::lstm_next_h(gates, (*layernorm_c)(c)), c};
     });
 }
 
