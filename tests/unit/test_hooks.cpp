@@ -79,7 +79,7 @@ TEST_CASE("hooks run in registration order, each seeing the previous one's resul
     CHECK(x.grad()(0) == 100.0);  // (1 + 1) * 10 * 5
 }
 
-TEST_CASE("remove() unregisters a hook; removing twice or after the tensor is gone is harmless", "[hooks]") {
+TEST_CASE("remove() unregisters a hook, removing twice or after the tensor is gone is harmless", "[hooks]") {
     Tensor x({3.0});
     x.requires_grad_();
     int calls = 0;
@@ -215,7 +215,7 @@ struct TwoLayer : xg::nn::Module {
 };
 }  // namespace
 
-TEST_CASE("forward-pre hooks see the input before forward; hooks fire in a user subclass", "[hooks][module]") {
+TEST_CASE("forward-pre hooks see the input before forward, hooks fire in a user subclass", "[hooks][module]") {
     xg::manual_seed(3);
     auto net = std::make_shared<TwoLayer>();
     std::vector<std::string> log;
