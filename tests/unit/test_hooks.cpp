@@ -175,6 +175,7 @@ TEST_CASE("under create_graph a hook sees a differentiable gradient and its ops 
     (w * w * w).backward(xg::BackwardOptions{false, true});  // d/dw = 3w^2, doubled by the hook
     CHECK(w.grad().requires_grad());
     CHECK(w.grad().item() == Approx(6.0 * x0 * x0).epsilon(1e-14));
+    w.zero_grad();  // breaks the reference cycle w -> .grad's graph -> w (LeakSanitizer checks)
 }
 
 TEST_CASE("forward hooks record per-layer activation norms of an MLP in a Sequential", "[hooks][module]") {
