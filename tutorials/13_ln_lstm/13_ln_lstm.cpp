@@ -156,24 +156,6 @@ Curve train(const Text& text, const Config& c, bool layer_norm, std::uint64_t se
     return curve;
 }
 
-double mean_of(const std::vector<double>& v) {
-    double s = 0;
-    for (double x : v) s += x;
-    return s / static_cast<double>(v.size());
-}
-
-// Sample standard deviation (n - 1), as the seeds are a sample of the runs one could make.
-double std_of(const std::vector<double>& v) {
-    const double m = mean_of(v);
-    double s = 0;
-    for (double x : v) s += (x - m) * (x - m);
-    return std::sqrt(s / static_cast<double>(v.size() - 1));
-}
-
-std::string pm(const std::vector<double>& v, int precision) {
-    return num(mean_of(v), precision) + " ± " + num(std_of(v), precision);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -222,7 +204,7 @@ int main(int argc, char** argv) {
     tut.step(fmt::format("held-out loss (nats per character), mean ± std over {} seeds", c.seeds.size()));
     std::vector<std::vector<std::string>> rows{{"step", "LSTM", "LN-LSTM"}};
     for (std::size_t i = 0; i < points; ++i) {
-        rows.push_back({std::to_string(i * c.eval_every), pm(column(lstm, i), 3), pm(column(ln, i), 3)});
+        rows.push_back({std::to_string(i * c.eval_every), mean_pm_std(column(lstm, i), 3), mean_pm_std(column(ln, i), 3)});
     }
     tut.show(table(rows));
     tut.say(fmt::format("step 0 is ln {} = {} for a uniform guess", text.chars.size(),
@@ -263,9 +245,9 @@ int main(int argc, char** argv) {
         }
         std::string reach = missed == runs.size() ? "target not reached"
                             : steps_to.size() == 1 ? fmt::format("target at {} steps", num(steps_to[0], 0))
-                                                   : fmt::format("target at {} steps", pm(steps_to, 0));
+                                                   : fmt::format("target at {} steps", mean_pm_std(steps_to, 0));
         if (missed > 0 && missed < runs.size()) reach += fmt::format(" ({} of {} seeds missed it)", missed, runs.size());
-        return fmt::format("{}; final held-out loss {}", reach, pm(final_loss, 3));
+        return fmt::format("{}; final held-out loss {}", reach, mean_pm_std(final_loss, 3));
     };
     tut.step("summary over the seeds");
     tut.say("LSTM:    " + summary(lstm));

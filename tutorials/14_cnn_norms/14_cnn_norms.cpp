@@ -108,20 +108,6 @@ Run train(const std::string& norm, std::size_t batch, std::uint64_t seed, const 
     return run;
 }
 
-double mean_of(const std::vector<double>& v) {
-    double s = 0;
-    for (double x : v) s += x;
-    return s / static_cast<double>(v.size());
-}
-
-// Sample standard deviation (n - 1) over the seeds.
-double std_of(const std::vector<double>& v) {
-    const double m = mean_of(v);
-    double s = 0;
-    for (double x : v) s += (x - m) * (x - m);
-    return std::sqrt(s / static_cast<double>(v.size() - 1));
-}
-
 // "12.34%" for one seed, "12.34 ± 0.56%" for several.
 std::string percent(const std::vector<double>& v) {
     if (v.size() == 1) return num(100 * v[0], 2) + "%";

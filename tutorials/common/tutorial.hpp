@@ -88,6 +88,12 @@ private:
 
 /// A number with `precision` decimals; values that round to zero print as 0 (never "-0.00000").
 std::string num(double v, int precision = 5);
+/// Over the seeds of an experiment: their mean, their sample standard deviation (n - 1: the seeds
+/// are a sample of the runs one could make; 0 for a single seed), and "mean ± std" with
+/// `precision` decimals (just the value for a single seed).
+double mean_of(const std::vector<double>& values);
+double std_of(const std::vector<double>& values);
+std::string mean_pm_std(const std::vector<double>& values, int precision);
 /// Scientific notation with `digits` significant decimals, e.g. "2.2e-16".
 std::string sci(double v, int digits = 1);
 /// An error printed as the bound it stays under, "< 1e-6", for numbers whose digits are noise:
