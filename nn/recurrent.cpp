@@ -126,18 +126,24 @@ std::vector<State> run_layers(std::vector<Tensor>& xs, std::vector<State> states
 
 }  // namespace
 
-// ---- LSTMCell / GRUCell -------------------------------------------------------------------------
+// ---- LSTMCell / GRUCell ------------------------------------------------------------------------
 
-LSTMCell::LSTMCell(std::int64_t in_, std::int64_t hidden_, bool bias)
-    : input_size(positive_size(in_, "LSTMCell", "input_size")), hidden_size(positive_size(hidden_, "LSTMCell", "hidden_size")) {
+RNNCellBase::RNNCellBase(const char* module, std::size_t gates, std::int64_t in_, std::int64_t hidden_, bool bias)
+    : input_size(positive_size(in_, module, "input_size")), hidden_size(positive_size(hidden_, module, "hidden_size")) {
     const std::size_t in = input_size, hidden = hidden_size;
-    register_parameter("weight_ih", weight_ih, recurrent_param({4 * hidden, in}, hidden));
-    register_parameter("weight_hh", weight_hh, recurrent_param({4 * hidden, hidden}, hidden));
+    register_parameter("weight_ih", weight_ih, recurrent_param({gates * hidden, in}, hidden));
+    register_parameter("weight_hh", weight_hh, recurrent_param({gates * hidden, hidden}, hidden));
     if (bias) {
-        register_parameter("bias_ih", bias_ih, recurrent_param({4 * hidden}, hidden));
-        register_parameter("bias_hh", bias_hh, recurrent_param({4 * hidden}, hidden));
+        register_parameter("bias_ih", bias_ih, recurrent_param({gates * hidden}, hidden));
+        register_parameter("bias_hh", bias_hh, recurrent_param({gates * hidden}, hidden));
     }
 }
+
+std::string RNNCellBase::extra_repr() const {
+    return fmt::format("{}, {}{}", input_size, hidden_size, bias_ih.defined() ? "" : ", bias=False");
+}
+
+LSTMCell::LSTMCell(std::int64_t in, std::int64_t hidden, bool bias) : RNNCellBase("LSTMCell", 4, in, hidden, bias) {}
 
 LSTMState LSTMCell::forward(const Tensor& input, const std::optional<LSTMState>& state) {
     const LSTMState s = state ? *state : LSTMState{zero_state(input, hidden_size), zero_state(input, hidden_size)};
@@ -147,20 +153,7 @@ LSTMState LSTMCell::forward(const Tensor& input, const std::optional<LSTMState>&
     });
 }
 
-std::string LSTMCell::extra_repr() const {
-    return fmt::format("{}, {}{}", input_size, hidden_size, bias_ih.defined() ? "" : ", bias=False");
-}
-
-GRUCell::GRUCell(std::int64_t in_, std::int64_t hidden_, bool bias)
-    : input_size(positive_size(in_, "GRUCell", "input_size")), hidden_size(positive_size(hidden_, "GRUCell", "hidden_size")) {
-    const std::size_t in = input_size, hidden = hidden_size;
-    register_parameter("weight_ih", weight_ih, recurrent_param({3 * hidden, in}, hidden));
-    register_parameter("weight_hh", weight_hh, recurrent_param({3 * hidden, hidden}, hidden));
-    if (bias) {
-        register_parameter("bias_ih", bias_ih, recurrent_param({3 * hidden}, hidden));
-        register_parameter("bias_hh", bias_hh, recurrent_param({3 * hidden}, hidden));
-    }
-}
+GRUCell::GRUCell(std::int64_t in, std::int64_t hidden, bool bias) : RNNCellBase("GRUCell", 3, in, hidden, bias) {}
 
 Tensor GRUCell::forward(const Tensor& input, const std::optional<Tensor>& hx) {
     const Tensor h = hx ? *hx : zero_state(input, hidden_size);
@@ -169,18 +162,27 @@ Tensor GRUCell::forward(const Tensor& input, const std::optional<Tensor>& hx) {
     return functional::gru_cell(input, h, weight_ih, weight_hh, bias_ih, bias_hh);
 }
 
-std::string GRUCell::extra_repr() const {
-    return fmt::format("{}, {}{}", input_size, hidden_size, bias_ih.defined() ? "" : ", bias=False");
-}
-
 // ---- LSTM / GRU ---------------------------------------------------------------------------------
 
-LSTM::LSTM(std::int64_t in, std::int64_t hidden, std::int64_t layers, bool bias_, bool batch_first_, double p)
-    : input_size(positive_size(in, "LSTM", "input_size")), hidden_size(positive_size(hidden, "LSTM", "hidden_size")),
-      num_layers(positive_size(layers, "LSTM", "num_layers")), bias(bias_), batch_first(batch_first_), dropout(p) {
-    check_dropout("LSTM", p);
-    register_layers(*this, all_weights, 4, input_size, hidden_size, num_layers, bias);
+RNNBase::RNNBase(const char* module, std::size_t gates, std::int64_t in, std::int64_t hidden, std::int64_t layers,
+                 bool bias_, bool batch_first_, double p)
+    : input_size(positive_size(in, module, "input_size")), hidden_size(positive_size(hidden, module, "hidden_size")),
+      num_layers(positive_size(layers, module, "num_layers")), bias(bias_), batch_first(batch_first_), dropout(p) {
+    check_dropout(module, p);
+    register_layers(*this, all_weights, gates, input_size, hidden_size, num_layers, bias);
 }
+
+std::string RNNBase::extra_repr() const {
+    std::string s = fmt::format("{}, {}", input_size, hidden_size);
+    if (num_layers != 1) s += fmt::format(", num_layers={}", num_layers);
+    if (!bias) s += ", bias=False";
+    if (batch_first) s += ", batch_first=True";
+    if (dropout != 0.0) s += fmt::format(", dropout={}", dropout);
+    return s;
+}
+
+LSTM::LSTM(std::int64_t in, std::int64_t hidden, std::int64_t layers, bool bias, bool batch_first, double p)
+    : RNNBase("LSTM", 4, in, hidden, layers, bias, batch_first, p) {}
 
 LSTMOutput LSTM::forward(const Tensor& input, const std::optional<LSTMState>& state) {
     const Sequence q = check_sequence("LSTM", input, input_size, batch_first);
@@ -213,21 +215,8 @@ LSTMOutput LSTM::forward(const Tensor& input, const std::optional<LSTMState>& st
     return {stack(xs, q.time_axis), {stack(h_n, 0), stack(c_n, 0)}};
 }
 
-std::string LSTM::extra_repr() const {
-    std::string s = fmt::format("{}, {}", input_size, hidden_size);
-    if (num_layers != 1) s += fmt::format(", num_layers={}", num_layers);
-    if (!bias) s += ", bias=False";
-    if (batch_first) s += ", batch_first=True";
-    if (dropout != 0.0) s += fmt::format(", dropout={}", dropout);
-    return s;
-}
-
-GRU::GRU(std::int64_t in, std::int64_t hidden, std::int64_t layers, bool bias_, bool batch_first_, double p)
-    : input_size(positive_size(in, "GRU", "input_size")), hidden_size(positive_size(hidden, "GRU", "hidden_size")),
-      num_layers(positive_size(layers, "GRU", "num_layers")), bias(bias_), batch_first(batch_first_), dropout(p) {
-    check_dropout("GRU", p);
-    register_layers(*this, all_weights, 3, input_size, hidden_size, num_layers, bias);
-}
+GRU::GRU(std::int64_t in, std::int64_t hidden, std::int64_t layers, bool bias, bool batch_first, double p)
+    : RNNBase("GRU", 3, in, hidden, layers, bias, batch_first, p) {}
 
 GRUOutput GRU::forward(const Tensor& input, const std::optional<Tensor>& h_0) {
     const Sequence q = check_sequence("GRU", input, input_size, batch_first);
@@ -248,15 +237,6 @@ GRUOutput GRU::forward(const Tensor& input, const std::optional<Tensor>& h_0) {
         },
         [](const Tensor& h) { return h; });
     return {stack(xs, q.time_axis), stack(last, 0)};
-}
-
-std::string GRU::extra_repr() const {
-    std::string s = fmt::format("{}, {}", input_size, hidden_size);
-    if (num_layers != 1) s += fmt::format(", num_layers={}", num_layers);
-    if (!bias) s += ", bias=False";
-    if (batch_first) s += ", batch_first=True";
-    if (dropout != 0.0) s += fmt::format(", dropout={}", dropout);
-    return s;
 }
 
 // ---- LayerNormLSTMCell --------------------------------------------------------------------------

@@ -60,54 +60,50 @@ Tensor gru_cell_composed(const Tensor& input, const Tensor& hx, const Tensor& w_
 
 }  // namespace functional
 
+/// What LSTMCell and GRUCell share, as torch.nn.RNNCellBase: the sizes and the four parameters,
+/// each of `gates` blocks of hidden_size rows, every one ~ U(-1/sqrt(H), 1/sqrt(H)).
+class RNNCellBase : public Module {
+public:
+    std::string extra_repr() const override;
+
+    ///@{
+    /// Sizes of the input and of the hidden (and cell) state.
+    std::size_t input_size, hidden_size;
+    ///@}
+    ///@{
+    /// Input-to-hidden and hidden-to-hidden weights.
+    Parameter weight_ih, weight_hh;
+    ///@}
+    ///@{
+    /// Their biases (undefined with bias = false).
+    Parameter bias_ih, bias_hh;
+    ///@}
+
+protected:
+    /// Throws xg::Error naming `module` when a size is 0.
+    RNNCellBase(const char* module, std::size_t gates, std::int64_t input_size, std::int64_t hidden_size, bool bias);
+};
+
 /// One LSTM step as torch.nn.LSTMCell: weight_ih (4H, I), weight_hh (4H, H), bias_ih (4H),
-/// bias_hh (4H), gates in the order i, f, g, o; every parameter ~ U(-1/sqrt(H), 1/sqrt(H)).
-class LSTMCell : public Module {
+/// bias_hh (4H), gates in the order i, f, g, o.
+class LSTMCell : public RNNCellBase {
 public:
     /// Throws xg::Error when a size is 0.
     LSTMCell(std::int64_t input_size, std::int64_t hidden_size, bool bias = true);
     /// input (B, input_size) or unbatched (input_size); state (B, hidden_size) each (zeros when
     /// absent). Returns (h', c'). Other shapes throw naming them.
     LSTMState forward(const Tensor& input, const std::optional<LSTMState>& state = std::nullopt);
-    std::string extra_repr() const override;
-
-    ///@{
-    /// Sizes of the input and of the hidden and cell states.
-    std::size_t input_size, hidden_size;
-    ///@}
-    ///@{
-    /// Input-to-hidden and hidden-to-hidden weights.
-    Parameter weight_ih, weight_hh;
-    ///@}
-    ///@{
-    /// Their biases (undefined with bias = false).
-    Parameter bias_ih, bias_hh;
-    ///@}
 };
 
 /// One GRU step as torch.nn.GRUCell: weight_ih (3H, I), weight_hh (3H, H), bias_ih (3H),
-/// bias_hh (3H), gates in the order r, z, n; every parameter ~ U(-1/sqrt(H), 1/sqrt(H)).
-class GRUCell : public Module {
+/// bias_hh (3H), gates in the order r, z, n.
+class GRUCell : public RNNCellBase {
 public:
     /// Throws xg::Error when a size is 0.
     GRUCell(std::int64_t input_size, std::int64_t hidden_size, bool bias = true);
     /// input (B, input_size) or unbatched (input_size); hx (B, hidden_size), zeros when absent.
     /// Returns h'. Other shapes throw naming them.
     Tensor forward(const Tensor& input, const std::optional<Tensor>& hx = std::nullopt);
-    std::string extra_repr() const override;
-
-    ///@{
-    /// Sizes of the input and of the hidden state.
-    std::size_t input_size, hidden_size;
-    ///@}
-    ///@{
-    /// Input-to-hidden and hidden-to-hidden weights.
-    Parameter weight_ih, weight_hh;
-    ///@}
-    ///@{
-    /// Their biases (undefined with bias = false).
-    Parameter bias_ih, bias_hh;
-    ///@}
 };
 
 /// One layer's parameters of LSTM or GRU (PyTorch's all_weights entry): registered as
@@ -131,9 +127,35 @@ struct GRUOutput {
     Tensor h_n;     ///< (num_layers, B, H); (num_layers, H) unbatched
 };
 
+/// What LSTM and GRU share, as torch.nn.RNNBase: sizes, flags and each layer's weights, of
+/// `gates` blocks of hidden_size rows (4 for LSTM, 3 for GRU).
+class RNNBase : public Module {
+public:
+    std::string extra_repr() const override;
+
+    ///@{
+    /// Sizes of the input and of each layer's state, and the number of stacked layers.
+    std::size_t input_size, hidden_size, num_layers;
+    ///@}
+    ///@{
+    /// Whether the biases exist; whether input and output put the batch axis first.
+    bool bias, batch_first;
+    ///@}
+    /// Dropout probability between layers (training only).
+    double dropout;
+    /// Parameters per layer, bound to the registered tensors by the constructor (which sizes the
+    /// vector once: resizing it would leave replace_parameter without its members).
+    std::vector<RNNLayerWeights> all_weights;
+
+protected:
+    /// Throws xg::Error naming `module` when a size or num_layers is 0, or dropout is outside [0, 1).
+    RNNBase(const char* module, std::size_t gates, std::int64_t input_size, std::int64_t hidden_size,
+            std::int64_t num_layers, bool bias, bool batch_first, double dropout);
+};
+
 /// A multi-layer LSTM over a sequence, as torch.nn.LSTM (unidirectional, no projection): layer k
 /// reads layer k-1's outputs; dropout (training only) on every layer's output but the last.
-class LSTM : public Module {
+class LSTM : public RNNBase {
 public:
     /// Throws xg::Error when a size or num_layers is 0, or dropout is outside [0, 1).
     LSTM(std::int64_t input_size, std::int64_t hidden_size, std::int64_t num_layers = 1, bool bias = true,
@@ -141,46 +163,16 @@ public:
     /// input (T, B, input_size), (B, T, input_size) with batch_first, or unbatched (T,
     /// input_size); state (num_layers, B, H) each, zeros when absent. Other shapes throw.
     LSTMOutput forward(const Tensor& input, const std::optional<LSTMState>& state = std::nullopt);
-    std::string extra_repr() const override;
-
-    ///@{
-    /// Sizes of the input and of each layer's state, and the number of stacked layers.
-    std::size_t input_size, hidden_size, num_layers;
-    ///@}
-    ///@{
-    /// Whether the biases exist; whether input and output put the batch axis first.
-    bool bias, batch_first;
-    ///@}
-    /// Dropout probability between layers (training only).
-    double dropout;
-    /// Parameters per layer, bound to the registered tensors by the constructor (which sizes the
-    /// vector once: resizing it would leave replace_parameter without its members).
-    std::vector<RNNLayerWeights> all_weights;
 };
 
 /// A multi-layer GRU over a sequence, as torch.nn.GRU (unidirectional).
-class GRU : public Module {
+class GRU : public RNNBase {
 public:
     /// Throws xg::Error when a size or num_layers is 0, or dropout is outside [0, 1).
     GRU(std::int64_t input_size, std::int64_t hidden_size, std::int64_t num_layers = 1, bool bias = true,
         bool batch_first = false, double dropout = 0.0);
     /// input as LSTM::forward; h_0 (num_layers, B, H), zeros when absent.
     GRUOutput forward(const Tensor& input, const std::optional<Tensor>& h_0 = std::nullopt);
-    std::string extra_repr() const override;
-
-    ///@{
-    /// Sizes of the input and of each layer's state, and the number of stacked layers.
-    std::size_t input_size, hidden_size, num_layers;
-    ///@}
-    ///@{
-    /// Whether the biases exist; whether input and output put the batch axis first.
-    bool bias, batch_first;
-    ///@}
-    /// Dropout probability between layers (training only).
-    double dropout;
-    /// Parameters per layer, bound to the registered tensors by the constructor (which sizes the
-    /// vector once: resizing it would leave replace_parameter without its members).
-    std::vector<RNNLayerWeights> all_weights;
 };
 
 /// Layer-normalised LSTM cell (Ba, Kiros & Hinton 2016, section 3.1 / eq. 20-22):

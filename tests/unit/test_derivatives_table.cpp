@@ -58,13 +58,18 @@ std::set<std::string> declared_ops(const fs::path& header) {
     return names;
 }
 
+// The modules a user can build. A shared base, named as PyTorch names them (RNNBase, RNNCellBase),
+// has only a protected constructor and no forward of its own: the classes built on it have rows.
 std::set<std::string> module_classes(const fs::path& header) {
-    static const std::regex class_re(R"(^class (\w+) : public Module\b)");
+    static const std::regex class_re(R"(^class (\w+) : public (Module|\w+Base)\b)");
+    const auto is_base = [](const std::string& name) {
+        return name.size() > 4 && name.compare(name.size() - 4, 4, "Base") == 0;
+    };
     std::set<std::string> names;
     std::istringstream lines(read_text(header));
     for (std::string line; std::getline(lines, line);) {
         std::smatch m;
-        if (std::regex_search(line, m, class_re)) names.insert(m[1]);
+        if (std::regex_search(line, m, class_re) && !is_base(m[1])) names.insert(m[1]);
     }
     return names;
 }

@@ -525,22 +525,22 @@ void check_training_guide(const std::string& program) {
 #endif
 }
 
-#define XGRAD_TRAINING_GUIDE_TEST(program)                                                                  \
+#define XGRAD_GUIDE_DRIFT_TEST(program)                                                                  \
     static const bool drift_test_registered_##program = register_drift_test(#program);                     \
     TEST_CASE("Tutorial guide of " #program " shows what a quick run prints now", "[tutorials][guides]") { \
         check_training_guide(#program);                                                                     \
     }
 
-XGRAD_TRAINING_GUIDE_TEST(09_small_batch_fashion_mnist)
-XGRAD_TRAINING_GUIDE_TEST(10_pre_vs_post_ln_gradients)
-XGRAD_TRAINING_GUIDE_TEST(11_char_gpt)
-XGRAD_TRAINING_GUIDE_TEST(12_implicit_learning_rate)
-XGRAD_TRAINING_GUIDE_TEST(13_ln_lstm)
-XGRAD_TRAINING_GUIDE_TEST(14_cnn_norms)
+XGRAD_GUIDE_DRIFT_TEST(09_small_batch_fashion_mnist)
+XGRAD_GUIDE_DRIFT_TEST(10_pre_vs_post_ln_gradients)
+XGRAD_GUIDE_DRIFT_TEST(11_char_gpt)
+XGRAD_GUIDE_DRIFT_TEST(12_implicit_learning_rate)
+XGRAD_GUIDE_DRIFT_TEST(13_ln_lstm)
+XGRAD_GUIDE_DRIFT_TEST(14_cnn_norms)
 
 TEST_CASE("Every tutorial from 09 on has its own guide-drift test", "[tutorials][guides]") {
     for (auto it = kPrograms.begin() + 8; it != kPrograms.end(); ++it) {
-        INFO("add XGRAD_TRAINING_GUIDE_TEST(" << it->first << ") next to the others");
+        INFO("add XGRAD_GUIDE_DRIFT_TEST(" << it->first << ") next to the others");
         CHECK(programs_with_drift_test().count(it->first) == 1);
     }
 }
