@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "core/linear_map.hpp"
 #include "nn/functional.hpp"
 
 namespace xg::nn::functional {
@@ -47,7 +48,18 @@ Tensor embedding(const Indices& index_arg, const Tensor& weight, std::optional<s
             for (std::size_t j = 0; j < dim; ++j) dst[j] += src[j];
         }
         return {std::move(g)};
-    }, {{"indices", is}});
+    }, {{"indices", is}}, [indices, rows, dim, padding, out_shape](const GraphGradContext& c) -> std::vector<Tensor> {
+        // create_graph: the same scatter-add as a graph node (its backward reads the rows again)
+        auto m = std::make_shared<FlatGather>(FlatGather{"embedding", {rows, dim}, out_shape, {}});
+        m->offsets.reserve(indices.size() * dim);
+        for (std::size_t i = 0; i < indices.size(); ++i) {
+            const std::int64_t ix = indices.data()[i];
+            for (std::size_t j = 0; j < dim; ++j) {
+                m->offsets.push_back(ix == padding ? FlatGather::kNoSource : static_cast<std::size_t>(ix) * dim + j);
+            }
+        }
+        return {scatter_in_graph(c.grad, std::move(m))};
+    });
 }
 
 }  // namespace xg::nn::functional
