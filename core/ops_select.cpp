@@ -183,7 +183,9 @@ Tensor index_select(const Tensor& a, int axis, const Indices& index_arg) {
         }
     }
     // d out[.., k, ..] / d a[.., index[k], ..] = 1: add each selected slice's gradient back (repeats accumulate)
-    return record("index_select", std::move(out), {a}, [in, view, rows](const GradContext& c) -> Grads {
+    auto picked = std::make_shared<const std::vector<std::size_t>>(std::move(rows));  // shared by both backwards
+    return record("index_select", std::move(out), {a}, [in, view, picked](const GradContext& c) -> Grads {
+        const std::vector<std::size_t>& rows = *picked;
         Array g = xt::zeros<double>(in);
         for (std::size_t o = 0; o < view.outer; ++o) {
             for (std::size_t k = 0; k < rows.size(); ++k) {
@@ -193,7 +195,8 @@ Tensor index_select(const Tensor& a, int axis, const Indices& index_arg) {
             }
         }
         return {std::move(g)};
-    }, {{"index", is}}, [in, view, rows, out_shape](const GraphGradContext& c) -> std::vector<Tensor> {
+    }, {{"index", is}}, [in, view, picked, out_shape](const GraphGradContext& c) -> std::vector<Tensor> {
+        const std::vector<std::size_t>& rows = *picked;
         auto m = std::make_shared<FlatGather>(FlatGather{"index_select", in, out_shape, {}});
         m->offsets.reserve(view.outer * rows.size() * view.inner);
         for (std::size_t o = 0; o < view.outer; ++o) {
