@@ -17,10 +17,12 @@ namespace xg {
 /// out[i] = in[offsets[i]] (0 where offsets[i] is kNoSource), in of shape `in_shape`, out of shape
 /// `out_shape`; its adjoint scatter-adds out's entries back to the offsets they read.
 struct FlatGather {
+    /// An offset that reads nothing: that output entry is 0 (a padding row, say).
     static constexpr std::size_t kNoSource = std::numeric_limits<std::size_t>::max();
-    std::string op;  ///< the forward op's name; its adjoint node is op + "_backward"
-    Shape in_shape, out_shape;
-    std::vector<std::size_t> offsets;
+    std::string op;                    ///< the forward op's name; its adjoint node is op + "_backward"
+    Shape in_shape;                    ///< the shape read from
+    Shape out_shape;                   ///< the shape written
+    std::vector<std::size_t> offsets;  ///< per output entry, the flat input offset it reads
 };
 
 /// The adjoint of `map` applied to the gradient `g` as a graph node (it scatter-adds g; its own

@@ -166,11 +166,11 @@ TEST_CASE("gradgradcheck of embedding, dropout and attention", "[gradgradcheck][
         return square(F::dropout(a[0], 0.5, true, gen));
     }, {randn_leaf({3, 4}, 302)}, "dropout with a fixed seed inside f");
     xg::manual_seed(11);
-    auto attention = std::make_shared<xg::nn::MultiheadAttention>(4, 2);
-    check_second_order([attention](const Inputs& a) { return attention->forward(a[0], a[0], a[0], true); },
+    xg::nn::MultiheadAttention attention = xg::nn::MultiheadAttention(4, 2);
+    check_second_order([&attention](const Inputs& a) { return attention.forward(a[0], a[0], a[0], true); },
                        {randn_leaf({1, 3, 4}, 303)}, "MultiheadAttention self causal");
     const auto padded = xg::nn::MultiheadAttentionForwardOptions().key_padding_mask(xg::Mask{{false, false, true}});
-    check_second_order([attention, padded](const Inputs& a) { return attention->forward(a[0], a[1], a[1], padded); },
+    check_second_order([&attention, padded](const Inputs& a) { return attention.forward(a[0], a[1], a[1], padded); },
                        {randn_leaf({1, 2, 4}, 304), randn_leaf({1, 3, 4}, 305)}, "MultiheadAttention cross with key padding");
 }
 
@@ -192,17 +192,17 @@ TEST_CASE("gradgradcheck of the composed twins of convolution, pooling and the G
 
 TEST_CASE("gradgradcheck of the recurrent modules over two steps and a Sequential", "[gradgradcheck][nn]") {
     xg::manual_seed(13);
-    auto lstm = std::make_shared<xg::nn::LSTM>(2, 2, 2);
-    check_second_order([lstm](const Inputs& a) { return lstm->forward(a[0]).output; }, {randn_leaf({2, 1, 2}, 331)},
+    xg::nn::LSTM lstm = xg::nn::LSTM(2, 2, 2);
+    check_second_order([&lstm](const Inputs& a) { return lstm.forward(a[0]).output; }, {randn_leaf({2, 1, 2}, 331)},
                        "LSTM 2 layers 2 steps");
-    auto cell = std::make_shared<xg::nn::LSTMCell>(2, 2);
-    check_second_order([cell](const Inputs& a) { return cell->forward(a[0]).c; }, {randn_leaf({1, 2}, 335)}, "LSTMCell B=1");
-    auto gru = std::make_shared<xg::nn::GRU>(2, 2);
-    check_second_order([gru](const Inputs& a) { return gru->forward(a[0]).output; }, {randn_leaf({2, 1, 2}, 332)}, "GRU 2 steps");
-    auto ln_lstm = std::make_shared<xg::nn::LayerNormLSTMCell>(2, 3);
-    check_second_order([ln_lstm](const Inputs& a) { return ln_lstm->forward(a[0]).h; }, {randn_leaf({2, 2}, 333)},
+    xg::nn::LSTMCell cell = xg::nn::LSTMCell(2, 2);
+    check_second_order([&cell](const Inputs& a) { return cell.forward(a[0]).c; }, {randn_leaf({1, 2}, 335)}, "LSTMCell B=1");
+    xg::nn::GRU gru = xg::nn::GRU(2, 2);
+    check_second_order([&gru](const Inputs& a) { return gru.forward(a[0]).output; }, {randn_leaf({2, 1, 2}, 332)}, "GRU 2 steps");
+    xg::nn::LayerNormLSTMCell ln_lstm = xg::nn::LayerNormLSTMCell(2, 3);
+    check_second_order([&ln_lstm](const Inputs& a) { return ln_lstm.forward(a[0]).h; }, {randn_leaf({2, 2}, 333)},
                        "LayerNormLSTMCell");
-    auto mlp = std::make_shared<xg::nn::Sequential>(std::initializer_list<std::shared_ptr<xg::nn::Module>>{
-        std::make_shared<xg::nn::Linear>(3, 4), std::make_shared<xg::nn::Tanh>(), std::make_shared<xg::nn::Linear>(4, 2)});
-    check_second_order([mlp](const Inputs& a) { return mlp->forward(a[0]); }, {randn_leaf({2, 3}, 334)}, "Sequential MLP");
+    xg::nn::Sequential mlp = xg::nn::Sequential({std::make_shared<xg::nn::Linear>(3, 4), std::make_shared<xg::nn::Tanh>(),
+                                                 std::make_shared<xg::nn::Linear>(4, 2)});
+    check_second_order([&mlp](const Inputs& a) { return mlp.forward(a[0]); }, {randn_leaf({2, 3}, 334)}, "Sequential MLP");
 }
