@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -67,6 +68,20 @@ Array expand_grad(const Array& g, const Reduction& r, double scale) {
 Array reshaped(Array a, const Shape& shape) {
     a.reshape(shape);
     return a;
+}
+
+bool is_max_of(double x, double m) { return x == m || (std::isnan(x) && std::isnan(m)); }
+bool is_min_of(double x, double m) { return std::isnan(m) ? std::isnan(x) : x == m; }
+
+// 1/k at the k elements of each reduced slice that equal its extreme `kept`, 0 elsewhere.
+template <class IsExtreme>
+Array tie_weights(const Array& x, const Array& kept, const Reduction& r, IsExtreme is_extreme) {
+    const double *px = x.data(), *pm = kept.data();
+    Array ties = xt::zeros<double>(r.kept);
+    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { ties.data()[io] += is_extreme(px[i], pm[io]) ? 1.0 : 0.0; });
+    Array w = Array::from_shape(r.in);
+    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { w.data()[i] = is_extreme(px[i], pm[io]) ? 1.0 / ties.data()[io] : 0.0; });
+    return w;
 }
 
 }  // namespace
@@ -147,10 +162,10 @@ Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
     for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
         if (!(po[io] >= pa[i]) && !std::isnan(po[io])) po[io] = pa[i];
     });
-    Array kept_max = out;
+    auto kept_max = std::make_shared<const Array>(out);  // shared by both backwards
     // d max/dx_i = 1/k for the k elements equal to the maximum (NaNs when it is NaN), 0 elsewhere
-    return record("max", reshaped(std::move(out), r.out), {a}, [r, kept_max = std::move(kept_max)](const GradContext& c) -> Grads {
-        const double *px = c.input(0).data(), *pm = kept_max.data(), *pg = c.grad.data();
+    return record("max", reshaped(std::move(out), r.out), {a}, [r, kept_max](const GradContext& c) -> Grads {
+        const double *px = c.input(0).data(), *pm = kept_max->data(), *pg = c.grad.data();
         const auto is_max = [](double x, double m) { return x == m || (std::isnan(x) && std::isnan(m)); };
         Array ties = xt::zeros<double>(r.kept);
         double* pt = ties.data();
@@ -159,7 +174,11 @@ Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
         double* pr = g.data();
         for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = is_max(px[i], pm[io]) ? pg[io] / pt[io] : 0.0; });
         return {std::move(g)};
-    }, {{"max", r.kept}});
+    }, {{"max", r.kept}}, [r, kept_max](const GraphGradContext& c) -> std::vector<Tensor> {
+        // create_graph: g spread over the kept axes times the constant 1/k weights at the k ties
+        return {expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in) *
+                Tensor(tie_weights(c.input(0).value(), *kept_max, r, is_max_of))};
+    });
 }
 
 Tensor min(const Tensor& a) { return min(a, {}, false); }
@@ -175,10 +194,10 @@ Tensor min(const Tensor& a, const Axes& axes, bool keepdim) {
     for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
         if (std::isnan(pa[i]) || pa[i] < po[io]) po[io] = std::isnan(po[io]) ? po[io] : pa[i];
     });
-    Array kept_min = out;
+    auto kept_min = std::make_shared<const Array>(out);  // shared by both backwards
     // d min/dx_i = 1/k for the k elements equal to the minimum (the k NaNs if it is NaN), 0 elsewhere
-    return record("min", reshaped(std::move(out), r.out), {a}, [r, kept_min = std::move(kept_min)](const GradContext& c) -> Grads {
-        const double *px = c.input(0).data(), *pm = kept_min.data(), *pg = c.grad.data();
+    return record("min", reshaped(std::move(out), r.out), {a}, [r, kept_min](const GradContext& c) -> Grads {
+        const double *px = c.input(0).data(), *pm = kept_min->data(), *pg = c.grad.data();
         const auto is_min = [](double x, double m) { return std::isnan(m) ? std::isnan(x) : x == m; };
         Array ties = xt::zeros<double>(r.kept);
         double* pt = ties.data();
@@ -187,7 +206,11 @@ Tensor min(const Tensor& a, const Axes& axes, bool keepdim) {
         double* pr = g.data();
         for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = is_min(px[i], pm[io]) ? pg[io] / pt[io] : 0.0; });
         return {std::move(g)};
-    }, {{"min", r.kept}});
+    }, {{"min", r.kept}}, [r, kept_min](const GraphGradContext& c) -> std::vector<Tensor> {
+        // create_graph: g spread over the kept axes times the constant 1/k weights at the k ties
+        return {expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in) *
+                Tensor(tie_weights(c.input(0).value(), *kept_min, r, is_min_of))};
+    });
 }
 
 }  // namespace xg

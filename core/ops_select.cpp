@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/linear_map.hpp"
 #include "core/ops.hpp"
 #include "core/strided.hpp"
 
@@ -126,8 +127,10 @@ Tensor where(const Mask& cond, const Tensor& a, const Tensor& b) {
     for_each_index2(out_shape, broadcast_strides(sa, out_shape), broadcast_strides(sb, out_shape),
                     [&](std::size_t i, std::size_t ia, std::size_t ib) { out.data()[i] = take_a[i] ? pa[ia] : pb[ib]; });
     // d where/da = 1 where cond, d where/db = 1 where !cond; each summed over its broadcast axes
-    return record("where", std::move(out), {a, b}, [take_a = std::move(take_a)](const GradContext& c) -> Grads {
+    auto taken = std::make_shared<const std::vector<char>>(std::move(take_a));  // shared by both backwards
+    return record("where", std::move(out), {a, b}, [taken](const GradContext& c) -> Grads {
         Grads g(2);
+        const std::vector<char>& take_a = *taken;
         for (std::size_t k = 0; k < 2; ++k) {
             if (!c.needs_grad(k)) continue;
             const bool want = k == 0;
@@ -136,7 +139,17 @@ Tensor where(const Mask& cond, const Tensor& a, const Tensor& b) {
             g[k] = sum_to(std::move(part), c.input_shape(k));
         }
         return g;
-    }, {{"cond", sc}});
+    }, {{"cond", sc}}, [taken](const GraphGradContext& c) -> std::vector<Tensor> {
+        // create_graph: the same selection as a product with constant 0/1 masks, then sum_to
+        std::vector<Tensor> g(2);
+        for (std::size_t k = 0; k < 2; ++k) {
+            if (!c.needs_grad(k)) continue;
+            Array keep = Array::from_shape(c.grad.shape());
+            for (std::size_t i = 0; i < keep.size(); ++i) keep.data()[i] = ((*taken)[i] != 0) == (k == 0) ? 1.0 : 0.0;
+            g[k] = sum_to(mul(c.grad, Tensor(std::move(keep))), c.input_shape(k));
+        }
+        return g;
+    });
 }
 
 // ---- index_select ---------------------------------------------------------------------------
@@ -170,7 +183,9 @@ Tensor index_select(const Tensor& a, int axis, const Indices& index_arg) {
         }
     }
     // d out[.., k, ..] / d a[.., index[k], ..] = 1: add each selected slice's gradient back (repeats accumulate)
-    return record("index_select", std::move(out), {a}, [in, view, rows](const GradContext& c) -> Grads {
+    auto picked = std::make_shared<const std::vector<std::size_t>>(std::move(rows));  // shared by both backwards
+    return record("index_select", std::move(out), {a}, [in, view, picked](const GradContext& c) -> Grads {
+        const std::vector<std::size_t>& rows = *picked;
         Array g = xt::zeros<double>(in);
         for (std::size_t o = 0; o < view.outer; ++o) {
             for (std::size_t k = 0; k < rows.size(); ++k) {
@@ -180,7 +195,17 @@ Tensor index_select(const Tensor& a, int axis, const Indices& index_arg) {
             }
         }
         return {std::move(g)};
-    }, {{"index", is}});
+    }, {{"index", is}}, [in, view, picked, out_shape](const GraphGradContext& c) -> std::vector<Tensor> {
+        const std::vector<std::size_t>& rows = *picked;
+        auto m = std::make_shared<FlatGather>(FlatGather{"index_select", in, out_shape, {}});
+        m->offsets.reserve(view.outer * rows.size() * view.inner);
+        for (std::size_t o = 0; o < view.outer; ++o) {
+            for (std::size_t row : rows) {
+                for (std::size_t i = 0; i < view.inner; ++i) m->offsets.push_back((o * view.len + row) * view.inner + i);
+            }
+        }
+        return {scatter_in_graph(c.grad, std::move(m))};
+    });
 }
 
 // ---- argmax / argmin --------------------------------------------------------------------------

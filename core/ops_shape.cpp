@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/linear_map.hpp"
 #include "core/ops.hpp"
 #include "core/strided.hpp"
 
@@ -42,6 +43,15 @@ struct AxisSlice {
         }
     }
 };
+
+// The positions a slice reads, for its create_graph backward (built only then).
+std::shared_ptr<const FlatGather> slice_map(const AxisSlice& sl, const Shape& in, const Shape& out) {
+    auto m = std::make_shared<FlatGather>(FlatGather{"slice", in, out, std::vector<std::size_t>(sl.outer * sl.count * sl.inner)});
+    sl.for_each_block([&](std::size_t from, std::size_t to) {
+        for (std::size_t k = 0; k < sl.inner; ++k) m->offsets[to + k] = from + k;
+    });
+    return m;
+}
 
 // a's elements in the axis order `perm` (out axis i is a's axis perm[i]), copied by a plain
 // strided loop: constructing an Array from xt::transpose's view took ~10 % of a Pre-LN
@@ -180,6 +190,8 @@ Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t end, st
             for (std::size_t k = 0; k < sl.inner; ++k) g[from + k] += part[k];
         });
         return {std::nullopt};
+    }, {}, [sl, in, out_shape](const GraphGradContext& c) -> std::vector<Tensor> {
+        return {scatter_in_graph(c.grad, slice_map(sl, in, out_shape))};
     });
 }
 
@@ -241,6 +253,14 @@ Tensor cat(const std::vector<Tensor>& tensors, int axis) {
             g[k] = std::move(gk);
         }
         return g;
+    }, {}, [ax, offsets, shapes](const GraphGradContext& c) -> std::vector<Tensor> {
+        std::vector<Tensor> g(shapes.size());
+        for (std::size_t k = 0; k < shapes.size(); ++k) {
+            if (!c.needs_grad(k)) continue;
+            const auto first = static_cast<std::int64_t>(offsets[k]);
+            g[k] = slice(c.grad, static_cast<int>(ax), first, first + static_cast<std::int64_t>(shapes[k][ax]), 1);
+        }
+        return g;
     });
 }
 
@@ -286,11 +306,12 @@ Tensor gather(const Tensor& a, int axis, const Indices& index_arg) {
     const double* pa = a.value().data();
     for (std::size_t i = 0; i < offsets.size(); ++i) out.data()[i] = pa[offsets[i]];
     // d gather/dx: scatter-add the gradient back to the positions read (repeats accumulate)
-    return record("gather", std::move(out), {a}, [in, offsets = std::move(offsets)](const GradContext& c) -> Grads {
-        Array g = xt::zeros<double>(in);
-        for (std::size_t i = 0; i < offsets.size(); ++i) g.data()[offsets[i]] += c.grad.data()[i];
+    auto map = std::make_shared<const FlatGather>(FlatGather{"gather", in, is, std::move(offsets)});
+    return record("gather", std::move(out), {a}, [map](const GradContext& c) -> Grads {
+        Array g = xt::zeros<double>(map->in_shape);
+        for (std::size_t i = 0; i < map->offsets.size(); ++i) g.data()[map->offsets[i]] += c.grad.data()[i];
         return {std::move(g)};
-    }, {{"index", is}});
+    }, {{"index", is}}, [map](const GraphGradContext& c) -> std::vector<Tensor> { return {scatter_in_graph(c.grad, map)}; });
 }
 
 Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
@@ -308,13 +329,20 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
         if (hit[i]) out.data()[i] = value;
     }
     // d masked_fill/dx = 1 where the mask is false, 0 where it filled
-    return record("masked_fill", std::move(out), {a}, [hit = std::move(hit)](const GradContext& c) -> Grads {
+    auto filled = std::make_shared<const std::vector<char>>(std::move(hit));  // shared by both backwards
+    return record("masked_fill", std::move(out), {a}, [filled](const GradContext& c) -> Grads {
         Array g = c.grad;
+        const std::vector<char>& hit = *filled;
         for (std::size_t i = 0; i < hit.size(); ++i) {
             if (hit[i]) g.data()[i] = 0.0;
         }
         return {std::move(g)};
-    }, {{"mask", ms}});
+    }, {{"mask", ms}}, [filled](const GraphGradContext& c) -> std::vector<Tensor> {
+        // d masked_fill/dx as a product with the constant 0/1 mask, differentiable as mul is
+        Array keep = Array::from_shape(c.input_shape(0));
+        for (std::size_t i = 0; i < filled->size(); ++i) keep.data()[i] = (*filled)[i] ? 0.0 : 1.0;
+        return {mul(c.grad, Tensor(std::move(keep)))};
+    });
 }
 
 }  // namespace xg

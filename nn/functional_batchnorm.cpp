@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/composed_backward.hpp"
 #include "nn/functional.hpp"
 #include "nn/kernel_primitives.hpp"
 
@@ -182,7 +183,17 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
             if (bi >= 0 && c.needs_grad(static_cast<std::size_t>(bi))) g[static_cast<std::size_t>(bi)] = std::move(db);
             return g;
         },
-        std::move(saved));
+        std::move(saved),
+        // create_graph: the double backward differentiates the composed twin (docs/derivatives.md);
+        // it recomputes the batch statistics but leaves the running ones alone (the forward
+        // updated them), and in eval mode normalises with the running statistics of this call
+        through_composed([wi, bi, training, eps, eval_mean = training ? Array() : running_mean.value(),
+                          eval_var = training ? Array() : running_var.value()](const std::vector<Tensor>& in) {
+            const Tensor w = wi < 0 ? Tensor() : in[static_cast<std::size_t>(wi)];
+            const Tensor b = bi < 0 ? Tensor() : in[static_cast<std::size_t>(bi)];
+            if (training) return batch_norm_composed(in[0], Tensor(), Tensor(), w, b, true, 0.0, eps);
+            return batch_norm_composed(in[0], Tensor(eval_mean), Tensor(eval_var), w, b, false, 0.0, eps);
+        }));
 }
 
 Tensor batch_norm_composed(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight,

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/gemm.hpp"
+#include "core/composed_backward.hpp"
 #include "nn/conv.hpp"
 #include "nn/window.hpp"
 
@@ -173,7 +174,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
             grads[2] = std::move(db);
         }
         return grads;
-    });
+    }, {}, through_composed([stride, padding, dilation, groups](const std::vector<Tensor>& in) {  // create_graph: the twin
+        return conv2d_composed(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), stride, padding, dilation, groups);
+    }));
 }
 
 Tensor conv2d_composed(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,

@@ -1,4 +1,6 @@
 // Inverted dropout as one graph node: the mask drawn in forward is the backward's factor.
+#include <memory>
+
 #include <fmt/format.h>
 
 #include "nn/functional.hpp"
@@ -16,11 +18,15 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
     for (std::size_t i = 0; i < out.size(); ++i) out.data()[i] = px[i] * mask.data()[i];
     // d dropout/dx = mask (0 or 1/(1-p))
     const Shape saved_shape = x.shape();
-    return record("dropout", std::move(out), {x}, [mask = std::move(mask)](const GradContext& c) -> Grads {
+    auto factors = std::make_shared<const Array>(std::move(mask));  // shared by both backwards
+    return record("dropout", std::move(out), {x}, [factors](const GradContext& c) -> Grads {
+        const Array& mask = *factors;
         Array g = Array::from_shape(c.grad.shape());
         for (std::size_t i = 0; i < g.size(); ++i) g.data()[i] = c.grad.data()[i] * mask.data()[i];
         return {std::move(g)};
-    }, {{"mask", saved_shape}});
+    }, {{"mask", saved_shape}}, [factors](const GraphGradContext& c) -> std::vector<Tensor> {
+        return {mul(c.grad, Tensor(*factors))};  // create_graph: a product with the constant mask
+    });
 }
 
 }  // namespace xg::nn::functional

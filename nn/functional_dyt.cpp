@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/composed_backward.hpp"
 #include "nn/dyt.hpp"
 #include "nn/kernel_primitives.hpp"
 #include "nn/row_layout.hpp"
@@ -98,7 +99,10 @@ Tensor dyt(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, 
             g[static_cast<std::size_t>(bi)] = std::move(db);
         }
         return g;
-    });
+    }, {}, through_composed([normalized_shape, wi, bi](const std::vector<Tensor>& in) {  // create_graph: the composed twin
+        return dyt_composed(in[0], normalized_shape, in[1], wi < 0 ? Tensor() : in[static_cast<std::size_t>(wi)],
+                            bi < 0 ? Tensor() : in[static_cast<std::size_t>(bi)]);
+    }));
 }
 
 Tensor dyt_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight,

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "core/linear_map.hpp"
 #include "nn/functional.hpp"
 
 namespace xg::nn::functional {
@@ -37,7 +38,9 @@ Tensor embedding(const Indices& index_arg, const Tensor& weight, std::optional<s
     }
     // d out[i] / d weight[idx[i]] = I: scatter-add each output row's gradient into its table row
     // (none into the padding row, as PyTorch)
-    return record("embedding", std::move(out), {weight}, [indices, rows, dim, padding](const GradContext& c) -> Grads {
+    auto read = std::make_shared<const IndexArray>(indices);  // shared by both backwards
+    return record("embedding", std::move(out), {weight}, [read, rows, dim, padding](const GradContext& c) -> Grads {
+        const IndexArray& indices = *read;
         Array g = xt::zeros<double>({rows, dim});
         const std::int64_t* ix = indices.data();
         for (std::size_t i = 0; i < indices.size(); ++i) {
@@ -47,7 +50,19 @@ Tensor embedding(const Indices& index_arg, const Tensor& weight, std::optional<s
             for (std::size_t j = 0; j < dim; ++j) dst[j] += src[j];
         }
         return {std::move(g)};
-    }, {{"indices", is}});
+    }, {{"indices", is}}, [read, rows, dim, padding, out_shape](const GraphGradContext& c) -> std::vector<Tensor> {
+        const IndexArray& indices = *read;
+        // create_graph: the same scatter-add as a graph node (its backward reads the rows again)
+        auto m = std::make_shared<FlatGather>(FlatGather{"embedding", {rows, dim}, out_shape, {}});
+        m->offsets.reserve(indices.size() * dim);
+        for (std::size_t i = 0; i < indices.size(); ++i) {
+            const std::int64_t ix = indices.data()[i];
+            for (std::size_t j = 0; j < dim; ++j) {
+                m->offsets.push_back(ix == padding ? FlatGather::kNoSource : static_cast<std::size_t>(ix) * dim + j);
+            }
+        }
+        return {scatter_in_graph(c.grad, std::move(m))};
+    });
 }
 
 }  // namespace xg::nn::functional

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/composed_backward.hpp"
 #include "nn/functional.hpp"
 #include "nn/kernel_primitives.hpp"
 
@@ -107,6 +108,9 @@ struct RowStats {
     Array mean, var;
 };
 
+Tensor group_norm_graph(const Tensor& x, const GroupLayout& l, const Tensor& weight, const Tensor& bias, double eps,
+                        RowStats* stats = nullptr);
+
 // The group_norm node (op "group_norm", or "instance_norm" with one channel per group); the row
 // statistics come back for InstanceNorm's running estimates.
 Tensor group_norm_node(const char* op, const Tensor& x, const GroupLayout& l, const Tensor& weight, const Tensor& bias,
@@ -141,7 +145,12 @@ Tensor group_norm_node(const char* op, const Tensor& x, const GroupLayout& l, co
             if (bi >= 0 && c.needs_grad(static_cast<std::size_t>(bi))) g[static_cast<std::size_t>(bi)] = std::move(db);
             return g;
         },
-        std::move(saved));
+        std::move(saved),
+        // create_graph: the double backward differentiates the composed twin (docs/derivatives.md)
+        through_composed([l, wi, bi, eps](const std::vector<Tensor>& in) {
+            return group_norm_graph(in[0], l, wi < 0 ? Tensor() : in[static_cast<std::size_t>(wi)],
+                                    bi < 0 ? Tensor() : in[static_cast<std::size_t>(bi)], eps);
+        }));
 }
 
 // (N, C, *) -> (C, 1, ..., 1): a per-channel tensor that broadcasts against x.
@@ -152,7 +161,7 @@ std::vector<long> channel_shape(const Tensor& x) {
 }
 
 Tensor group_norm_graph(const Tensor& x, const GroupLayout& l, const Tensor& weight, const Tensor& bias, double eps,
-                        RowStats* stats = nullptr) {
+                        RowStats* stats) {
     const Tensor rows = reshape(x, {static_cast<long>(l.n), static_cast<long>(l.groups), -1});
     const Tensor mu = mean(rows, {2}, true), variance = var(rows, {2}, false, true);
     if (stats != nullptr) *stats = {mu.value(), variance.value()};

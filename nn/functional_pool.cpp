@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/composed_backward.hpp"
+#include "core/linear_map.hpp"
 #include "nn/conv.hpp"
 #include "nn/window.hpp"
 
@@ -103,14 +105,24 @@ MaxPoolResult max_pool2d_with_indices(const Tensor& x, Size2 kernel_size, std::o
     max_pool_forward(x.data(), planes(x), w, y.data(), at.data());
     const std::size_t plane_in = w.H * w.W, plane_out = w.out_area();
     // dx[plane][at] += dy: each output's gradient goes to the one element that won
-    Tensor out = record("max_pool2d", std::move(y), {x}, [at, plane_in, plane_out](const GradContext& c) -> Grads {
+    auto winners = std::make_shared<const IndexArray>(at);  // shared by both backwards
+    Tensor out = record("max_pool2d", std::move(y), {x}, [winners, plane_in, plane_out](const GradContext& c) -> Grads {
+        const IndexArray& at = *winners;
         Array dx = xt::zeros<double>(c.input_shape(0));
         const double* dy = c.grad.data();
         for (std::size_t o = 0; o < at.size(); ++o) {
             if (at.data()[o] >= 0) dx.data()[(o / plane_out) * plane_in + static_cast<std::size_t>(at.data()[o])] += dy[o];
         }
         return {std::move(dx)};
-    }, {{"indices", out_shape}});
+    }, {{"indices", out_shape}}, [winners, plane_in, plane_out, out_shape](const GraphGradContext& c) -> std::vector<Tensor> {
+        const IndexArray& at = *winners;
+        // create_graph: the same routing to the winners as a graph node (its backward reads them again)
+        auto m = std::make_shared<FlatGather>(FlatGather{"max_pool2d", c.input_shape(0), out_shape, std::vector<std::size_t>(at.size())});
+        for (std::size_t o = 0; o < at.size(); ++o) {
+            m->offsets[o] = at.data()[o] < 0 ? FlatGather::kNoSource : (o / plane_out) * plane_in + static_cast<std::size_t>(at.data()[o]);
+        }
+        return {scatter_in_graph(c.grad, std::move(m))};
+    });
     return {out, at};
 }
 
@@ -158,7 +170,9 @@ Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
             }
         }
         return {std::move(dx)};
-    });
+    }, {}, through_composed([kernel_size, stride, padding, ceil_mode, count_include_pad](const std::vector<Tensor>& in) {
+        return avg_pool2d_composed(in[0], kernel_size, stride, padding, ceil_mode, count_include_pad);  // create_graph
+    }));
 }
 
 Tensor avg_pool2d_composed(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/gemm.hpp"
+#include "core/composed_backward.hpp"
 #include "nn/functional.hpp"
 #include "nn/gate_math.hpp"
 #include "nn/recurrent.hpp"
@@ -62,7 +63,10 @@ Tensor lstm_next_c(const Tensor& gates, const Tensor& c) {
             }
         }
         return {std::move(da), std::move(dc)};
-    }, {{"i", {B, H}}, {"f", {B, H}}, {"g", {B, H}}});
+    }, {{"i", {B, H}}, {"f", {B, H}}, {"g", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
+        // create_graph: c' = sigmoid(a_f) c + sigmoid(a_i) tanh(a_g) from core ops
+        return sigmoid(narrow(in[0], 1, H, H)) * in[1] + sigmoid(narrow(in[0], 1, 0, H)) * tanh(narrow(in[0], 1, 2 * H, H));
+    }));
 }
 
 Tensor lstm_next_h(const Tensor& gates, const Tensor& c_next) {
@@ -87,7 +91,9 @@ Tensor lstm_next_h(const Tensor& gates, const Tensor& c_next) {
             }
         }
         return {std::move(da), std::move(dc)};
-    }, {{"o", {B, H}}, {"tanh_c", {B, H}}});
+    }, {{"o", {B, H}}, {"tanh_c", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
+        return sigmoid(narrow(in[0], 1, 3 * H, H)) * tanh(in[1]);  // create_graph: h' = sigmoid(a_o) tanh(c')
+    }));
 }
 
 Tensor gru_next_h(const Tensor& gi, const Tensor& gh, const Tensor& h) {
@@ -123,7 +129,13 @@ Tensor gru_next_h(const Tensor& gi, const Tensor& gh, const Tensor& h) {
             }
         }
         return {std::move(dgi), std::move(dgh), std::move(dh)};
-    }, {{"r", {B, H}}, {"z", {B, H}}, {"n", {B, H}}});
+    }, {{"r", {B, H}}, {"z", {B, H}}, {"n", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
+        // create_graph: the same step from core ops
+        const auto part = [H](const Tensor& a, std::size_t k) { return narrow(a, 1, k * H, H); };
+        const Tensor r = sigmoid(part(in[0], 0) + part(in[1], 0)), z = sigmoid(part(in[0], 1) + part(in[1], 1));
+        const Tensor n = tanh(part(in[0], 2) + r * part(in[1], 2));
+        return (1.0 - z) * n + z * in[2];
+    }));
 }
 
 namespace {
@@ -224,7 +236,13 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
             }
         }
         return grads;
-    }, {{"gates", {B, 4 * H}}, {"tanh_c", {B, H}}});
+    }, {{"gates", {B, 4 * H}}, {"tanh_c", {B, H}}},
+    through_composed([has_b_ih = b_ih.defined(), has_b_hh = b_hh.defined()](const std::vector<Tensor>& in) {
+        // create_graph: hc = [h', c'] through lstm_cell_composed
+        const Tensor bias_ih = has_b_ih ? in[5] : Tensor(), bias_hh = has_b_hh ? in[has_b_ih ? 6 : 5] : Tensor();
+        const LSTMState next = lstm_cell_composed(in[0], {in[1], in[2]}, in[3], in[4], bias_ih, bias_hh);
+        return cat({next.h, next.c}, 1);
+    }));
 }
 
 }  // namespace

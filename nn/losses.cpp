@@ -9,6 +9,8 @@
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xview.hpp>
 
+#include "core/composed_backward.hpp"
+
 namespace xg::nn {
 
 namespace {
@@ -142,6 +144,33 @@ Array cross_entropy_backward(const Array& log_probs, const IndexArray& targets, 
     return g;
 }
 
+// The class weights as the coefficients of cross_entropy_composed need them (empty: all 1).
+std::vector<double> cross_entropy_coefficients_weight(const CrossEntropyFuncOptions& options, std::size_t classes) {
+    std::vector<double> w;
+    if (options.weight().defined()) w.assign(options.weight().data(), options.weight().data() + classes);
+    return w;
+}
+
+// The composed twin of cross_entropy_rows for its create_graph backward: with the constant
+// coefficients A_ij = (1 - ls) w_t [j = t_i] + (ls / C) w_j (rows with t_i = ignore_index all 0),
+// loss_i = -sum_j A_ij log_softmax(x)_ij, then reduced (mean: times the forward's 1 / sum w_t).
+Tensor cross_entropy_composed(const Tensor& logits, const IndexArray& targets, std::int64_t ignore_index,
+                              const std::vector<double>& weight, double label_smoothing, Reduction reduction, double scale) {
+    const std::size_t n = logits.size(0), classes = logits.size(1);
+    const double smooth = label_smoothing / static_cast<double>(classes);
+    Array coef = xt::zeros<double>({n, classes});
+    for (std::size_t i = 0; i < n; ++i) {
+        if (targets(i) == ignore_index) continue;
+        double* row = coef.data() + i * classes;
+        for (std::size_t j = 0; j < classes; ++j) row[j] = smooth * (weight.empty() ? 1.0 : weight[j]);
+        const auto t = static_cast<std::size_t>(targets(i));
+        row[t] += (1.0 - label_smoothing) * (weight.empty() ? 1.0 : weight[t]);
+    }
+    const Tensor per_row = -sum(Tensor(std::move(coef)) * log_softmax(logits, 1), {1});
+    if (reduction == Reduction::none) return per_row;
+    return reduction == Reduction::mean ? sum(per_row) * scale : sum(per_row);
+}
+
 // The (N, C) case, which every other layout is brought to; errors name the caller's logits shape
 // `shown`. Derivation: docs/derivations/losses.md.
 Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const CrossEntropyFuncOptions& options,
@@ -187,7 +216,12 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
                       };
                       return {cross_entropy_backward(log_probs, targets, ignore_index, weight, label_smoothing, upstream)};
                   },
-                  std::move(saved));
+                  std::move(saved),
+                  // create_graph: the double backward differentiates the composed twin (docs/derivatives.md)
+                  through_composed([targets, ignore_index, weight = cross_entropy_coefficients_weight(options, classes),
+                                    reduction, scale, label_smoothing](const std::vector<Tensor>& in) {
+                      return cross_entropy_composed(in[0], targets, ignore_index, weight, label_smoothing, reduction, scale);
+                  }));
 }
 
 }  // namespace
@@ -270,7 +304,11 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
         }
         if (c.needs_grad(0)) g[0] = std::move(dx);
         return g;
-    });
+    }, {}, through_composed([reduction, scale](const std::vector<Tensor>& in) {  // create_graph: the composed twin
+        const Tensor d = in[0] - in[1];
+        if (reduction == Reduction::none) return d * d;
+        return reduction == Reduction::mean ? sum(d * d) * scale : sum(d * d);
+    }));
 }
 
 // ---- loss modules ---------------------------------------------------------------------------

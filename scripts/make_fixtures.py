@@ -1457,6 +1457,93 @@ then the Hessian-vector products `hvp_* = autograd.grad(sum(gx*u_x) + sum(gw*u_w
         c.save(name, a, meaning)
 
 
+# --------------------------------------------------------------------------
+# issue 15: double backward (second order) of the fused ops, a tanh and a small MLP
+# --------------------------------------------------------------------------
+
+def _second_order(c, f, inputs, tag, scalar=False):
+    """inputs: (name, tensor) leaves. First order with create_graph: g_i = autograd.grad(
+    sum(out * grad_out), inputs, create_graph=True) (grad_out = 1 for a scalar loss, not saved);
+    then with random directions u_i: hvp_i = autograd.grad(sum_i sum(g_i * u_i), inputs), zeros
+    where PyTorch returns None (no second-order term). Draws grad_out, then the u_i."""
+    t = "_" + tag
+    xs = [leaf(x) for _, x in inputs]
+    out = f(*xs)
+    g_out = torch.ones(()) if scalar else torch.randn(out.shape)
+    gs = torch.autograd.grad((out * g_out).sum(), xs, create_graph=True)
+    us = [torch.randn(x.shape) for x in xs]
+    inner = sum((g * u).sum() for g, u in zip(gs, us))
+    hs = torch.autograd.grad(inner, xs, allow_unused=True)
+    for (name, _), x in zip(inputs, xs):
+        c.save(name + t, x, "input " + name)
+    c.save("out" + t, out, "output")
+    if not scalar:
+        c.save("grad_out" + t, g_out, "upstream gradient")
+    for (name, _), g, u, h, x in zip(inputs, gs, us, hs, xs):
+        c.save("grad_" + name + t, g, "first-order d/d" + name)
+        c.save("u_" + name + t, u, "direction for grad_" + name)
+        c.save("hvp_" + name + t, torch.zeros(x.shape) if h is None else h,
+               "second order: d/d%s of sum_i sum(grad_i * u_i)%s" % (name, " (None in PyTorch: zeros)" if h is None else ""))
+
+
+def double_backward_fused():
+    c = Case("double_backward_fused", 902, """
+Second order of the fused ops against PyTorch's double backward. Each variant (file suffix) saves
+its inputs, `out`, `grad_out` (random upstream gradient), `grad_<input>` = the first-order gradients
+taken with create_graph, `u_<input>` random directions, and `hvp_<input>` = the gradient of
+`sum_i sum(grad_i * u_i)` w.r.t. each input (zeros where PyTorch returns None). Variants:
+* `bn_train`: `F.batch_norm(x, None, None, w, b, training=True, eps=1e-5)`, x (4,3), w = 1 + 0.5 randn, b = 0.5 randn;
+* `bn_eval`: the same in evaluation with running_mean = randn(3), running_var = 1 + 0.2 randn(3)
+  (saved as `running_mean_bn_eval`, `running_var_bn_eval`), x (4,3);
+* `rms`: `x * rsqrt(mean(x^2, -1) + 1e-6) * w` (torch 1.13 has no rms_norm), x (3,5);
+* `gelu`, `gelu_tanh`: `F.gelu(x)`, `F.gelu(x, approximate='tanh')`, x = 2 randn(2,5);
+* `softmax`, `log_softmax`: over dim 1 of x (3,4);
+* `ce`: `F.cross_entropy(x, target)` (mean), x (4,3), target `ce_target`; a scalar loss (no grad_out);
+* `ce_smooth`: with weight `ce_weight` = 1 + 0.2 randn(3), ignore_index = 0, label_smoothing = 0.2;
+* `linear`: `F.linear(x, W, b)`, x (3,4), W (2,4), b (2,);
+* `tanh`: `torch.tanh(x)`, x (2,3).""")
+    x = torch.randn(4, 3)
+    _second_order(c, lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True, eps=1e-5),
+                  [("x", x), ("weight", 1 + 0.5 * torch.randn(3)), ("bias", 0.5 * torch.randn(3))], "bn_train")
+    rm, rv = torch.randn(3), 1 + 0.2 * torch.randn(3)
+    c.save("running_mean_bn_eval", rm, "running mean")
+    c.save("running_var_bn_eval", rv, "running variance")
+    _second_order(c, lambda x, w, b: F.batch_norm(x, rm, rv, w, b, training=False, eps=1e-5),
+                  [("x", torch.randn(4, 3)), ("weight", 1 + 0.5 * torch.randn(3)), ("bias", 0.5 * torch.randn(3))], "bn_eval")
+    _second_order(c, lambda x, w: x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w,
+                  [("x", torch.randn(3, 5)), ("weight", 1 + 0.5 * torch.randn(5))], "rms")
+    _second_order(c, lambda x: F.gelu(x), [("x", 2 * torch.randn(2, 5))], "gelu")
+    _second_order(c, lambda x: F.gelu(x, approximate="tanh"), [("x", 2 * torch.randn(2, 5))], "gelu_tanh")
+    _second_order(c, lambda x: F.softmax(x, 1), [("x", torch.randn(3, 4))], "softmax")
+    _second_order(c, lambda x: F.log_softmax(x, 1), [("x", torch.randn(3, 4))], "log_softmax")
+    target = torch.tensor([2, 0, 1, 2])
+    c.save("ce_target", target, "class indices")
+    _second_order(c, lambda x: F.cross_entropy(x, target), [("x", torch.randn(4, 3))], "ce", scalar=True)
+    weight = 1 + 0.2 * torch.randn(3)
+    c.save("ce_weight", weight, "class weights")
+    _second_order(c, lambda x: F.cross_entropy(x, target, weight=weight, ignore_index=0, label_smoothing=0.2),
+                  [("x", torch.randn(4, 3))], "ce_smooth", scalar=True)
+    _second_order(c, lambda x, w, b: F.linear(x, w, b),
+                  [("x", torch.randn(3, 4)), ("weight", torch.randn(2, 4)), ("bias", torch.randn(2))], "linear")
+    _second_order(c, torch.tanh, [("x", torch.randn(2, 3))], "tanh")
+
+
+def mlp_hvp():
+    c = Case("mlp_hvp", 903, """
+Hessian-vector product of a small MLP's loss w.r.t. its parameters: `loss = F.cross_entropy(
+linear(tanh(linear(x, w1, b1)), w2, b2), target)` with x (5,3), w1 (4,3), b1 (4,), w2 (3,4),
+b2 (3,) all `0.5 randn`, target `target` (5,). Saved: `grad_<p>` (first order, create_graph),
+`u_<p>` (the direction v), `hvp_<p>` = (H v) for each parameter, H the Hessian of the loss over
+all parameters and inputs (x is a leaf too).""")
+    x = torch.randn(5, 3)
+    params = [("x", x), ("w1", 0.5 * torch.randn(4, 3)), ("b1", 0.5 * torch.randn(4)),
+              ("w2", 0.5 * torch.randn(3, 4)), ("b2", 0.5 * torch.randn(3))]
+    target = torch.tensor([0, 2, 1, 1, 0])
+    c.save("target", target, "class indices")
+    _second_order(c, lambda x, w1, b1, w2, b2: F.cross_entropy(F.linear(torch.tanh(F.linear(x, w1, b1)), w2, b2), target),
+                  params, "mlp", scalar=True)
+
+
 def main():
     # Start clean, but keep fixtures that other scripts own (idx/: scripts/make_idx_sample.py).
     keep = {"idx"}
@@ -1477,7 +1564,8 @@ def main():
                mini_model, optimizers, schedules,
                conv2d, conv1d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batchnorm_4d,
                group_norm, instance_norm, layernorm_chw,
-               lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell, layer_norm_double_backward) + ISSUE13_CASES + ISSUE17_CASES:
+               lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell, layer_norm_double_backward) + ISSUE13_CASES + ISSUE17_CASES + (
+               double_backward_fused, mlp_hvp):
         fn()
     write_readme()
     total = sum(os.path.getsize(os.path.join(dp, f))

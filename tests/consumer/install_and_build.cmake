@@ -1,6 +1,6 @@
 # The `install` test: installs the current build into a fresh prefix, then configures, builds and
 # runs docs/template (find_package(xgrad) + xgrad::xgrad) against that prefix only, for a few
-# steps. Proves the exported package is complete: headers, libraries, config and dependencies.
+# steps, and tests/consumer/hvp (a Hessian-vector product through layer_norm). Proves the exported package is complete: headers, libraries, config and dependencies.
 #   cmake -DBUILD_DIR=<xgrad build> -DSOURCE_DIR=<xgrad source> -DWORK_DIR=<scratch> -P install_and_build.cmake
 foreach(var IN ITEMS BUILD_DIR SOURCE_DIR WORK_DIR)
   if(NOT DEFINED ${var})
@@ -69,4 +69,16 @@ run_step("resume train --steps 5" ${consumer_build}/train --steps 5 --out ${run_
 string(FIND "${step_output}" "starting at epoch 0, step 3" at)
 if(at EQUAL -1)
   message(FATAL_ERROR "the rerun did not resume from step 3:\n${step_output}")
+endif()
+
+# Second derivatives through the installed API: a layer_norm Hessian-vector product by
+# xg::grad(..., create_graph) through the fused op and through its composed twin agree to 1e-10.
+run_step("configure tests/consumer/hvp" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/hvp -B ${WORK_DIR}/hvp-build
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF ${launcher})
+run_step("build tests/consumer/hvp" ${CMAKE_COMMAND} --build ${WORK_DIR}/hvp-build -j2)
+run_step("run hvp" ${WORK_DIR}/hvp-build/hvp)
+message(STATUS "hvp output:\n${step_output}")
+string(FIND "${step_output}" "hvp ok" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "hvp did not report agreement:\n${step_output}")
 endif()

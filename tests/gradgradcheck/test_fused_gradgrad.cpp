@@ -7,6 +7,8 @@
 #include "core/gradcheck.hpp"
 #include "core/ops.hpp"
 #include "core/random.hpp"
+#include "nn/conv.hpp"
+#include "nn/dyt.hpp"
 #include "nn/functional.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
@@ -85,4 +87,19 @@ TEST_CASE("fused and composed second derivatives agree to 1e-10", "[gradgradchec
     const Inputs lin = {randn_leaf({5, 3}, 77), randn_leaf({4, 3}, 78), randn_leaf({4}, 79)};
     check_fused_matches_composed([](const Inputs& x) { return F::linear(x[0], x[1], x[2]); },
                                  [](const Inputs& x) { return F::linear_composed(x[0], x[1], x[2]); }, lin);
+    const Inputs bn = {randn_leaf({4, 3}, 80), randn_leaf({3}, 81, 0.5, 1.0), randn_leaf({3}, 82)};
+    check_fused_matches_composed([](const Inputs& x) { return F::batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true, 0.1, 1e-5); },
+                                 [](const Inputs& x) {
+                                     return F::batch_norm_composed(x[0], Tensor(), Tensor(), x[1], x[2], true, 0.1, 1e-5);
+                                 },
+                                 bn);
+    const Inputs gn = {randn_leaf({2, 4, 3}, 83), randn_leaf({4}, 84, 0.5, 1.0), randn_leaf({4}, 85)};
+    check_fused_matches_composed([](const Inputs& x) { return F::group_norm(x[0], 2, x[1], x[2]); },
+                                 [](const Inputs& x) { return F::group_norm_composed(x[0], 2, x[1], x[2]); }, gn);
+    const Inputs dy = {randn_leaf({3, 4}, 86), randn_leaf({1}, 87, 0.3, 0.7), randn_leaf({4}, 88), randn_leaf({4}, 89)};
+    check_fused_matches_composed([](const Inputs& x) { return F::dyt(x[0], {4}, x[1], x[2], x[3]); },
+                                 [](const Inputs& x) { return F::dyt_composed(x[0], {4}, x[1], x[2], x[3]); }, dy);
+    const Inputs conv = {randn_leaf({1, 2, 4, 4}, 90), randn_leaf({2, 1, 3, 3}, 91), randn_leaf({2}, 92)};
+    check_fused_matches_composed([](const Inputs& x) { return F::conv2d(x[0], x[1], x[2], 1, 1, 1, 2); },
+                                 [](const Inputs& x) { return F::conv2d_composed(x[0], x[1], x[2], 1, 1, 1, 2); }, conv);
 }

@@ -148,13 +148,19 @@ TEST_CASE("derivatives table: the double backward column matches the code and th
                 CHECK(gradgrad_tests.find("::" + name + "(") != std::string::npos);
                 continue;
             }
-            const std::string base = kind.substr(4);
-            REQUIRE(rows.count(base) == 1);
-            const std::string& base_kind = rows.at(base).double_backward;
-            CHECK((base_kind == "ops" || base_kind == "twin"));
+            // "via X" chains (Conv1d via conv1d via conv2d) end at an op with ops or twin
+            std::string base = kind.substr(4), base_kind;
+            for (int depth = 0; depth < 4; ++depth) {
+                REQUIRE(rows.count(base) == 1);
+                base_kind = rows.at(base).double_backward;
+                if (base_kind.rfind("via ", 0) != 0 || base_kind == "via its ops") break;
+                base = base_kind.substr(4);
+            }
+            INFO("'via' ends at '" << base << "', which says '" << base_kind << "'");
+            CHECK((base_kind == "ops" || base_kind == "twin" || base_kind == "via its ops"));
         } else {
             CHECK((kind == "none" || kind == "untested"));
         }
     }
-    CHECK(with_double_backward >= 30);
+    CHECK(with_double_backward >= 45);
 }

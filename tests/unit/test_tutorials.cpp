@@ -30,6 +30,7 @@
 #include "tutorials/08_padding_and_batch1/padding_batch1.hpp"
 #include "tutorials/common/tutorial.hpp"
 #include "tutorials/04_variance/variance.hpp"
+#include "tutorials/15_layernorm_curvature/layernorm_curvature.hpp"
 
 namespace tv = tutorial_values;
 using Catch::Matchers::Contains;
@@ -494,6 +495,7 @@ const std::vector<std::pair<std::string, std::string>> kPrograms{
     {"12_implicit_learning_rate", "12-implicit-learning-rate.md"},
     {"13_ln_lstm", "13-ln-lstm.md"},
     {"14_cnn_norms", "14-cnn-norms.md"},
+    {"15_layernorm_curvature", "15-layernorm-curvature.md"},
 };
 const std::set<std::string> kHasLongMode{"09_small_batch_fashion_mnist", "10_pre_vs_post_ln_gradients", "11_char_gpt",
                                          "13_ln_lstm", "14_cnn_norms"};
@@ -686,4 +688,35 @@ TEST_CASE("A tutorial run with --step pauses after each step's whole content, co
     std::string without = std::regex_replace(transcript, std::regex("  \\[Enter\\] next step "), "");
     without = std::regex_replace(without, std::regex("\\(--step: [^\n]*\\)\n"), "");
     CHECK(without == plain);
+}
+
+TEST_CASE("Tutorial 15: LayerNorm's Jacobian has rank H - 2 at eps = 0 and its second derivatives are exact",
+          "[tutorials]") {
+    namespace tv = tutorial_values;
+    const tv::LayerNormJacobian j0 = tv::curvature_layer_norm_jacobian(0.0);
+    CHECK(j0.closed_form_err <= 1e-15);
+    CHECK(j0.ones_residual <= 1e-14);
+    CHECK(j0.xhat_residual <= 1e-14);
+    CHECK(j0.scale_residual <= 1e-14);
+    CHECK(j0.rank == 2);
+    REQUIRE(j0.eigenvalues.size() == 4);
+    CHECK(j0.eigenvalues[3] == Approx(1 / std::sqrt(5.25)).epsilon(1e-12));
+    CHECK(j0.eigenvalues[2] == Approx(1 / std::sqrt(5.25)).epsilon(1e-12));
+    CHECK(tv::curvature_layer_norm_jacobian(1e-5).rank == 3);
+    const tv::RmsNormJacobian r0 = tv::curvature_rms_norm_jacobian(0.0);
+    CHECK(r0.rank == 3);
+    CHECK(r0.x_residual <= 1e-14);
+    for (const tv::EpsRow& row : tv::curvature_eps_rows()) {
+        INFO("var " << row.var);
+        CHECK(row.along_xhat == Approx(row.predicted).epsilon(1e-8));
+    }
+    const tv::HvpCheck h = tv::curvature_hvp();
+    CHECK(h.twin_diff <= 1e-15);
+    CHECK(h.fd_err <= 1e-9);
+    CHECK(h.symmetry <= 1e-15);
+    const std::vector<double> xs = tv::curvature_newton(6);
+    CHECK(xs[1] == Approx(16.0 / 11.0).epsilon(1e-15));  // 2 - f'(2) / f''(2) = 2 - 24 / 44
+    CHECK(std::fabs(xs.back() - 1.0) <= 1e-11);
+    const tv::PenaltyCheck p = tv::curvature_gradient_penalty();
+    CHECK(p.fd_err <= 1e-7);
 }
