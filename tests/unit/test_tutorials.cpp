@@ -539,6 +539,7 @@ XGRAD_GUIDE_DRIFT_TEST(11_char_gpt)
 XGRAD_GUIDE_DRIFT_TEST(12_implicit_learning_rate)
 XGRAD_GUIDE_DRIFT_TEST(13_ln_lstm)
 XGRAD_GUIDE_DRIFT_TEST(14_cnn_norms)
+XGRAD_GUIDE_DRIFT_TEST(15_layernorm_curvature)
 
 TEST_CASE("Every tutorial from 09 on has its own guide-drift test", "[tutorials][guides]") {
     for (auto it = kPrograms.begin() + 8; it != kPrograms.end(); ++it) {
