@@ -62,11 +62,28 @@ XG_KERNEL_CLONES void channel_shift(const double* x, double* K, const ChannelLay
     channel_sums<8>(first, K, unused.data(), [x](std::size_t, std::size_t k) { return std::pair{x[k], 0.0}; });
     for (std::size_t c = 0; c < first.channels; ++c) K[c] /= static_cast<double>(first.per_channel());
 }
-// sum(d) and sum(d^2) over the rows of a share
-XG_KERNEL_CLONES void centered_sums(const double* x, const double* K, double* sum_d, double* sum_d2, const ChannelLayout& share) {
+// sum(d) and sum(d^2) over the rows of a share (with L > 1: of the channels [c0, c1))
+XG_KERNEL_CLONES void centered_sums(const double* x, const double* K, double* sum_d, double* sum_d2, const ChannelLayout& share,
+                                    std::size_t c0, std::size_t c1) {
     channel_sums<8>(share, sum_d, sum_d2, [x, K](std::size_t c, std::size_t k) {
         const double d = x[k] - K[c];
         return std::pair{d, d * d};
+    }, c0, c1);
+}
+
+// Per-channel sums shared between threads with the same bits at any count (core/parallel.hpp):
+// (N, C, L > 1) by channels - each channel's sum is one thread's, over its segments in order;
+// (N, C) by fixed chunks of rows, whose partials are added in chunk order.
+// sums(share, c0, c1, part_a, part_b) adds the share's terms into the partials.
+template <class Sums>
+void per_channel_sums(const ChannelLayout& l, double* sum_a, double* sum_b, Sums&& sums) {
+    const std::size_t C = l.channels;
+    if (l.length > 1) {
+        xg::detail::parallel_for(C, l.n * l.length, [&](std::size_t c0, std::size_t c1) { sums(l, c0, c1, sum_a, sum_b); });
+        return;
+    }
+    xg::detail::sums_over_chunks(l.n, C, C, sum_a, sum_b, [&](std::size_t i0, std::size_t i1, double* part_a, double* part_b) {
+        sums(l.rows(i0, i1), std::size_t{0}, C, part_a, part_b);
     });
 }
 void batch_mean_var(const double* x, double* mean, double* var, const ChannelLayout& l) {
@@ -75,9 +92,8 @@ void batch_mean_var(const double* x, double* mean, double* var, const ChannelLay
     const std::size_t first_rows = std::clamp<std::size_t>(kFirstBlockBytes / (sizeof(double) * C * l.length), 1, l.n);
     std::vector<double> K(C, 0.0), sum_d(C, 0.0), sum_d2(C, 0.0);
     channel_shift(x, K.data(), ChannelLayout{first_rows, C, l.length});
-    xg::detail::sums_over_chunks(l.n, C * l.length, C, sum_d.data(), sum_d2.data(),
-                                 [&](std::size_t i0, std::size_t i1, double* part_d, double* part_d2) {
-        centered_sums(x, K.data(), part_d, part_d2, l.rows(i0, i1));
+    per_channel_sums(l, sum_d.data(), sum_d2.data(), [&](const ChannelLayout& share, std::size_t c0, std::size_t c1, double* d, double* d2) {
+        centered_sums(x, K.data(), d, d2, share, c0, c1);
     });
     for (std::size_t c = 0; c < C; ++c) {
         mean[c] = K[c] + sum_d[c] / M;
@@ -105,8 +121,9 @@ void batch_norm_forward(const double* x, const double* w, const double* b, const
 //   eval:     dx = w_c rstd_c g   (the statistics are constants: mean(g), mean(g xhat) drop out)
 // sum g xhat = rstd_c sum g (x - mean_c): one rounding of rstd per channel, not per term.
 XG_KERNEL_CLONES void grad_sums(const double* x, const double* g, const double* mean, double* sum_g, double* sum_g_xc,
-                                const ChannelLayout& share) {
-    channel_sums<4>(share, sum_g, sum_g_xc, [=](std::size_t c, std::size_t k) { return std::pair{g[k], g[k] * (x[k] - mean[c])}; });
+                                const ChannelLayout& share, std::size_t c0, std::size_t c1) {
+    channel_sums<4>(share, sum_g, sum_g_xc, [=](std::size_t c, std::size_t k) { return std::pair{g[k], g[k] * (x[k] - mean[c])}; },
+                    c0, c1);
 }
 // With xhat = (x - mean) rstd the training formula is dx = w_rstd (g - mean(g)) - slope (x - mean)
 // for w_rstd = w rstd, slope = w_rstd rstd mean(g xhat): four per-channel vectors instead of five.
@@ -118,8 +135,8 @@ XG_KERNEL_CLONES void input_grad_rows(const double* x, const double* g, const do
 void batch_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd, double* dx,
                          double* dw, double* db, const ChannelLayout& l, bool training) {
     const std::size_t C = l.channels;
-    xg::detail::sums_over_chunks(l.n, C * l.length, C, db, dw, [&](std::size_t i0, std::size_t i1, double* part_g, double* part_g_xc) {
-        grad_sums(x, g, mean, part_g, part_g_xc, l.rows(i0, i1));
+    per_channel_sums(l, db, dw, [&](const ChannelLayout& share, std::size_t c0, std::size_t c1, double* sum_g, double* sum_g_xc) {
+        grad_sums(x, g, mean, sum_g, sum_g_xc, share, c0, c1);
     });
     for (std::size_t c = 0; c < C; ++c) dw[c] *= rstd[c];
     if (dx == nullptr) return;

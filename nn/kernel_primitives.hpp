@@ -186,11 +186,13 @@ struct ChannelLayout {
 };
 
 /// sum_a[c] += sum of a_k, sum_b[c] += sum of b_k over the elements k of channel c, where
-/// term(c, k) returns {a_k, b_k}. Walks memory in order: with L = 1 across a row's channels,
+/// term(c, k) returns {a_k, b_k}. With L > 1 only the channels [c_begin, c_end) (a thread's share;
+/// each channel's sum still runs over its segments in order). Walks memory in order: with L = 1 across a row's channels,
 /// kRowsAtOnce rows per update of the sums (callers pick it so that about eight rows stream in:
 /// 8 for a term over x, 4 over x and dy); otherwise segment by segment along L.
 template <std::size_t kRowsAtOnce, class Term>
-XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double* sum_b, Term&& term) {
+XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double* sum_b, Term&& term, std::size_t c_begin = 0,
+                                   std::size_t c_end = SIZE_MAX) {
     const std::size_t C = l.channels, L = l.length;
     if (L == 1) {
         std::size_t i = 0;
@@ -220,7 +222,7 @@ XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double
         return;
     }
     for (std::size_t i = 0; i < l.n; ++i) {
-        for (std::size_t c = 0; c < C; ++c) {
+        for (std::size_t c = c_begin; c < std::min(c_end, C); ++c) {
             const std::size_t segment = ((l.first + i) * C + c) * L;
             const auto [a, b] = row_sums(L, [&term, c, segment](std::size_t j) { return term(c, segment + j); });
             sum_a[c] += a;
