@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/ops.hpp"
+#include "core/parallel.hpp"
 
 namespace xg {
 
@@ -23,12 +24,15 @@ AxisView axis_view(const Shape& s, std::size_t ax) {
     return v;
 }
 
-// Calls f(base) for the first element of every row along the axis.
+// Calls f(base) for the first element of every row along the axis. Rows are independent, so the
+// outer blocks are shared between threads (core/parallel.hpp).
 template <class F>
 void for_each_row(const AxisView& v, F&& f) {
-    for (std::size_t o = 0; o < v.outer; ++o) {
-        for (std::size_t i = 0; i < v.inner; ++i) f(o * v.len * v.inner + i);
-    }
+    detail::parallel_for(v.outer, v.len * v.inner, [&](std::size_t o0, std::size_t o1) {
+        for (std::size_t o = o0; o < o1; ++o) {
+            for (std::size_t i = 0; i < v.inner; ++i) f(o * v.len * v.inner + i);
+        }
+    });
 }
 
 // The largest element of the row starting at `base` (the shift that keeps exp from overflowing).

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/ops.hpp"
+#include "core/parallel.hpp"
 #include "core/tensor.hpp"
 
 namespace xg {
@@ -14,13 +15,16 @@ namespace xg {
 using Strides = std::vector<std::size_t>;
 
 /// out[i] = f(a[i]) over every element of a contiguous array: the element-wise kernel of the
-/// unary ops and activations.
+/// unary ops and activations. Large arrays are shared between threads (core/parallel.hpp); f
+/// must not depend on which element came before.
 template <class F>
 Array map_elements(const Array& a, F f) {
     Array out = empty_like(a);
     const double* pa = a.data();
     double* po = out.data();
-    for (std::size_t i = 0, n = a.size(); i < n; ++i) po[i] = f(pa[i]);
+    detail::parallel_for(a.size(), 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) po[i] = f(pa[i]);
+    });
     return out;
 }
 
@@ -110,21 +114,27 @@ Array broadcast_zip(const Array& a, const Array& b, F f, const char* op = "broad
     if (same_shape(a, b)) {
         Array out = empty_like(a);
         double* po = out.data();
-        for (std::size_t i = 0, n = out.size(); i < n; ++i) po[i] = f(pa[i], pb[i]);
+        detail::parallel_for(out.size(), 1, [&](std::size_t begin, std::size_t end) {
+            for (std::size_t i = begin; i < end; ++i) po[i] = f(pa[i], pb[i]);
+        });
         return out;
     }
     if (b.size() == 1 && b.dimension() <= a.dimension()) {  // x * 0.5, g * scale
         Array out = empty_like(a);
         double* po = out.data();
         const double vb = pb[0];
-        for (std::size_t i = 0, n = out.size(); i < n; ++i) po[i] = f(pa[i], vb);
+        detail::parallel_for(out.size(), 1, [&](std::size_t begin, std::size_t end) {
+            for (std::size_t i = begin; i < end; ++i) po[i] = f(pa[i], vb);
+        });
         return out;
     }
     if (a.size() == 1 && a.dimension() <= b.dimension()) {  // 1.0 - x
         Array out = empty_like(b);
         double* po = out.data();
         const double va = pa[0];
-        for (std::size_t i = 0, n = out.size(); i < n; ++i) po[i] = f(va, pb[i]);
+        detail::parallel_for(out.size(), 1, [&](std::size_t begin, std::size_t end) {
+            for (std::size_t i = begin; i < end; ++i) po[i] = f(va, pb[i]);
+        });
         return out;
     }
     const Shape sa(a.shape().begin(), a.shape().end()), sb(b.shape().begin(), b.shape().end());

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/composed_backward.hpp"
+#include "core/parallel.hpp"
 #include "nn/functional.hpp"
 
 namespace xg::nn::functional {
@@ -43,11 +44,13 @@ Tensor gelu(const Tensor& x, GeluApproximate approximate) {
     const double* px = x.value().data();
     double* py = y.data();
     const std::size_t n = y.size();
-    if (exact) {
-        for (std::size_t i = 0; i < n; ++i) py[i] = gelu_exact(px[i]);
-    } else {
-        for (std::size_t i = 0; i < n; ++i) py[i] = gelu_tanh(px[i]);
-    }
+    xg::detail::parallel_for(n, 1, [=](std::size_t begin, std::size_t end) {
+        if (exact) {
+            for (std::size_t i = begin; i < end; ++i) py[i] = gelu_exact(px[i]);
+        } else {
+            for (std::size_t i = begin; i < end; ++i) py[i] = gelu_tanh(px[i]);
+        }
+    });
     // dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x); exact: Phi = y / x read back from the output
     return record(exact ? "gelu" : "gelu_tanh", std::move(y), {x}, [exact](const GradContext& c) -> Grads {
         const Array& x = c.input(0);
@@ -55,12 +58,14 @@ Tensor gelu(const Tensor& x, GeluApproximate approximate) {
         const double *px = x.data(), *pg = c.grad.data();
         double* po = gx.data();
         const std::size_t n = x.size();
-        if (exact) {
-            const double* py = c.output().data();
-            for (std::size_t i = 0; i < n; ++i) po[i] = pg[i] * gelu_exact_grad_from_output(px[i], py[i]);
-        } else {
-            for (std::size_t i = 0; i < n; ++i) po[i] = pg[i] * gelu_tanh_grad(px[i]);
-        }
+        const double* py = exact ? c.output().data() : nullptr;
+        xg::detail::parallel_for(n, 1, [=](std::size_t begin, std::size_t end) {
+            if (exact) {
+                for (std::size_t i = begin; i < end; ++i) po[i] = pg[i] * gelu_exact_grad_from_output(px[i], py[i]);
+            } else {
+                for (std::size_t i = begin; i < end; ++i) po[i] = pg[i] * gelu_tanh_grad(px[i]);
+            }
+        });
         return {std::move(gx)};
     }, {}, through_composed([approximate](const std::vector<Tensor>& in) { return gelu_composed(in[0], approximate); }));
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/composed_backward.hpp"
+#include "core/parallel.hpp"
 #include "nn/functional.hpp"
 #include "nn/kernel_primitives.hpp"
 
@@ -50,13 +51,14 @@ GroupLayout check_group_norm(const char* op, const Tensor& x, std::int64_t num_g
     return l;
 }
 
-// Per row: mean, var (kept for InstanceNorm's running statistics), rstd = 1 / sqrt(var + eps),
+// Per row r in [r0, r1): mean, var (kept for InstanceNorm's running statistics), rstd = 1 / sqrt(var + eps),
 // xhat = (x - mean) rstd, and per channel c of the row y = xhat w_c + b_c.
 XG_KERNEL_CLONES void group_norm_forward(const double* x, const double* w, const double* b, double* y, double* row_mean,
-                                         double* row_rstd, double* row_var, const GroupLayout& l, double eps) {
+                                         double* row_rstd, double* row_var, const GroupLayout& l, double eps, std::size_t r0,
+                                         std::size_t r1) {
     const std::size_t S = l.spatial, D = l.width();
     const OutputStore store(y, l.rows() * D, S);
-    for (std::size_t r = 0; r < l.rows(); ++r) {
+    for (std::size_t r = r0; r < r1; ++r) {
         double mean, var;
         detail::row_mean_var(x + r * D, D, mean, var);
         const double rstd = 1.0 / std::sqrt(var + eps);
@@ -75,12 +77,14 @@ XG_KERNEL_CLONES void group_norm_forward(const double* x, const double* w, const
 // Per row, with g = dL/dy and dxhat = g w_c:
 //   dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat));  dw_c += g xhat, db_c += g.
 // Channel c's part of sum(dxhat) is w_c sum(g), of sum(dxhat xhat) w_c sum(g xhat): the two sums
-// dw and db need anyway, so pass 1 takes them per channel; pass 2 writes dx.
+// dw and db need anyway, so pass 1 takes them per channel; pass 2 writes dx. Rows [r0, r1); dw
+// and db are this range's partial sums.
 XG_KERNEL_CLONES void group_norm_backward(const double* x, const double* g, const double* w, const double* row_mean,
-                                          const double* row_rstd, double* dx, double* dw, double* db, const GroupLayout& l) {
+                                          const double* row_rstd, double* dx, double* dw, double* db, const GroupLayout& l,
+                                          std::size_t r0, std::size_t r1) {
     const std::size_t S = l.spatial, D = l.width();
     const OutputStore store(dx, l.rows() * D, S);
-    for (std::size_t r = 0; r < l.rows(); ++r) {
+    for (std::size_t r = r0; r < r1; ++r) {
         const double mean = row_mean[r], rstd = row_rstd[r];
         double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
         for (std::size_t k = 0; k < l.channels_per_group(); ++k) {
@@ -119,8 +123,10 @@ Tensor group_norm_node(const char* op, const Tensor& x, const GroupLayout& l, co
     const std::vector<double> ones(weight.defined() ? 0 : C, 1.0), zeros(bias.defined() ? 0 : C, 0.0);
     Array y = empty_like(x.value());
     Array mean = Array::from_shape({l.rows()}), rstd = Array::from_shape({l.rows()}), var = Array::from_shape({l.rows()});
-    group_norm_forward(x.data(), weight.defined() ? weight.data() : ones.data(), bias.defined() ? bias.data() : zeros.data(),
-                       y.data(), mean.data(), rstd.data(), var.data(), l, eps);
+    const double *w = weight.defined() ? weight.data() : ones.data(), *b = bias.defined() ? bias.data() : zeros.data();
+    xg::detail::parallel_for(l.rows(), l.width(), [&](std::size_t r0, std::size_t r1) {
+        group_norm_forward(x.data(), w, b, y.data(), mean.data(), rstd.data(), var.data(), l, eps, r0, r1);
+    });
     if (stats != nullptr) *stats = {mean, var};
 
     std::vector<Tensor> inputs{x};
@@ -138,8 +144,11 @@ Tensor group_norm_node(const char* op, const Tensor& x, const GroupLayout& l, co
             const double* w = wi < 0 ? ones.data() : c.input(static_cast<std::size_t>(wi)).data();
             Array dw = xt::zeros<double>({l.channels}), db = xt::zeros<double>({l.channels}), dx;
             if (c.needs_grad(0)) dx = empty_like(c.input(0));
-            group_norm_backward(c.input(0).data(), c.grad.data(), w, mean.data(), rstd.data(),
-                                c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l);
+            double* pdx = c.needs_grad(0) ? dx.data() : nullptr;
+            xg::detail::sums_over_chunks(l.rows(), l.width(), l.channels, dw.data(), db.data(),
+                                         [&](std::size_t r0, std::size_t r1, double* dw_part, double* db_part) {
+                group_norm_backward(c.input(0).data(), c.grad.data(), w, mean.data(), rstd.data(), pdx, dw_part, db_part, l, r0, r1);
+            });
             if (c.needs_grad(0)) g[0] = std::move(dx);
             if (wi >= 0 && c.needs_grad(static_cast<std::size_t>(wi))) g[static_cast<std::size_t>(wi)] = std::move(dw);
             if (bi >= 0 && c.needs_grad(static_cast<std::size_t>(bi))) g[static_cast<std::size_t>(bi)] = std::move(db);

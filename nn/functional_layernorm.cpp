@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/composed_backward.hpp"
+#include "core/parallel.hpp"
 #include "nn/functional.hpp"
 #include "nn/kernel_primitives.hpp"
 #include "nn/row_layout.hpp"
@@ -22,12 +23,12 @@ RowLayout check_layer_norm(const char* op, const Tensor& x, const Shape& normali
     return detail::check_rows(op, x, normalized_shape, {{"weight", &weight}, {"bias", &bias}});
 }
 
-// Per row: mean, var, rstd = 1 / sqrt(var + eps), xhat = (x - mean) rstd, y = xhat w + b.
+// Per row r in [r0, r1): mean, var, rstd = 1 / sqrt(var + eps), xhat = (x - mean) rstd, y = xhat w + b.
 XG_KERNEL_CLONES void layer_norm_forward(const double* x, const double* w, const double* b, double* y, double* row_mean,
-                                         double* row_rstd, const RowLayout& l, double eps) {
+                                         double* row_rstd, const RowLayout& l, double eps, std::size_t r0, std::size_t r1) {
     const std::size_t D = l.width;
     const OutputStore store(y, l.rows * D, D);
-    for (std::size_t r = 0; r < l.rows; ++r) {
+    for (std::size_t r = r0; r < r1; ++r) {
         const double* xr = x + r * D;
         double mean, var;
         detail::row_mean_var(xr, D, mean, var);
@@ -42,12 +43,14 @@ XG_KERNEL_CLONES void layer_norm_forward(const double* x, const double* w, const
 // Per row, with g = dL/dy and dxhat = g w:
 //   dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat));  dw += g xhat, db += g.
 // Pass 1 takes the two means (and dw, db), pass 2 writes dx; the row stays in L1/L2 between them.
+// Rows [r0, r1); dw and db are this range's partial sums.
 XG_KERNEL_CLONES void layer_norm_backward(const double* x, const double* g, const double* w, const double* row_mean,
-                                          const double* row_rstd, double* dx, double* dw, double* db, const RowLayout& l) {
+                                          const double* row_rstd, double* dx, double* dw, double* db, const RowLayout& l,
+                                          std::size_t r0, std::size_t r1) {
     const std::size_t D = l.width;
     const double inv_D = 1.0 / static_cast<double>(D);
     const OutputStore store(dx, l.rows * D, D);
-    for (std::size_t r = 0; r < l.rows; ++r) {
+    for (std::size_t r = r0; r < r1; ++r) {
         const double *xr = x + r * D, *gr = g + r * D, mean = row_mean[r], rstd = row_rstd[r];
         const auto xhat = [=](std::size_t j) { return (xr[j] - mean) * rstd; };
         const auto dxhat = [=](std::size_t j) { return gr[j] * w[j]; };
@@ -70,8 +73,10 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     const std::vector<double> ones(weight.defined() ? 0 : l.width, 1.0), zeros(bias.defined() ? 0 : l.width, 0.0);
     Array y = empty_like(x.value());
     Array mean = Array::from_shape({l.rows}), rstd = Array::from_shape({l.rows});
-    layer_norm_forward(x.data(), weight.defined() ? weight.data() : ones.data(), bias.defined() ? bias.data() : zeros.data(),
-                       y.data(), mean.data(), rstd.data(), l, eps);
+    const double *w = weight.defined() ? weight.data() : ones.data(), *b = bias.defined() ? bias.data() : zeros.data();
+    xg::detail::parallel_for(l.rows, l.width, [&](std::size_t r0, std::size_t r1) {
+        layer_norm_forward(x.data(), w, b, y.data(), mean.data(), rstd.data(), l, eps, r0, r1);
+    });
 
     std::vector<Tensor> inputs{x};
     const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
@@ -89,8 +94,11 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
             Array dw = xt::zeros<double>({l.width}), db = xt::zeros<double>({l.width});
             Array dx;
             if (c.needs_grad(0)) dx = empty_like(c.input(0));
-            layer_norm_backward(c.input(0).data(), c.grad.data(), w, mean.data(), rstd.data(),
-                                c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l);
+            double* pdx = c.needs_grad(0) ? dx.data() : nullptr;
+            xg::detail::sums_over_chunks(l.rows, l.width, l.width, dw.data(), db.data(),
+                                     [&](std::size_t r0, std::size_t r1, double* dw_part, double* db_part) {
+                layer_norm_backward(c.input(0).data(), c.grad.data(), w, mean.data(), rstd.data(), pdx, dw_part, db_part, l, r0, r1);
+            });
             if (c.needs_grad(0)) g[0] = std::move(dx);
             if (wi >= 0 && c.needs_grad(static_cast<std::size_t>(wi))) {
                 dw.reshape(c.input_shape(static_cast<std::size_t>(wi)));

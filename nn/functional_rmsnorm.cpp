@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/composed_backward.hpp"
+#include "core/parallel.hpp"
 #include "nn/functional.hpp"
 #include "nn/kernel_primitives.hpp"
 #include "nn/row_layout.hpp"
@@ -22,11 +23,12 @@ RowLayout check_rms_norm(const char* op, const Tensor& x, const Shape& normalize
 
 // Per row: rrms = 1 / sqrt(mean(x^2) + eps), xhat = x rrms, y = xhat w. All terms of mean(x^2)
 // are non-negative, so one pass loses nothing to cancellation.
+// Rows [r0, r1).
 XG_KERNEL_CLONES void rms_norm_forward(const double* x, const double* w, double* y, double* row_rrms, const RowLayout& l,
-                                       double eps) {
+                                       double eps, std::size_t r0, std::size_t r1) {
     const std::size_t D = l.width;
     const OutputStore store(y, l.rows * D, D);
-    for (std::size_t r = 0; r < l.rows; ++r) {
+    for (std::size_t r = r0; r < r1; ++r) {
         const double* xr = x + r * D;
         const double sum_x2 = detail::row_sum(D, [=](std::size_t j) { return xr[j] * xr[j]; });
         const double rrms = 1.0 / std::sqrt(sum_x2 / static_cast<double>(D) + eps);
@@ -37,12 +39,13 @@ XG_KERNEL_CLONES void rms_norm_forward(const double* x, const double* w, double*
 }
 
 // Per row, with g = dL/dy and dxhat = g w:  dx = rrms (dxhat - xhat mean(dxhat xhat));  dw += g xhat.
+// Rows [r0, r1); dw is this range's partial sum.
 XG_KERNEL_CLONES void rms_norm_backward(const double* x, const double* g, const double* w, const double* row_rrms, double* dx,
-                                        double* dw, const RowLayout& l) {
+                                        double* dw, const RowLayout& l, std::size_t r0, std::size_t r1) {
     const std::size_t D = l.width;
     const double inv_D = 1.0 / static_cast<double>(D);
     const OutputStore store(dx, l.rows * D, D);
-    for (std::size_t r = 0; r < l.rows; ++r) {
+    for (std::size_t r = r0; r < r1; ++r) {
         const double *xr = x + r * D, *gr = g + r * D, rrms = row_rrms[r];
         const auto xhat = [=](std::size_t j) { return xr[j] * rrms; };
         const auto dxhat = [=](std::size_t j) { return gr[j] * w[j]; };
@@ -64,7 +67,10 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
     const std::vector<double> ones(weight.defined() ? 0 : l.width, 1.0);
     Array y = empty_like(x.value());
     Array rrms = Array::from_shape({l.rows});
-    rms_norm_forward(x.data(), weight.defined() ? weight.data() : ones.data(), y.data(), rrms.data(), l, eps);
+    const double* w = weight.defined() ? weight.data() : ones.data();
+    xg::detail::parallel_for(l.rows, l.width, [&](std::size_t r0, std::size_t r1) {
+        rms_norm_forward(x.data(), w, y.data(), rrms.data(), l, eps, r0, r1);
+    });
 
     std::vector<Tensor> inputs{x};
     if (weight.defined()) inputs.push_back(weight);
@@ -79,8 +85,12 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
             Array dw = xt::zeros<double>({l.width});
             Array dx;
             if (c.needs_grad(0)) dx = empty_like(c.input(0));
-            rms_norm_backward(c.input(0).data(), c.grad.data(), affine ? c.input(1).data() : ones.data(), rrms.data(),
-                              c.needs_grad(0) ? dx.data() : nullptr, dw.data(), l);
+            const double* w = affine ? c.input(1).data() : ones.data();
+            double* pdx = c.needs_grad(0) ? dx.data() : nullptr;
+            xg::detail::sums_over_chunks(l.rows, l.width, l.width, dw.data(), nullptr,
+                                     [&](std::size_t r0, std::size_t r1, double* dw_part, double*) {
+                rms_norm_backward(c.input(0).data(), c.grad.data(), w, rrms.data(), pdx, dw_part, l, r0, r1);
+            });
             if (c.needs_grad(0)) g[0] = std::move(dx);
             if (affine && c.needs_grad(1)) {
                 dw.reshape(c.input_shape(1));

@@ -173,22 +173,31 @@ private:
 
 /// (N, C, L): channel c's N L values sit in N contiguous segments of length L, element
 /// k = (n C + c) L + l. A 2-D input (N, C) has L = 1.
+/// A share of the input (one thread's rows, core/parallel.hpp) is the rows [first, first + n) of
+/// an input of `total` rows (total = 0: the layout is the whole input).
 struct ChannelLayout {
     std::size_t n = 0, channels = 0, length = 1;
+    std::size_t first = 0, total = 0;
     std::size_t per_channel() const { return n * length; }
+    std::size_t input_size() const { return (total != 0 ? total : n) * channels * length; }  // elements of the whole input
+    ChannelLayout rows(std::size_t begin, std::size_t end) const {
+        return {end - begin, channels, length, first + begin, total != 0 ? total : n};
+    }
 };
 
 /// sum_a[c] += sum of a_k, sum_b[c] += sum of b_k over the elements k of channel c, where
-/// term(c, k) returns {a_k, b_k}. Walks memory in order: with L = 1 across a row's channels,
+/// term(c, k) returns {a_k, b_k}. With L > 1 only the channels [c_begin, c_end) (a thread's share;
+/// each channel's sum still runs over its segments in order). Walks memory in order: with L = 1 across a row's channels,
 /// kRowsAtOnce rows per update of the sums (callers pick it so that about eight rows stream in:
 /// 8 for a term over x, 4 over x and dy); otherwise segment by segment along L.
 template <std::size_t kRowsAtOnce, class Term>
-XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double* sum_b, Term&& term) {
+XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double* sum_b, Term&& term, std::size_t c_begin = 0,
+                                   std::size_t c_end = SIZE_MAX) {
     const std::size_t C = l.channels, L = l.length;
     if (L == 1) {
         std::size_t i = 0;
         for (; i + kRowsAtOnce <= l.n; i += kRowsAtOnce) {
-            const std::size_t row = i * C;
+            const std::size_t row = (l.first + i) * C;
 #pragma omp simd
             for (std::size_t c = 0; c < C; ++c) {
                 double a = 0.0, b = 0.0;
@@ -202,7 +211,7 @@ XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double
             }
         }
         for (; i < l.n; ++i) {
-            const std::size_t row = i * C;
+            const std::size_t row = (l.first + i) * C;
 #pragma omp simd
             for (std::size_t c = 0; c < C; ++c) {
                 const std::pair<double, double> t = term(c, row + c);
@@ -213,8 +222,8 @@ XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double
         return;
     }
     for (std::size_t i = 0; i < l.n; ++i) {
-        for (std::size_t c = 0; c < C; ++c) {
-            const std::size_t segment = (i * C + c) * L;
+        for (std::size_t c = c_begin; c < std::min(c_end, C); ++c) {
+            const std::size_t segment = ((l.first + i) * C + c) * L;
             const auto [a, b] = row_sums(L, [&term, c, segment](std::size_t j) { return term(c, segment + j); });
             sum_a[c] += a;
             sum_b[c] += b;
@@ -222,29 +231,30 @@ XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double
     }
 }
 
-/// out[k] = value(c, k) for every element k of every channel c, in memory order, through an
+/// out[k] = value(c, k) for every element k of every channel c of l's rows (out is the whole
+/// output), in memory order, through an
 /// OutputStore. With L = 1, four rows per pass over the channels, so that value's per-channel
 /// loads are shared by the four (with C of them per array they otherwise compete with the rows
 /// for L1).
 template <class F>
 XG_KERNEL_INLINE void channel_map(const ChannelLayout& l, double* out, F&& value) {
     const std::size_t C = l.channels, L = l.length;
-    const OutputStore store(out, l.n * C * L, L == 1 ? C : L);
+    const OutputStore store(out, l.input_size(), L == 1 ? C : L);
     if (L == 1) {
         std::size_t i = 0;
         for (; i + 4 <= l.n; i += 4) {
-            const std::size_t row = i * C;
+            const std::size_t row = (l.first + i) * C;
             store.rows<4>(out + row, C, C, [&](std::size_t q, std::size_t c) { return value(c, row + q * C + c); });
         }
         for (; i < l.n; ++i) {
-            const std::size_t row = i * C;
+            const std::size_t row = (l.first + i) * C;
             store(out + row, C, [&](std::size_t c) { return value(c, row + c); });
         }
         return;
     }
     for (std::size_t i = 0; i < l.n; ++i) {
         for (std::size_t c = 0; c < C; ++c) {
-            const std::size_t segment = (i * C + c) * L;
+            const std::size_t segment = ((l.first + i) * C + c) * L;
             store(out + segment, L, [&](std::size_t j) { return value(c, segment + j); });
         }
     }

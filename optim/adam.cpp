@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/parallel.hpp"
+
 namespace xg::optim {
 
 namespace {
@@ -42,22 +44,24 @@ void Adam::update(const ParamGroup& group, Tensor& param, const Array& grad, Par
     double* v = state.buffers[1].data();
     double* v_max = options_.amsgrad() ? state.buffers[2].data() : nullptr;
     // Each line mirrors one PyTorch tensor op, in the same order, so results agree to the last bit.
-    for (std::size_t i = 0, n = param.numel(); i < n; ++i) {
-        double d = g[i];
-        if (wd != 0.0) {
-            if (decoupled_) w[i] = w[i] * decay;                            // param.mul_(1 - lr*wd)
-            else d = d + wd * w[i];                                          // grad.add(param, alpha=wd)
+    xg::detail::parallel_for(param.numel(), 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) {
+            double d = g[i];
+            if (wd != 0.0) {
+                if (decoupled_) w[i] = w[i] * decay;                            // param.mul_(1 - lr*wd)
+                else d = d + wd * w[i];                                          // grad.add(param, alpha=wd)
+            }
+            m[i] = m[i] * beta1 + (1.0 - beta1) * d;                            // exp_avg.mul_(b1).add_(g, alpha=1-b1)
+            v[i] = v[i] * beta2 + (1.0 - beta2) * d * d;                        // exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2)
+            double second = v[i];
+            if (v_max) {
+                v_max[i] = std::isnan(v[i]) || v[i] > v_max[i] ? v[i] : v_max[i]; // torch.maximum(v_max, v, out=v_max)
+                second = v_max[i];
+            }
+            const double denom = std::sqrt(second) / bias_correction2_sqrt + eps; // (v.sqrt() / sqrt(bc2)).add_(eps)
+            w[i] = w[i] + (-step_size) * m[i] / denom;                          // param.addcdiv_(m, denom, value=-step_size)
         }
-        m[i] = m[i] * beta1 + (1.0 - beta1) * d;                            // exp_avg.mul_(b1).add_(g, alpha=1-b1)
-        v[i] = v[i] * beta2 + (1.0 - beta2) * d * d;                        // exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2)
-        double second = v[i];
-        if (v_max) {
-            v_max[i] = std::isnan(v[i]) || v[i] > v_max[i] ? v[i] : v_max[i]; // torch.maximum(v_max, v, out=v_max)
-            second = v_max[i];
-        }
-        const double denom = std::sqrt(second) / bias_correction2_sqrt + eps; // (v.sqrt() / sqrt(bc2)).add_(eps)
-        w[i] = w[i] + (-step_size) * m[i] / denom;                          // param.addcdiv_(m, denom, value=-step_size)
-    }
+    });
 }
 
 }  // namespace xg::optim

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/parallel.hpp"
+
 namespace xg::optim {
 
 namespace {
@@ -39,15 +41,17 @@ void SGD::update(const ParamGroup& group, Tensor& param, const Array& grad, Para
     const double* g = grad.data();
     double* buf = momentum != 0.0 ? state.buffers[0].data() : nullptr;
     // Each line mirrors one PyTorch tensor op, in the same order, so results agree to the last bit.
-    for (std::size_t i = 0, n = param.numel(); i < n; ++i) {
-        double d = maximize ? -g[i] : g[i];                       // d_p if not maximize else -d_p
-        if (wd != 0.0) d = d + wd * w[i];                          // d_p.add(param, alpha=wd)
-        if (buf) {
-            buf[i] = first_step ? d : buf[i] * momentum + (1.0 - dampening) * d;  // buf.mul_(m).add_(d_p, alpha=1-damp)
-            d = nesterov ? d + momentum * buf[i] : buf[i];         // d_p.add(buf, alpha=m) or buf
+    xg::detail::parallel_for(param.numel(), 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) {
+            double d = maximize ? -g[i] : g[i];                       // d_p if not maximize else -d_p
+            if (wd != 0.0) d = d + wd * w[i];                          // d_p.add(param, alpha=wd)
+            if (buf) {
+                buf[i] = first_step ? d : buf[i] * momentum + (1.0 - dampening) * d;  // buf.mul_(m).add_(d_p, alpha=1-damp)
+                d = nesterov ? d + momentum * buf[i] : buf[i];         // d_p.add(buf, alpha=m) or buf
+            }
+            w[i] = w[i] + (-lr) * d;                                   // param.add_(d_p, alpha=-lr)
         }
-        w[i] = w[i] + (-lr) * d;                                   // param.add_(d_p, alpha=-lr)
-    }
+    });
 }
 
 }  // namespace xg::optim

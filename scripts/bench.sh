@@ -3,6 +3,8 @@
 #
 #   scripts/bench.sh                 # both tables: glibc's default allocation, then kernel-only
 #   scripts/bench.sh --cpu-time      # both tables timed with thread CPU time (a busy machine)
+#   scripts/bench.sh --threads=2     # both tables, both sides on 2 threads (xg::set_num_threads,
+#                                    #   torch::set_num_threads, OpenBLAS) - wall clock only
 #   scripts/bench.sh --quick         # any xgrad_bench options: --quick, --cpu-time, --filter=LayerNorm,
 #                                    #   --no-torch, --mmap-threshold=<bytes> (one run only, unless
 #                                    #   the options are only --quick and --cpu-time)
@@ -10,7 +12,7 @@
 # Installs libtorch-dev if it is missing (apt-get; root or sudo), configures a separate build
 # directory ($XGRAD_BENCH_BUILD_DIR, default build-bench/) with -DXGRAD_BUILD_BENCH=ON, builds
 # the xgrad_bench target and runs it single-threaded (OPENBLAS_NUM_THREADS=1; the benchmark
-# itself calls torch::set_num_threads(1)). Wall-clock timings need a quiet machine: it warns when
+# itself calls xg::set_num_threads(1) and torch::set_num_threads(1)), or on N threads with --threads=N. Wall-clock timings need a quiet machine: it warns when
 # the 1-minute load average is above 0.5 (--cpu-time then leaves out the time spent waiting for a core).
 set -euo pipefail
 
@@ -32,10 +34,14 @@ if awk -v l="$load" 'BEGIN { exit !(l > 0.5) }'; then
   echo "bench.sh: warning: load average $load > 0.5 - other processes share the cores; wall-clock timings will be noisy (--cpu-time helps)" >&2
 fi
 
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+threads=1
+for option in "$@"; do
+  [[ $option == --threads=* ]] && threads=${option#--threads=}
+done
+export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads XGRAD_NUM_THREADS=$threads
 bench=$build/tests/bench/xgrad_bench
 for option in "$@"; do
-  [[ $option == --quick || $option == --cpu-time ]] || exec "$bench" "$@"
+  [[ $option == --quick || $option == --cpu-time || $option == --threads=* ]] || exec "$bench" "$@"
 done
 "$bench" "$@"
 echo

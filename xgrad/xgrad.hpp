@@ -17,6 +17,7 @@
 #include "core/ops.hpp"
 #include "core/random.hpp"
 #include "core/tensor.hpp"
+#include "core/threads.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 

@@ -3,7 +3,11 @@
 // shows the median of many calls after a warm-up. A STREAM-style triad measured in the same run
 // gives the memory bandwidth the bandwidth-bound kernels are compared against.
 //
-//   xgrad_bench [--quick] [--filter=<substring>] [--no-torch] [--mmap-threshold=<bytes>] [--cpu-time]
+//   xgrad_bench [--quick] [--filter=<substring>] [--no-torch] [--mmap-threshold=<bytes>] [--cpu-time] [--threads=N]
+//
+// --threads=N runs both sides on N threads: xg::set_num_threads(N) and torch::set_num_threads(N)
+// (default 1). With N > 1 the wall clock is the only fair clock, so --cpu-time is refused; the
+// training steps' target is then 0.9 instead of 1.0 (issue 18).
 //
 // --cpu-time times each call with the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID)
 // instead of the wall clock: on a machine shared with other work it leaves out the time the
@@ -31,6 +35,7 @@
 
 #include <fmt/format.h>
 
+#include "core/threads.hpp"
 #include "tests/bench/bench.hpp"
 
 #ifndef XGRAD_BENCH_FLAGS
@@ -38,6 +43,12 @@
 #endif
 
 namespace xg::bench {
+
+namespace {
+int g_threads = 1;
+}  // namespace
+
+int bench_threads() { return g_threads; }
 
 std::vector<double> bench_data(std::size_t n, unsigned seed) {
     std::mt19937_64 engine(seed);
@@ -55,6 +66,7 @@ struct Options {
     bool quick = false, torch = true, cpu_time = false;
     std::string filter;
     long mmap_threshold = 0;
+    int threads = 1;
 };
 
 struct Sample {
@@ -198,11 +210,16 @@ Options parse(int argc, char** argv) {
         else if (a == "--cpu-time") o.cpu_time = true;
         else if (a.rfind("--filter=", 0) == 0) o.filter = a.substr(9);
         else if (a.rfind("--mmap-threshold=", 0) == 0) o.mmap_threshold = std::stol(a.substr(17));
+        else if (a.rfind("--threads=", 0) == 0) o.threads = std::max(1, std::stoi(a.substr(10)));
         else {
             fmt::print(stderr, "usage: xgrad_bench [--quick] [--filter=<substring>] [--no-torch] [--mmap-threshold=<bytes>] "
-                               "[--cpu-time]\n");
+                               "[--cpu-time] [--threads=N]\n");
             std::exit(2);
         }
+    }
+    if (o.threads > 1 && o.cpu_time) {
+        fmt::print(stderr, "xgrad_bench: --cpu-time counts the calling thread only; with --threads > 1 use the wall clock\n");
+        std::exit(2);
     }
 #ifndef XGRAD_BENCH_HAVE_TORCH
     o.torch = false;
@@ -214,9 +231,11 @@ void print_machine(const Options& o) {
     const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
     fmt::print("machine: {} | {} cores online | g++ {} | flags: {}\n", cpu_model(), sysconf(_SC_NPROCESSORS_ONLN),
                __VERSION__, XGRAD_BENCH_FLAGS);
-    fmt::print("blas: {} | OPENBLAS_NUM_THREADS={}\n", blas_description(), blas_threads ? blas_threads : "(unset!)");
+    fmt::print("blas: {} | OPENBLAS_NUM_THREADS={} | threads: {} (xg::set_num_threads; OpenBLAS follows)\n", blas_description(),
+               blas_threads ? blas_threads : "(unset!)", o.threads);
 #ifdef XGRAD_BENCH_HAVE_TORCH
-    fmt::print("reference: {} (torch::set_num_threads(1)){}\n", torch_description(), o.torch ? "" : " - disabled by --no-torch");
+    fmt::print("reference: {} (torch::set_num_threads({})){}\n", torch_description(), o.threads,
+               o.torch ? "" : " - disabled by --no-torch");
 #else
     fmt::print("reference: libtorch not found at configure time - xgrad figures only\n");
 #endif
@@ -234,6 +253,8 @@ void print_machine(const Options& o) {
 int run_main(int argc, char** argv) {
     const Options o = parse(argc, argv);
     g_cpu_time = o.cpu_time;
+    g_threads = o.threads;
+    xg::set_num_threads(o.threads);
     if (o.mmap_threshold > 0) {
         mallopt(M_MMAP_THRESHOLD, static_cast<int>(o.mmap_threshold));
         mallopt(M_TRIM_THRESHOLD, static_cast<int>(2 * o.mmap_threshold));
@@ -247,15 +268,19 @@ int run_main(int argc, char** argv) {
     std::vector<std::pair<Workload, Result>> results;
     for (const Workload& w : workloads()) {
         if (!o.filter.empty() && w.name.find(o.filter) == std::string::npos) continue;
-        const Result r = measure(w, o);
-        results.emplace_back(w, r);
+        Workload w_here = w;
+        const bool training_step = w.kind == Kind::mlp_layer_norm || w.kind == Kind::mlp_batch_norm || w.kind == Kind::transformer_block;
+        if (o.threads > 1 && training_step) w_here.target_ratio = std::min(w.target_ratio, 0.9);
+        const Workload& w_run = w_here;
+        const Result r = measure(w_run, o);
+        results.emplace_back(w_run, r);
         const bool has_torch = r.torch > 0.0;
         const double ratio = has_torch ? r.xgrad / r.torch : 0.0;
-        const std::string verdict = !has_torch ? "" : ratio <= w.target_ratio ? " ok" : " MISS";
+        const std::string verdict = !has_torch ? "" : ratio <= w_run.target_ratio ? " ok" : " MISS";
         const auto pct = [&](double s) { return w.bytes > 0.0 ? fmt::format("{:.0f}%", 100.0 * w.bytes / s / triad) : std::string("-"); };
         fmt::print("{:<40} {:>10.3f} {:>10} {:>7} {:>7}  {:>12} {:>12} {:>6.0f} / {:<6}{}\n", w.name, r.xgrad * 1e3,
                    has_torch ? fmt::format("{:.3f}", r.torch * 1e3) : "-", has_torch ? fmt::format("{:.2f}", ratio) : "-",
-                   fmt::format("{:.2f}", w.target_ratio), pct(r.xgrad), has_torch ? pct(r.torch) : "-", r.xgrad_faults,
+                   fmt::format("{:.2f}", w_run.target_ratio), pct(r.xgrad), has_torch ? pct(r.torch) : "-", r.xgrad_faults,
                    has_torch ? fmt::format("{:.0f}", r.torch_faults) : "-", verdict);
         std::fflush(stdout);
     }

@@ -27,6 +27,9 @@ struct Workload {
 /// optimizer step). Built once per workload with its inputs and parameters captured.
 using Run = std::function<void()>;
 
+/// The threads both sides run on (--threads=N, default 1).
+int bench_threads();
+
 /// Same input data for both sides: values drawn once from a seeded generator.
 std::vector<double> bench_data(std::size_t n, unsigned seed);
 

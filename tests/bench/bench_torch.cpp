@@ -85,7 +85,7 @@ std::string torch_description() {
 }
 
 Run make_torch_run(const Workload& w) {
-    torch::set_num_threads(1);
+    torch::set_num_threads(bench_threads());
     torch::manual_seed(5);
     std::vector<std::int64_t> d(w.dims.begin(), w.dims.end());
     switch (w.kind) {
