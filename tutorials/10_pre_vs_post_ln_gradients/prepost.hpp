@@ -40,8 +40,8 @@ struct SweepConfig {
     std::vector<std::size_t> depths{2, 6, 12, 24};
     std::vector<std::uint64_t> seeds{1, 2, 3};
     std::size_t d_model = 16, n_heads = 2, context = 16, batch = 8;
-    std::size_t steps = 200;     ///< training steps per run
-    std::size_t warmup = 50;     ///< linear warm-up length when warm-up is on
+    std::size_t steps = 120;     ///< training steps per run
+    std::size_t warmup = 40;     ///< linear warm-up length when warm-up is on
     double clip = 1.0;           ///< max gradient norm when clipping is on
     std::size_t tail = 10;       ///< final loss = mean of the last `tail` losses
     bool progress = true;
