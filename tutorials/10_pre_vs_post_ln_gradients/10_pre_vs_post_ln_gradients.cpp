@@ -181,14 +181,17 @@ int main(int argc, char** argv) {
     }
     const std::string sweep_csv = tut.out_path("10_sweep.csv");
     write_csv(sweep_csv, {"pre_ln", "depth", "lr", "warmup", "clip", "final_mean", "final_sd", "diverged"}, sweep_rows);
-    std::string splot = fmt::format("set datafile separator ','\nset logscale x\nset format x '%.0e'\nset grid\nset key top left\n"
-                                    "set xlabel 'learning rate'\nset yrange [*:*]\n"
+    std::string splot = fmt::format("set datafile separator ','\nset logscale x\nset format x '%.0e'\nset grid\n"
+                                    "set xlabel 'learning rate'\nset xrange [{}:{}]\nset yrange [2.5:3.4]\n"
                                     "set multiplot layout 2,{} title 'final training loss (mean and std over seeds that did "
                                     "not diverge; missing point: all diverged)'\n",
-                                    cfg.depths.size());
+                                    cfg.lrs.front() / 1.5, cfg.lrs.back() * 1.5, cfg.depths.size());
     for (bool clip : {false, true}) {
         for (std::size_t depth : cfg.depths) {
-            splot += fmt::format("set title '{} blocks, clipping {}'\nset ylabel 'loss'\nplot ", depth, clip ? "on" : "off");
+            // one key, in the top-right panel's empty lower part; the same y range everywhere
+            const bool key = !clip && depth == cfg.depths.back();
+            splot += fmt::format("set title '{} blocks, clipping {}'\nset ylabel 'loss'\n{}\nplot ", depth, clip ? "on" : "off",
+                                 key ? "set key bottom right" : "unset key");
             bool first = true;
             for (bool pre : {false, true}) {
                 for (bool warmup : {false, true}) {
