@@ -9,11 +9,8 @@
 
 #include <fmt/format.h>
 
-<<<<<<< HEAD
 #include "core/composed_backward.hpp"
-=======
 #include "core/parallel.hpp"
->>>>>>> t18
 #include "nn/functional.hpp"
 #include "nn/kernel_primitives.hpp"
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nn/nn.hpp"
+#include "optim/training/data.hpp"
 
 namespace tutorial_values {
 
@@ -19,7 +20,8 @@ struct SmallBatchConfig {
     std::size_t epochs = 2;
     std::vector<std::size_t> batch_sizes{128, 4};
     double lr = 1e-3;                  ///< Adam, the same for every run
-    std::uint64_t seed = 1;
+    std::uint64_t seed = 1;            ///< initialisation and data order (a1_3_small_batch)
+    std::vector<std::uint64_t> seeds{1, 2, 3};  ///< a1_3_over_seeds: one set of runs per seed
     bool progress = true;              ///< optim::ProgressBar on stderr
 };
 
@@ -28,6 +30,12 @@ struct SmallBatchRun {
     std::size_t batch_size = 0;
     std::vector<double> test_error;    ///< after each epoch, in eval mode
     std::vector<double> train_loss;    ///< mean over each epoch
+    /// BN only (NaN for LN): the final test error once more, after the running statistics are
+    /// replaced by population statistics recomputed over the whole training set with the trained
+    /// weights. It separates BN's two small-batch problems: noisy batch statistics during training
+    /// (this number stays high) from poor running estimates at eval (this number drops).
+    double test_error_population = 0;
+    std::uint64_t seed = 0;
     double seconds = 0;
 };
 
@@ -36,5 +44,13 @@ std::shared_ptr<xg::nn::Sequential> make_mlp(std::size_t hidden, bool batch_norm
 
 /// Runs BN and LN at every batch size (same initial Linear weights and data order for all).
 std::vector<SmallBatchRun> a1_3_small_batch(const SmallBatchConfig& config);
+
+/// a1_3_small_batch once per seed in config.seeds (initialisation and data order), in that order.
+std::vector<SmallBatchRun> a1_3_over_seeds(const SmallBatchConfig& config);
+
+/// Replaces the running mean/variance of every BatchNorm1d of `net` by the mean and unbiased
+/// variance of its input over all of `data`, layer after layer (each BatchNorm sees the previous
+/// ones' recomputed statistics), in eval mode. A no-op for a net without BatchNorm.
+void recompute_batch_norm_statistics(xg::nn::Sequential& net, const xg::optim::TensorDataset& data);
 
 }  // namespace tutorial_values

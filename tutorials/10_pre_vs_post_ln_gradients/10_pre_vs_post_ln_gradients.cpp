@@ -1,6 +1,7 @@
 // Tutorial 10: Pre-LN vs Post-LN (A2.4, with A0.5 and A4.3). Measures the per-layer gradient norms
-// of 12-block stacks at initialisation under several set-ups, then trains both with and without
-// warm-up on a character-level task (the GPL-3 text). Quick by default; --full trains longer.
+// of 12-block stacks at initialisation under several set-ups (read through gradient hooks, over 3
+// seeds), then sweeps learning rate x depth x warm-up x clipping for both placements on a
+// character-level task (the GPL-3 text). Quick by default (a corner of the sweep); --full sweeps all.
 // Guide: docs/tutorials/10-pre-vs-post-ln-gradients.md.
 #include "tutorials/10_pre_vs_post_ln_gradients/prepost.hpp"
 
@@ -13,7 +14,10 @@
 
 #include "core/ops.hpp"
 #include "nn/init.hpp"
+#include "optim/adam.hpp"
 #include "optim/clip.hpp"
+#include "optim/schedule.hpp"
+#include "optim/training/progress.hpp"
 #include "tutorials/common/tutorial.hpp"
 
 #ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
@@ -21,29 +25,55 @@
 using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
+namespace {
+
+std::string with_sd(double mean, double sd) { return sci(mean, 2) + " ± " + sci(sd, 1); }
+
+// "2.51 ± 0.01" over the seeds that did not diverge, ", k div" appended when k of them diverged.
+std::string sweep_cell(const tv::SweepCell& c) {
+    const std::size_t k = c.n_diverged(), n = c.diverged.size();
+    if (k == n) return "all div";
+    std::string s = num(c.mean_final(), 2);
+    if (n - k > 1) s += " ± " + num(c.sd_final(), 2);
+    if (k) s += fmt::format(", {} div", k);
+    return s;
+}
+
+std::string lr_label(double lr) { return fmt::format("lr {:.0e}", lr); }
+
+}  // namespace
+
 int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
-                 {"10 Pre-LN vs Post-LN: gradients at init and warm-up", "A2.4 (A0.5, A4.3)",
-                  "docs/tutorials/10-pre-vs-post-ln-gradients.md", "about 15 s of CPU (one thread)",
-                  "1000 training steps of batch 16 per run, warm-up 200 (about 5 minutes)",
-                  "10_grad_norms.csv/.png, 10_warmup_loss.csv/.png"});
+                 {"10 Pre-LN vs Post-LN: gradients at init, learning rate x depth", "A2.4 (A0.5, A4.3)",
+                  "docs/tutorials/10-pre-vs-post-ln-gradients.md", "about 20 s of CPU (one thread)",
+                  "the sweep at 4 learning rates x depths 2, 6, 12, 24, 120 steps per run (about 7 minutes)",
+                  "10_grad_norms.csv/.png, 10_sweep.csv/.png"});
     const tv::CharCorpus corpus("/usr/share/common-licenses/GPL-3");
     const std::size_t L = 12, d = 32;
 
     tut.section("A2.4", "per-block gradient norms at initialisation, 12 blocks, d 32, 4 heads, causal attention");
-    tut.say(fmt::format("input: 8 random windows of 32 characters of GPL-3 (vocabulary {}), averaged over 3 batches", corpus.vocab_size()));
+    tut.say(fmt::format("input: 8 random windows of 32 characters of GPL-3 (vocabulary {}), averaged over 3 batches;",
+                        corpus.vocab_size()));
+    tut.say("mean ± std over 3 seeds (2020, 2021, 2022: initialisation and batches)");
+    tut.say("read by gradient hooks: Tensor::register_hook on every parameter of every block");
     std::vector<std::string> header{"block"};
     std::vector<std::vector<double>> csv(L);
     for (std::size_t l = 0; l < L; ++l) csv[l].push_back(static_cast<double>(l + 1));
+    double hook_vs_grad = 0;
     for (const std::string setup : {"ce_default", "ce_xavier", "degenerate"}) {
         const tv::GradientProfile g = tv::gradient_profile(setup, corpus, L, d);
+        hook_vs_grad = std::max(hook_vs_grad, g.hook_vs_grad);
         std::vector<std::vector<std::string>> rows{{"block", "Post-LN all", "Pre-LN all", "Post-LN W2", "Pre-LN W2"}};
         for (std::size_t l = 0; l < L; ++l) {
-            rows.push_back({std::to_string(l + 1), sci(g.post_ln[l], 2), sci(g.pre_ln[l], 2), sci(g.post_ln_w2[l], 2),
-                            sci(g.pre_ln_w2[l], 2)});
-            csv[l].insert(csv[l].end(), {g.post_ln[l], g.pre_ln[l], g.post_ln_w2[l], g.pre_ln_w2[l]});
+            rows.push_back({std::to_string(l + 1), with_sd(g.post_ln[l], g.post_ln_sd[l]), with_sd(g.pre_ln[l], g.pre_ln_sd[l]),
+                            with_sd(g.post_ln_w2[l], g.post_ln_w2_sd[l]), with_sd(g.pre_ln_w2[l], g.pre_ln_w2_sd[l])});
+            csv[l].insert(csv[l].end(), {g.post_ln[l], g.pre_ln[l], g.post_ln_w2[l], g.pre_ln_w2[l], g.post_ln_sd[l], g.pre_ln_sd[l],
+                                         g.post_ln_w2_sd[l], g.pre_ln_w2_sd[l]});
         }
-        for (const char* k : {"_post_all", "_pre_all", "_post_w2", "_pre_w2"}) header.push_back(setup + k);
+        for (const char* k : {"_post_all", "_pre_all", "_post_w2", "_pre_w2", "_post_all_sd", "_pre_all_sd", "_post_w2_sd", "_pre_w2_sd"}) {
+            header.push_back(setup + k);
+        }
         tut.step(fmt::format("set-up '{}': gradient norm per block, of all its parameters and of W2", setup));
         if (setup == "ce_default") tut.say("(W2: the second weight of the block's FFN, Xiong et al.'s W^2)");
         tut.show(table(rows));
@@ -54,64 +84,132 @@ int main(int argc, char** argv) {
                             num(*std::max_element(g.pre_ln_w2.begin(), g.pre_ln_w2.end()) /
                                     *std::min_element(g.pre_ln_w2.begin(), g.pre_ln_w2.end()), 2)));
     }
+    tut.say("hook norms vs the same norms read from .grad: max relative difference " + under(hook_vs_grad, 1e-12));
     const std::string grad_csv = tut.out_path("10_grad_norms.csv");
     write_csv(grad_csv, header, csv);
     // One panel per set-up (their scales differ by 10 orders of magnitude), the degenerate loss
-    // apart on the right; Post-LN solid and Pre-LN dashed, one colour per measured quantity.
+    // apart on the right; Post-LN solid and Pre-LN dashed, one colour per measured quantity, the
+    // seeds' standard deviation as error bars.
     std::string plot = "set datafile separator ','\nset logscale y\nset format y '%.0e'\nset xtics 1,1,12\n"
                        "set xlabel 'block (1 = input side)'\nset grid\nset key top right\n"
-                       "set multiplot layout 1,3 title 'gradient norm per block at initialisation, 12 blocks'\n";
+                       "set multiplot layout 1,3 title 'gradient norm per block at initialisation, 12 blocks, "
+                       "mean and std over 3 seeds'\n";
     const std::vector<std::pair<std::string, std::string>> panels{
         {"ce_default", "cross-entropy, library init"}, {"ce_xavier", "cross-entropy, Xavier init (Xiong et al.)"},
         {"degenerate", "degenerate loss mean(LN(h)^2): noise"}};
     for (std::size_t p = 0; p < panels.size(); ++p) {
-        const std::size_t first = 2 + 4 * p;  // columns: post_all, pre_all, post_w2, pre_w2
+        const std::size_t first = 2 + 8 * p;  // columns: post_all, pre_all, post_w2, pre_w2, then their sds
         plot += fmt::format("set title '{}'\nset ylabel '{}'\nplot ", panels[p].second, p == 0 ? "||gradient||" : "");
         const char* names[] = {"Post-LN all", "Pre-LN all", "Post-LN W2", "Pre-LN W2"};
         for (std::size_t k = 0; k < 4; ++k) {
-            plot += fmt::format("{}'{}' using 1:{} with linespoints lw 2 pt {} dt {} lc rgb '{}' title '{}'", k ? ", " : "", grad_csv,
-                                first + k, k % 2 ? 6 : 7, k % 2 ? 2 : 1, k < 2 ? "#2471a3" : "#c0392b", names[k]);
+            plot += fmt::format("{}'{}' using 1:{}:{} with yerrorlines lw 2 pt {} dt {} lc rgb '{}' title '{}'", k ? ", " : "", grad_csv,
+                                first + k, first + 4 + k, k % 2 ? 6 : 7, k % 2 ? 2 : 1, k < 2 ? "#2471a3" : "#c0392b", names[k]);
         }
         plot += "\n";
     }
     plot += "unset multiplot\n";
     if (gnuplot(plot, tut.out_path("10_grad_norms.png"), 1500, 560)) tut.say("plot: " + tut.out_path("10_grad_norms.png"));
 
-    tut.section("A2.4 / A0.5", "training both with and without warm-up (AdamW, clip 1.0)");
-    tv::WarmupConfig cfg;
-    if (tut.full()) {
-        cfg.steps = 1000;
-        cfg.warmup = 200;
-        cfg.batch = 16;
+    tut.section("A0.5 / A4.3", "learning rate x depth: Post-LN vs Pre-LN, warm-up and clipping on/off");
+    tv::SweepConfig cfg;  // --full: the sweep the guide pastes
+    if (!tut.full()) {    // quick: a corner of it
+        cfg.lrs = {1e-3, 3e-2};
+        cfg.depths = {2, 6};
+        cfg.steps = 30;
+        cfg.warmup = 10;
+        cfg.tail = 5;
     }
-    tut.step(fmt::format("{} steps, batch {} x {} characters, lr {}, warm-up {} steps (linear)", cfg.steps, cfg.batch, cfg.context,
-                         cfg.lr, cfg.warmup));
-    const std::vector<tv::TrainCurve> curves = tv::warmup_runs(corpus, cfg);
-    std::vector<std::vector<std::string>> rows{{"run", "loss at step 10", "at 50", "mean of last 20", "diverged"}};
-    for (const auto& c : curves) {
-        auto at = [&](std::size_t i) { return i < c.loss.size() ? num(c.loss[i], 3) : std::string("-"); };
-        rows.push_back({c.name, at(9), at(49), num(tv::tail_mean(c.loss), 3), c.diverged ? "yes" : "no"});
+    std::string depth_list, seed_list;
+    for (std::size_t v : cfg.depths) depth_list += (depth_list.empty() ? "" : ", ") + std::to_string(v);
+    for (std::uint64_t v : cfg.seeds) seed_list += (seed_list.empty() ? "" : ", ") + std::to_string(v);
+    tut.say(fmt::format("d {}, {} heads, batch {} x {} characters, {} steps of AdamW (betas 0.9/0.95, weight", cfg.d_model,
+                        cfg.n_heads, cfg.batch, cfg.context, cfg.steps));
+    tut.say(fmt::format("decay 0.01); depths {}; seeds {}; warm-up: linear over {} steps; clipping: max", depth_list,
+                        seed_list, cfg.warmup));
+    tut.say(fmt::format("gradient norm {}. A run diverged (div) when its loss went NaN/inf, or when its", num(cfg.clip, 1)));
+    tut.say(fmt::format("final loss (mean of the last {} steps) is above its loss at step 1. Cells: final", cfg.tail));
+    tut.say("loss, mean ± std over the seeds that did not diverge.");
+    const std::vector<tv::SweepCell> cells = tv::lr_depth_sweep(corpus, cfg);
+    for (bool warmup : {false, true}) {
+        for (bool clip : {false, true}) {
+            tut.step(fmt::format("warm-up {}, clipping {}", warmup ? "on" : "off", clip ? "on" : "off"));
+            std::vector<std::vector<std::string>> rows{{"depth", "LN"}};
+            for (double lr : cfg.lrs) rows[0].push_back(lr_label(lr));
+            for (std::size_t depth : cfg.depths) {
+                for (bool pre : {false, true}) {
+                    std::vector<std::string> row{std::to_string(depth), pre ? "Pre" : "Post"};
+                    for (const auto& c : cells) {
+                        if (c.warmup == warmup && c.clip == clip && c.depth == depth && c.pre_ln == pre) row.push_back(sweep_cell(c));
+                    }
+                    rows.push_back(row);
+                }
+            }
+            tut.show(table(rows));
+        }
     }
-    tut.show(table(rows));
-    for (const auto& c : curves) fmt::print("  time: {}: {:.1f} s\n", c.name, c.seconds);
-    std::vector<std::vector<double>> loss_rows;
-    for (std::size_t s = 0; s < cfg.steps; ++s) {
-        std::vector<double> r{static_cast<double>(s + 1)};
-        for (const auto& c : curves) r.push_back(s < c.loss.size() ? c.loss[s] : NAN);
-        loss_rows.push_back(r);
+    tut.step(fmt::format("diverged runs out of {} per placement (all depths, learning rates and seeds)",
+                         cfg.depths.size() * cfg.lrs.size() * cfg.seeds.size()));
+    std::vector<std::vector<std::string>> div_rows{{"warm-up", "clipping", "Post-LN", "Pre-LN"}};
+    for (bool warmup : {false, true}) {
+        for (bool clip : {false, true}) {
+            std::size_t post = 0, pre = 0;
+            for (const auto& c : cells) {
+                if (c.warmup == warmup && c.clip == clip) (c.pre_ln ? pre : post) += c.n_diverged();
+            }
+            div_rows.push_back({warmup ? "on" : "off", clip ? "on" : "off", std::to_string(post), std::to_string(pre)});
+        }
     }
-    const std::string loss_csv = tut.out_path("10_warmup_loss.csv");
-    write_csv(loss_csv, {"step", "post_no_warmup", "post_warmup", "pre_no_warmup", "pre_warmup"}, loss_rows);
-    // Post-LN solid, Pre-LN dashed; one colour for "no warm-up", another for "warm-up".
-    std::string lplot = "set title 'training loss, 12 blocks'\nset xlabel 'step'\nset ylabel 'cross-entropy'\nset grid\n"
-                        "set datafile separator ','\nplot ";
-    for (std::size_t i = 0; i < curves.size(); ++i) {
-        const bool pre = curves[i].name.rfind("Pre", 0) == 0, warm = curves[i].name.find("no warm") == std::string::npos;
-        lplot += fmt::format("{}'{}' using 1:{} with lines lw 2 dt {} lc rgb '{}' title '{}'", i ? ", " : "", loss_csv, i + 2,
-                             pre ? 2 : 1, warm ? "#1e8449" : "#c0392b", curves[i].name);
+    tut.show(table(div_rows));
+    std::vector<std::vector<std::string>> depth_rows{{"depth", "Post-LN", "Pre-LN"}};
+    for (std::size_t depth : cfg.depths) {
+        std::size_t post = 0, pre = 0;
+        for (const auto& c : cells) {
+            if (c.depth == depth) (c.pre_ln ? pre : post) += c.n_diverged();
+        }
+        depth_rows.push_back({std::to_string(depth), std::to_string(post), std::to_string(pre)});
     }
-    if (gnuplot(lplot, tut.out_path("10_warmup_loss.png"))) tut.say("plot: " + tut.out_path("10_warmup_loss.png"));
-    tut.say("csv: " + grad_csv + ", " + loss_csv);
+    tut.say(fmt::format("per depth, out of {} (all learning rates, warm-up/clipping settings and seeds):",
+                        4 * cfg.lrs.size() * cfg.seeds.size()));
+    tut.show(table(depth_rows));
+
+    // CSV: one row per cell; the plot: one panel per (clipping, depth), final loss against the
+    // learning rate; Post-LN solid, Pre-LN dashed; red without warm-up, green with it.
+    std::vector<std::vector<double>> sweep_rows;
+    for (const auto& c : cells) {
+        sweep_rows.push_back({c.pre_ln ? 1.0 : 0.0, static_cast<double>(c.depth), c.lr, c.warmup ? 1.0 : 0.0, c.clip ? 1.0 : 0.0,
+                              c.mean_final(), c.sd_final(), static_cast<double>(c.n_diverged())});
+    }
+    const std::string sweep_csv = tut.out_path("10_sweep.csv");
+    write_csv(sweep_csv, {"pre_ln", "depth", "lr", "warmup", "clip", "final_mean", "final_sd", "diverged"}, sweep_rows);
+    std::string splot = fmt::format("set datafile separator ','\nset logscale x\nset format x '%.0e'\nset grid\n"
+                                    "set xlabel 'learning rate'\nset xrange [{}:{}]\nset yrange [2.5:3.4]\n"
+                                    "set multiplot layout 2,{} title 'final training loss (mean and std over seeds that did "
+                                    "not diverge; missing point: all diverged)'\n",
+                                    cfg.lrs.front() / 1.5, cfg.lrs.back() * 1.5, cfg.depths.size());
+    for (bool clip : {false, true}) {
+        for (std::size_t depth : cfg.depths) {
+            // one key, in the top-right panel's empty lower part; the same y range everywhere
+            const bool key = !clip && depth == cfg.depths.back();
+            splot += fmt::format("set title '{} blocks, clipping {}'\nset ylabel 'loss'\n{}\nplot ", depth, clip ? "on" : "off",
+                                 key ? "set key bottom right" : "unset key");
+            bool first = true;
+            for (bool pre : {false, true}) {
+                for (bool warmup : {false, true}) {
+                    // gnuplot keeps the rows of this (placement, depth, warm-up, clipping) only
+                    splot += fmt::format("{}'{}' using ((${}=={} && $2=={} && ${}=={} && ${}=={}) ? $3 : 1/0):6:7 with yerrorlines lw 2 "
+                                         "dt {} lc rgb '{}' title '{}'",
+                                         first ? "" : ", ", sweep_csv, 1, pre ? 1 : 0, depth, 4, warmup ? 1 : 0, 5, clip ? 1 : 0,
+                                         pre ? 2 : 1, warmup ? "#1e8449" : "#c0392b",
+                                         std::string(pre ? "Pre" : "Post") + (warmup ? ", warm-up" : ", no warm-up"));
+                    first = false;
+                }
+            }
+            splot += "\n";
+        }
+    }
+    splot += "unset multiplot\n";
+    if (gnuplot(splot, tut.out_path("10_sweep.png"), 1600, 800)) tut.say("plot: " + tut.out_path("10_sweep.png"));
+    tut.say("csv: " + grad_csv + ", " + sweep_csv);
     return 0;
 }
 
@@ -147,60 +245,189 @@ std::shared_ptr<CharGPT> make_stack(const CharCorpus& corpus, std::size_t n_laye
 
 }  // namespace
 
+namespace {
+
+double squared_norm(const Array& a) {
+    double s = 0;
+    for (double v : a) s += v * v;
+    return s;
+}
+
+// Mean and sample standard deviation of v[s][l] over s, for each l.
+void mean_sd(const std::vector<std::vector<double>>& v, std::vector<double>& mean, std::vector<double>& sd) {
+    const std::size_t n = v.size(), L = v.front().size();
+    mean.assign(L, 0.0);
+    sd.assign(L, 0.0);
+    for (std::size_t l = 0; l < L; ++l) {
+        for (std::size_t s = 0; s < n; ++s) mean[l] += v[s][l] / static_cast<double>(n);
+        if (n < 2) continue;
+        for (std::size_t s = 0; s < n; ++s) sd[l] += (v[s][l] - mean[l]) * (v[s][l] - mean[l]) / static_cast<double>(n - 1);
+        sd[l] = std::sqrt(sd[l]);
+    }
+}
+
+}  // namespace
+
 GradientProfile gradient_profile(const std::string& setup, const CharCorpus& corpus, std::size_t n_layers, std::size_t d,
-                                 std::size_t batches) {
+                                 std::size_t batches, const std::vector<std::uint64_t>& seeds) {
     GradientProfile g;
     g.setup = setup;
-    g.post_ln.assign(n_layers, 0.0);
-    g.pre_ln.assign(n_layers, 0.0);
-    g.post_ln_w2.assign(n_layers, 0.0);
-    g.pre_ln_w2.assign(n_layers, 0.0);
+    g.seeds = seeds;
     const bool xavier = setup == "ce_xavier";
     for (bool pre : {false, true}) {
-        auto model = make_stack(corpus, n_layers, d, pre, xavier, 2020);
-        Generator gen(77);
-        std::vector<double>& out = pre ? g.pre_ln : g.post_ln;
-        std::vector<double>& out_w2 = pre ? g.pre_ln_w2 : g.post_ln_w2;
-        for (std::size_t b = 0; b < batches; ++b) {
-            IndexArray x, y;
-            corpus.batch(8, 32, gen, x, y);
-            model->zero_grad();
-            Tensor loss;
-            if (setup == "degenerate") {
-                const Tensor h = nn::functional::layer_norm(model->hidden(x), {d});
-                loss = mean(h * h);  // = 1 - eps/(var + eps) per token: almost constant
-            } else {
-                loss = model->loss(x, y);
-            }
-            loss.backward();
+        std::vector<std::vector<double>> all(seeds.size(), std::vector<double>(n_layers, 0.0)), w2 = all;
+        for (std::size_t s = 0; s < seeds.size(); ++s) {
+            auto model = make_stack(corpus, n_layers, d, pre, xavier, seeds[s]);
+            // Gradient hooks on every parameter of every block: each pass, a hook sees dLoss/dp once
+            // it is complete and adds its squared norm to its block's sum (W2 also has its own).
+            std::vector<double> squares(n_layers, 0.0), squares_w2(n_layers, 0.0);
+            std::vector<RemovableHandle> handles;
             for (std::size_t l = 0; l < n_layers; ++l) {
                 auto block = model->blocks->at<TransformerBlock>(l);
-                out[l] += optim::grad_norm(block->parameters()) / batches;
-                out_w2[l] += optim::grad_norm({std::dynamic_pointer_cast<nn::Linear>((*block->ffn)[2])->weight}) / batches;
+                for (const Tensor& p : block->parameters()) {
+                    handles.push_back(p.register_hook([&squares, l](const Tensor& grad) { squares[l] += squared_norm(grad.value()); }));
+                }
+                const Tensor& w2_weight = std::dynamic_pointer_cast<nn::Linear>((*block->ffn)[2])->weight;
+                handles.push_back(
+                    w2_weight.register_hook([&squares_w2, l](const Tensor& grad) { squares_w2[l] += squared_norm(grad.value()); }));
             }
+            Generator gen(seeds[s] + 77);
+            for (std::size_t b = 0; b < batches; ++b) {
+                IndexArray x, y;
+                corpus.batch(8, 32, gen, x, y);
+                model->zero_grad();
+                std::fill(squares.begin(), squares.end(), 0.0);
+                std::fill(squares_w2.begin(), squares_w2.end(), 0.0);
+                Tensor loss;
+                if (setup == "degenerate") {
+                    const Tensor h = nn::functional::layer_norm(model->hidden(x), {d});
+                    loss = mean(h * h);  // = 1 - eps/(var + eps) per token: almost constant
+                } else {
+                    loss = model->loss(x, y);
+                }
+                loss.backward();
+                for (std::size_t l = 0; l < n_layers; ++l) {
+                    all[s][l] += std::sqrt(squares[l]) / static_cast<double>(batches);
+                    w2[s][l] += std::sqrt(squares_w2[l]) / static_cast<double>(batches);
+                    // the same norm read from .grad, as before the hooks existed
+                    const double from_grad = optim::grad_norm(model->blocks->at<TransformerBlock>(l)->parameters());
+                    g.hook_vs_grad = std::max(g.hook_vs_grad, std::fabs(std::sqrt(squares[l]) - from_grad) / from_grad);
+                }
+            }
+            for (auto& h : handles) h.remove();
         }
+        mean_sd(all, pre ? g.pre_ln : g.post_ln, pre ? g.pre_ln_sd : g.post_ln_sd);
+        mean_sd(w2, pre ? g.pre_ln_w2 : g.post_ln_w2, pre ? g.pre_ln_w2_sd : g.post_ln_w2_sd);
     }
     return g;
 }
 
-std::vector<TrainCurve> warmup_runs(const CharCorpus& corpus, const WarmupConfig& cfg) {
-    std::vector<TrainCurve> curves;
-    for (bool pre : {false, true}) {
-        for (std::size_t warmup : {std::size_t{0}, cfg.warmup}) {
-            GptConfig c;
-            c.vocab = corpus.vocab_size();
-            c.n_layers = cfg.n_layers;
-            c.d_model = cfg.d_model;
-            c.n_heads = cfg.n_heads;
-            c.context = cfg.context;
-            c.pre_ln = pre;
-            manual_seed(cfg.seed);
-            CharGPT model(c);
-            const std::string name = std::string(pre ? "Pre-LN" : "Post-LN") + (warmup ? " warm-up" : " no warm-up");
-            curves.push_back(train_char_model(model, corpus, cfg.steps, cfg.batch, cfg.lr, warmup, cfg.seed, name, cfg.progress));
+std::size_t SweepCell::n_diverged() const { return static_cast<std::size_t>(std::count(diverged.begin(), diverged.end(), true)); }
+
+double SweepCell::mean_final() const {
+    double s = 0;
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < final_loss.size(); ++i) {
+        if (!diverged[i]) s += final_loss[i], ++n;
+    }
+    return n ? s / static_cast<double>(n) : NAN;
+}
+
+double SweepCell::sd_final() const {
+    const double m = mean_final();
+    double s = 0;
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < final_loss.size(); ++i) {
+        if (!diverged[i]) s += (final_loss[i] - m) * (final_loss[i] - m), ++n;
+    }
+    return n > 1 ? std::sqrt(s / static_cast<double>(n - 1)) : NAN;
+}
+
+namespace {
+
+// One training run of the sweep: its loss at step 1, its final loss (mean of the last `tail`
+// steps; NaN when the loss went NaN/inf) and whether it diverged.
+void sweep_run(CharGPT& model, const CharCorpus& corpus, const SweepConfig& cfg, double lr, bool warmup, bool clip,
+               std::uint64_t seed, double& initial, double& final_loss, bool& diverged) {
+    optim::AdamW opt(model.parameters(), optim::AdamWOptions(lr).betas(0.9, 0.95).weight_decay(0.01));
+    optim::LinearWarmup schedule(opt, static_cast<std::int64_t>(warmup ? cfg.warmup : 1));
+    Generator gen(seed + 1000);  // the same batches for every setting of a seed
+    std::vector<double> losses;
+    IndexArray x, y;
+    initial = NAN;
+    for (std::size_t step = 0; step < cfg.steps; ++step) {
+        corpus.batch(cfg.batch, cfg.context, gen, x, y);
+        opt.zero_grad();
+        Tensor loss = model.loss(x, y);
+        const double value = loss.item();
+        if (step == 0) initial = value;
+        if (!std::isfinite(value)) {
+            final_loss = NAN;
+            diverged = true;
+            return;
+        }
+        losses.push_back(value);
+        loss.backward();
+        if (clip) {
+            try {
+                optim::clip_grad_norm(model.parameters(), cfg.clip);
+            } catch (const Error&) {  // a NaN/inf gradient
+                final_loss = NAN;
+                diverged = true;
+                return;
+            }
+        }
+        opt.step();
+        schedule.step();
+    }
+    final_loss = tail_mean(losses, cfg.tail);
+    diverged = !(final_loss <= initial);
+}
+
+}  // namespace
+
+std::vector<SweepCell> lr_depth_sweep(const CharCorpus& corpus, const SweepConfig& cfg) {
+    std::vector<SweepCell> cells;
+    const std::size_t total = cfg.depths.size() * cfg.lrs.size() * cfg.seeds.size() * 8;
+    optim::ProgressBar bar(static_cast<std::int64_t>(total), "lr x depth sweep",
+                           cfg.progress ? optim::ProgressBar::Mode::automatic : optim::ProgressBar::Mode::quiet);
+    for (bool warmup : {false, true}) {
+        for (bool clip : {false, true}) {
+            for (std::size_t depth : cfg.depths) {
+                for (bool pre : {false, true}) {
+                    for (double lr : cfg.lrs) {
+                        SweepCell c;
+                        c.pre_ln = pre;
+                        c.warmup = warmup;
+                        c.clip = clip;
+                        c.depth = depth;
+                        c.lr = lr;
+                        for (std::uint64_t seed : cfg.seeds) {
+                            GptConfig gc;
+                            gc.vocab = corpus.vocab_size();
+                            gc.context = cfg.context;
+                            gc.d_model = cfg.d_model;
+                            gc.n_heads = cfg.n_heads;
+                            gc.n_layers = depth;
+                            gc.pre_ln = pre;
+                            manual_seed(seed);
+                            CharGPT model(gc);
+                            double initial = NAN, final_loss = NAN;
+                            bool diverged = false;
+                            sweep_run(model, corpus, cfg, lr, warmup, clip, seed, initial, final_loss, diverged);
+                            c.initial_loss.push_back(initial);
+                            c.final_loss.push_back(final_loss);
+                            c.diverged.push_back(diverged);
+                            bar.update(std::isfinite(final_loss) ? final_loss : 0.0);
+                        }
+                        cells.push_back(c);
+                    }
+                }
+            }
         }
     }
-    return curves;
+    bar.finish();
+    return cells;
 }
 
 }  // namespace tutorial_values
