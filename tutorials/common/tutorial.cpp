@@ -1,5 +1,6 @@
 #include "tutorials/common/tutorial.hpp"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -304,6 +305,11 @@ bool gnuplot(const std::string& script, const std::string& png_path, int width, 
         }
     }
     return true;
+}
+
+void keep_heap_mapped() {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
 double now_seconds() {
