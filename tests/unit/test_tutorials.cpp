@@ -21,6 +21,8 @@
 
 #include "tutorials/07_blocks/blocks_demo.hpp"
 #include "tutorials/11_char_gpt/char_gpt_run.hpp"
+#include "tutorials/16_gpt_ablations/gpt_ablations.hpp"
+#include "tutorials/common/seed_stats.hpp"
 #include "tutorials/10_pre_vs_post_ln_gradients/prepost.hpp"
 #include "tutorials/09_small_batch_fashion_mnist/small_batch.hpp"
 #include "tutorials/02_bn_vs_ln_axes/bn_vs_ln_axes.hpp"
@@ -356,7 +358,8 @@ TEST_CASE("A0.5 A4.3: the learning-rate x depth sweep runs and flags divergence 
     CHECK(c.sd_final() == Approx(1.0));
 }
 
-TEST_CASE("A3.4 A3.5: the character GPT trains and samples with LayerNorm and RMSNorm (tiny)", "[tutorials][experiments]") {
+TEST_CASE("A3.4 A3.5 A2.5: the character GPT trains and samples with LayerNorm and RMSNorm, and without ln_f (tiny)",
+          "[tutorials][experiments]") {
     tv::CharGptRunConfig cfg;
     cfg.d_model = 16;
     cfg.n_layers = 1;
@@ -364,16 +367,123 @@ TEST_CASE("A3.4 A3.5: the character GPT trains and samples with LayerNorm and RM
     cfg.batch = 4;
     cfg.steps = 3;
     cfg.warmup = 1;
+    cfg.seeds = {1, 2};
     cfg.sample_chars = 10;
     cfg.progress = false;
     const tv::CharGptRun r = tv::a3_4_a3_5_char_gpt(cfg);
     CHECK(r.vocab > 10);
+    CHECK(r.heldout_chars > 3000);  // the last tenth of the text
     CHECK(r.layer_norm.loss.size() == 3);
     CHECK(r.rms_norm.loss.size() == 3);
     CHECK(std::fabs(r.layer_norm.loss.front() - r.initial_loss_expected) < 0.5);  // ~ln(vocab) at init
+    for (const tv::SeedRuns* runs : {&r.ln, &r.rms, &r.no_ln_f}) {
+        INFO(runs->name);
+        REQUIRE(runs->heldout.size() == 2);
+        CHECK(std::fabs(runs->heldout[0] - r.initial_loss_expected) < 0.5);  // 3 steps: still ~ln(vocab)
+        CHECK(runs->ms_per_step[0] > 0.0);
+    }
     CHECK(r.sample_layer_norm.rfind(cfg.prompt, 0) == 0);
     CHECK(r.sample_layer_norm.size() == cfg.prompt.size() + 10);
     CHECK_THAT(r.architecture, Contains("ln_f"));
+}
+
+TEST_CASE("The seed statistics: mean, sample std and the paired t-test", "[tutorials]") {
+    CHECK(tv::seed_mean({1.0, 2.0, 3.0}) == Approx(2.0));
+    CHECK(tv::seed_std({1.0, 2.0, 3.0}) == Approx(1.0));
+    CHECK(tv::mean_pm_std({1.0, 2.0, 3.0}, 2) == "2.00 ± 1.00");
+    // differences 1.0, 1.2, 0.8: mean 1, std 0.2, t = 1 / (0.2 / sqrt 3) = 8.66 > 4.303
+    const tv::PairedDifference d = tv::paired_difference({1.0, 1.0, 1.0}, {2.0, 2.2, 1.8});
+    CHECK(d.mean == Approx(1.0));
+    CHECK(d.std == Approx(0.2));
+    CHECK(d.t == Approx(8.660254));
+    CHECK(d.t_needed == Approx(4.303));
+    CHECK(d.significant);
+    const tv::PairedDifference noise = tv::paired_difference({1.0, 1.0, 1.0}, {1.5, 0.7, 1.1});
+    CHECK_FALSE(noise.significant);
+    CHECK_THROWS_AS(tv::paired_difference({1.0}, {2.0}), xg::Error);
+}
+
+TEST_CASE("P2.1: the line and tanh fits find a tanh where there is one", "[tutorials]") {
+    std::vector<double> x, line, s;
+    for (int i = -200; i <= 200; ++i) {
+        x.push_back(i / 50.0);
+        line.push_back(3.0 * i / 50.0 - 1.0);
+        s.push_back(2.0 * std::tanh(1.5 * i / 50.0) + 0.5);
+    }
+    double r2_linear = 0, r2_tanh = 0, b = 0;
+    tv::fit_line_and_tanh(x, line, r2_linear, r2_tanh, b);
+    CHECK(r2_linear == Approx(1.0));
+    CHECK(r2_tanh == Approx(1.0).margin(1e-3));
+    tv::fit_line_and_tanh(x, s, r2_linear, r2_tanh, b);
+    CHECK(r2_linear < 0.9);
+    CHECK(r2_tanh > 0.999);
+    CHECK(b == Approx(1.5).epsilon(0.1));  // the grid's nearest point
+}
+
+TEST_CASE("P1.1: LayerNorm with detached statistics has LayerNorm's value and drops only the detached gradient terms",
+          "[tutorials]") {
+    xg::manual_seed(3);
+    xg::Tensor x = xg::randn({3, 5}, true);
+    const xg::Tensor dy = xg::randn({3, 5});
+    auto reference = std::make_shared<xg::nn::LayerNorm>(5);
+    const xg::Tensor y_ref = reference->forward(x);
+    // sigma per row, for the closed forms below
+    const xg::Tensor mu = xg::mean(x, {-1}, true);
+    const xg::Array sigma = xg::sqrt(xg::mean(xg::pow(x - mu, 2.0), {-1}, true) + 1e-5).value();
+    for (auto kind : {tv::NormKind::detach_mean, tv::NormKind::detach_var, tv::NormKind::detach_both}) {
+        auto norm = tv::make_norm(kind, 5);
+        const xg::Tensor y = norm->forward(x);
+        CHECK(xg::tutorial::max_abs_diff(y.value(), y_ref.value()) < 1e-12);
+        x.zero_grad();
+        xg::sum(y * dy).backward();
+        const xg::Array g = x.grad().value();
+        if (kind == tv::NormKind::detach_both) {  // both statistics constant: dx = dy / sigma
+            for (std::size_t i = 0; i < 3; ++i) {
+                for (std::size_t j = 0; j < 5; ++j) CHECK(g(i, j) == Approx(dy.value()(i, j) / sigma(i, 0)).epsilon(1e-12));
+            }
+        } else {  // one term dropped: the row sums or the projections onto x_hat no longer vanish
+            x.zero_grad();
+            xg::sum(reference->forward(x) * dy).backward();  // a fresh graph for each backward
+            CHECK(xg::tutorial::max_abs_diff(g, x.grad().value()) > 1e-3);
+        }
+    }
+}
+
+TEST_CASE("P1.1 P2.1 P2.2 P3.1: the GPT ablations run end to end (tiny)", "[tutorials][experiments]") {
+    tv::GptAblationConfig cfg;
+    cfg.d_model = 8;
+    cfg.n_layers = 1;
+    cfg.n_heads = 2;
+    cfg.context = 8;
+    cfg.batch = 2;
+    cfg.steps = 2;
+    cfg.warmup = 1;
+    cfg.seeds = {1, 2};
+    cfg.sweep_lrs = {1e-2};
+    cfg.sweep_steps = 2;
+    cfg.sweep_warmup = 1;
+    cfg.scatter_windows = 2;
+    cfg.progress = false;
+    const tv::NormAblation a = tv::norm_ablation(cfg);
+    REQUIRE(a.variants.size() == 6);
+    for (const auto& v : a.variants) {
+        INFO(v.name);
+        REQUIRE(v.heldout.size() == 2);
+        CHECK(std::isfinite(v.heldout[0]));
+        CHECK(v.diverged == 0);
+    }
+    REQUIRE(a.clouds.size() == 3);  // norm1, norm2, ln_f
+    CHECK(a.clouds[2].layer == "ln_f");
+    CHECK(a.clouds[0].input.size() == 2 * 8 * 8);
+    CHECK(a.dyt_alpha.size() == 3);
+    const auto sweep = tv::qk_norm_sweep(cfg);
+    REQUIRE(sweep.size() == 2);
+    CHECK_FALSE(sweep[0].qk_norm);
+    CHECK(sweep[1].qk_norm);
+    for (const auto& c : sweep) {
+        CHECK(c.first_seed_logit.size() == 2);
+        CHECK(c.max_logit[0] > 0.0);
+    }
 }
 
 // ---- guide drift ---------------------------------------------------------------------------------
@@ -552,9 +662,10 @@ const std::vector<std::pair<std::string, std::string>> kPrograms{
     {"13_ln_lstm", "13-ln-lstm.md"},
     {"14_cnn_norms", "14-cnn-norms.md"},
     {"15_layernorm_curvature", "15-layernorm-curvature.md"},
+    {"16_gpt_ablations", "16-gpt-ablations.md"},
 };
 const std::set<std::string> kHasLongMode{"09_small_batch_fashion_mnist", "10_pre_vs_post_ln_gradients", "11_char_gpt",
-                                         "13_ln_lstm", "14_cnn_norms"};
+                                         "13_ln_lstm", "14_cnn_norms", "16_gpt_ablations"};
 
 }  // namespace
 
@@ -596,6 +707,7 @@ XGRAD_GUIDE_DRIFT_TEST(12_implicit_learning_rate)
 XGRAD_GUIDE_DRIFT_TEST(13_ln_lstm)
 XGRAD_GUIDE_DRIFT_TEST(14_cnn_norms)
 XGRAD_GUIDE_DRIFT_TEST(15_layernorm_curvature)
+XGRAD_GUIDE_DRIFT_TEST(16_gpt_ablations)
 
 TEST_CASE("Every tutorial from 09 on has its own guide-drift test", "[tutorials][guides]") {
     for (auto it = kPrograms.begin() + 8; it != kPrograms.end(); ++it) {
@@ -645,8 +757,9 @@ TEST_CASE("Each guide quotes, word for word from claims.md, the claims of every 
           "[tutorials][guides]") {
     const std::string docs = XGRAD_TUTORIAL_DOCS_DIR;
     // claims.md lists "- **A2.1** (article 002): <claim>"; a guide quotes it as "> **A2.1** (article 002): <claim>".
+    // Claims from papers beyond the articles read "- **P1.1** (paper Xu et al. 2019, ...): <claim>".
     std::map<std::string, std::string> claims;
-    const std::regex listed(R"(^- (\*\*(A\d\.\d)\*\* \(article [^)]*\): .+)$)");
+    const std::regex listed(R"(^- (\*\*([AP]\d\.\d)\*\* \((?:article|paper) [^)]*\): .+)$)");
     std::istringstream list(read_text(docs + "/claims.md"));
     for (std::string line; std::getline(list, line);) {
         std::smatch m;
@@ -660,7 +773,7 @@ TEST_CASE("Each guide quotes, word for word from claims.md, the claims of every 
             REQUIRE(std::regex_search(text, header, std::regex("Article examples: ([^\n]*)")));
             const std::string ids = header[1];
             std::size_t quoted = 0;
-            const std::regex id_pattern(R"(A\d\.\d)");
+            const std::regex id_pattern(R"([AP]\d\.\d)");
             for (auto it = std::sregex_iterator(ids.begin(), ids.end(), id_pattern); it != std::sregex_iterator(); ++it) {
                 const std::string id = it->str();
                 INFO(guide << " covers " << id);

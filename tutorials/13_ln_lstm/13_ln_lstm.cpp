@@ -18,10 +18,14 @@
 #include "nn/nn.hpp"
 #include "optim/adam.hpp"
 #include "optim/clip.hpp"
+#include "tutorials/common/seed_stats.hpp"
 #include "tutorials/common/tutorial.hpp"
 
 using namespace xg;
 using namespace xg::tutorial;
+using tutorial_values::mean_pm_std;
+using tutorial_values::seed_mean;
+using tutorial_values::seed_std;
 
 namespace {
 
@@ -262,7 +266,7 @@ int main(int argc, char** argv) {
         header.push_back(fmt::format("ln_lstm_seed{}", seed));
     }
     for (std::size_t i = 0; i < points; ++i) {
-        std::vector<double> row{static_cast<double>(i * c.eval_every), mean_of(column(lstm, i)), mean_of(column(ln, i))};
+        std::vector<double> row{static_cast<double>(i * c.eval_every), seed_mean(column(lstm, i)), seed_mean(column(ln, i))};
         for (std::size_t s = 0; s < c.seeds.size(); ++s) {
             row.push_back(lstm[s].held[i]);
             row.push_back(ln[s].held[i]);

@@ -16,10 +16,14 @@
 #include "nn/nn.hpp"
 #include "optim/adam.hpp"
 #include "optim/training/data.hpp"
+#include "tutorials/common/seed_stats.hpp"
 #include "tutorials/common/tutorial.hpp"
 
 using namespace xg;
 using namespace xg::tutorial;
+using tutorial_values::mean_pm_std;
+using tutorial_values::seed_mean;
+using tutorial_values::seed_std;
 
 namespace {
 
@@ -111,7 +115,7 @@ Run train(const std::string& norm, std::size_t batch, std::uint64_t seed, const 
 // "12.34%" for one seed, "12.34 ± 0.56%" for several.
 std::string percent(const std::vector<double>& v) {
     if (v.size() == 1) return num(100 * v[0], 2) + "%";
-    return num(100 * mean_of(v), 2) + " ± " + num(100 * std_of(v), 2) + "%";
+    return num(100 * seed_mean(v), 2) + " ± " + num(100 * seed_std(v), 2) + "%";
 }
 
 }  // namespace
@@ -195,7 +199,7 @@ int main(int argc, char** argv) {
     const std::size_t last = c.epochs - 1;
     const auto final_mean = [&](std::size_t bi, const std::string& norm) {
         for (std::size_t ni = 0; ni < kNorms.size(); ++ni) {
-            if (kNorms[ni] == norm) return mean_of(errors(runs[bi * kNorms.size() + ni], last));
+            if (kNorms[ni] == norm) return seed_mean(errors(runs[bi * kNorms.size() + ni], last));
         }
         return 0.0;
     };
@@ -214,7 +218,7 @@ int main(int argc, char** argv) {
     for (const auto& rs : runs) header.push_back(fmt::format("{}_b{}", rs[0].norm, rs[0].batch));
     for (std::size_t e = 0; e < c.epochs; ++e) {
         std::vector<double> row{static_cast<double>(e + 1)};
-        for (const auto& rs : runs) row.push_back(mean_of(errors(rs, e)));
+        for (const auto& rs : runs) row.push_back(seed_mean(errors(rs, e)));
         csv.push_back(row);
     }
     const std::string csv_path = tut.out_path("14_cnn_norms.csv"), png = tut.out_path("14_cnn_norms.png");

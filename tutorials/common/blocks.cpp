@@ -47,15 +47,48 @@ std::shared_ptr<nn::Sequential> make_ffn(std::size_t d, std::size_t hidden) {
 }
 
 TransformerBlock::TransformerBlock(std::size_t d_model, std::size_t nhead, bool pre_ln_, bool causal_, bool rms)
+    : TransformerBlock(d_model, nhead, pre_ln_, causal_, rms ? NormKind::rms_norm : NormKind::layer_norm, false) {}
+
+TransformerBlock::TransformerBlock(std::size_t d_model, std::size_t nhead, bool pre_ln_, bool causal_, NormKind norm, bool qk_norm)
     : pre_ln(pre_ln_), causal(causal_) {
-    attn = register_module("attn", std::make_shared<nn::MultiheadAttention>(d_model, nhead));
+    const auto E = static_cast<std::int64_t>(d_model), H = static_cast<std::int64_t>(nhead);
+    attn = register_module("attn", std::make_shared<nn::MultiheadAttention>(nn::MultiheadAttentionOptions(E, H).qk_norm(qk_norm)));
     ffn = register_module("ffn", make_ffn(d_model, 4 * d_model));
-    auto make_norm = [&]() -> std::shared_ptr<nn::Module> {
-        if (rms) return std::make_shared<nn::RMSNorm>(d_model, 1e-5);
-        return std::make_shared<nn::LayerNorm>(d_model);
-    };
-    norm1 = register_module("norm1", make_norm());
-    norm2 = register_module("norm2", make_norm());
+    norm1 = register_module("norm1", make_norm(norm, d_model));
+    norm2 = register_module("norm2", make_norm(norm, d_model));
+}
+
+std::shared_ptr<nn::Module> make_norm(NormKind kind, std::size_t d) {
+    switch (kind) {
+        case NormKind::layer_norm: return std::make_shared<nn::LayerNorm>(d);
+        case NormKind::rms_norm: return std::make_shared<nn::RMSNorm>(d, 1e-5);
+        case NormKind::dyt: return std::make_shared<nn::DyT>(static_cast<std::int64_t>(d));
+        case NormKind::detach_mean: return std::make_shared<DetachedLayerNorm>(d, true, false);
+        case NormKind::detach_var: return std::make_shared<DetachedLayerNorm>(d, false, true);
+        case NormKind::detach_both: return std::make_shared<DetachedLayerNorm>(d, true, true);
+        case NormKind::none: return std::make_shared<NoNorm>();
+    }
+    fail("make_norm", "unknown NormKind");
+}
+
+DetachedLayerNorm::DetachedLayerNorm(std::size_t d, bool detach_mean_, bool detach_var_, double eps_)
+    : detach_mean(detach_mean_), detach_var(detach_var_), eps(eps_) {
+    register_parameter("weight", weight, ones({d}));
+    register_parameter("bias", bias, zeros({d}));
+}
+
+Tensor DetachedLayerNorm::forward(const Tensor& x) {
+    Tensor mu = mean(x, {-1}, true);
+    if (detach_mean) mu = mu.detach();  // x - mu still depends on x, but not through mu
+    const Tensor centred = x - mu;
+    Tensor sigma = sqrt(mean(centred * centred, {-1}, true) + eps);
+    if (detach_var) sigma = sigma.detach();  // the scale sigma becomes a constant in backward
+    return weight * (centred / sigma) + bias;
+}
+
+std::string DetachedLayerNorm::extra_repr() const {
+    return "(" + std::to_string(weight.size(0)) + ",), detach_mean=" + (detach_mean ? "true" : "false") +
+           ", detach_var=" + (detach_var ? "true" : "false");
 }
 
 Tensor TransformerBlock::forward(const Tensor& x) {

@@ -52,6 +52,33 @@ public:
 /// Article 000's FFN: Linear(d, 4d) -> GELU -> Linear(4d, d).
 std::shared_ptr<nn::Sequential> make_ffn(std::size_t d, std::size_t hidden);
 
+/// The normalisation layer of a block (and of ln_f): LayerNorm, its replacements (A3.5 RMSNorm,
+/// DyT of Zhu et al. 2025), LayerNorm with its mean and/or variance detached in backward (the
+/// ablation of Xu et al. 2019), or none at all.
+enum class NormKind { layer_norm, rms_norm, dyt, detach_mean, detach_var, detach_both, none };
+
+/// A fresh normalisation layer of width d of the given kind.
+std::shared_ptr<nn::Module> make_norm(NormKind kind, std::size_t d);
+
+/// LayerNorm composed from core ops, with the mean and/or the variance optionally detached: the
+/// forward value is LayerNorm's, but no gradient flows back through a detached statistic, as in
+/// Xu et al. 2019's DetachNorm (both detached). Parameters `weight` (ones) and `bias` (zeros).
+class DetachedLayerNorm : public nn::Module {
+public:
+    DetachedLayerNorm(std::size_t d, bool detach_mean, bool detach_var, double eps = 1e-5);
+    Tensor forward(const Tensor& x) override;
+    std::string extra_repr() const override;
+    nn::Parameter weight, bias;
+    bool detach_mean, detach_var;
+    double eps;
+};
+
+/// No normalisation: forward returns its input (the "without normalisation" baseline).
+class NoNorm : public nn::Module {
+public:
+    Tensor forward(const Tensor& x) override { return x; }
+};
+
 /// Article 000's Transformer blocks with multi-head self-attention (batch first).
 /// Post-LN: x = norm1(x + attn(x, x, x)); x = norm2(x + ffn(x)).
 /// Pre-LN:  x = x + attn(norm1(x)); x = x + ffn(norm2(x)).
@@ -59,6 +86,9 @@ std::shared_ptr<nn::Sequential> make_ffn(std::size_t d, std::size_t hidden);
 class TransformerBlock : public nn::Module {
 public:
     TransformerBlock(std::size_t d_model, std::size_t nhead, bool pre_ln, bool causal = false, bool rms = false);
+    /// With norm layers of kind `norm` and, with `qk_norm`, QK-norm in the attention (Wortsman
+    /// et al. 2023).
+    TransformerBlock(std::size_t d_model, std::size_t nhead, bool pre_ln, bool causal, NormKind norm, bool qk_norm);
     Tensor forward(const Tensor& x) override;
     /// A4.7: zero the last Linear of both residual branches, so a Pre-LN block starts as identity.
     void zero_init_residual();

@@ -15,13 +15,30 @@ namespace tutorial_values {
 
 using namespace xg;
 
-CharCorpus::CharCorpus(const std::string& path) {
+CharCorpus::CharCorpus(const std::string& path, double heldout_fraction) {
     const std::string text = read_file_bytes(path, "CharCorpus");
     if (text.size() < 2) fail("CharCorpus", path + " holds fewer than 2 characters");
+    if (!(heldout_fraction >= 0.0 && heldout_fraction < 1.0)) fail("CharCorpus", "heldout_fraction must be in [0, 1)");
     chars_ = text;
     std::sort(chars_.begin(), chars_.end());
     chars_.erase(std::unique(chars_.begin(), chars_.end()), chars_.end());
     ids_ = encode(text);
+    const auto kept = static_cast<std::size_t>(static_cast<double>(ids_.size()) * (1.0 - heldout_fraction));
+    heldout_.assign(ids_.begin() + static_cast<std::ptrdiff_t>(kept), ids_.end());
+    ids_.resize(kept);
+}
+
+void CharCorpus::heldout_batch(std::size_t T, IndexArray& inputs, IndexArray& targets) const {
+    const std::size_t B = heldout_.size() > T ? (heldout_.size() - 1) / T : 0;
+    if (B == 0) fail("CharCorpus::heldout_batch", "the held-out part is shorter than one window");
+    inputs = IndexArray::from_shape({B, T});
+    targets = IndexArray::from_shape({B * T});
+    for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t t = 0; t < T; ++t) {
+            inputs(b, t) = heldout_[b * T + t];
+            targets(b * T + t) = heldout_[b * T + t + 1];
+        }
+    }
 }
 
 std::vector<std::int64_t> CharCorpus::encode(const std::string& text) const {
@@ -61,13 +78,9 @@ CharGPT::CharGPT(const GptConfig& c) : config(c) {
     pos_emb->weight.mutable_value() *= 0.02;
     blocks = register_module("blocks", std::make_shared<nn::ModuleList>());
     for (std::size_t i = 0; i < c.n_layers; ++i) {
-        blocks->push_back(std::make_shared<TransformerBlock>(c.d_model, c.n_heads, c.pre_ln, /*causal=*/true, c.rms));
+        blocks->push_back(std::make_shared<TransformerBlock>(c.d_model, c.n_heads, c.pre_ln, /*causal=*/true, c.norm, c.qk_norm));
     }
-    if (c.pre_ln) {
-        ln_f = c.rms ? std::shared_ptr<nn::Module>(std::make_shared<nn::RMSNorm>(c.d_model, 1e-5))
-                     : std::shared_ptr<nn::Module>(std::make_shared<nn::LayerNorm>(c.d_model));
-        register_module("ln_f", ln_f);
-    }
+    if (c.pre_ln && c.use_ln_f) ln_f = register_module("ln_f", make_norm(c.norm, c.d_model));
     head = register_module("head", std::make_shared<nn::Linear>(c.d_model, c.vocab));
 }
 
@@ -106,39 +119,78 @@ std::vector<std::int64_t> CharGPT::generate(std::vector<std::int64_t> ids, std::
     return ids;
 }
 
+double heldout_loss(CharGPT& model, const CharCorpus& corpus) {
+    NoGradGuard no_grad;
+    IndexArray x, y;
+    corpus.heldout_batch(model.config.context, x, y);
+    return model.loss(x, y).item();
+}
+
+double max_attention_logit(const CharGPT& model) {
+    double top = -INFINITY;
+    for (std::size_t i = 0; i < model.blocks->size(); ++i) {
+        top = std::max(top, model.blocks->at<TransformerBlock>(i)->attn->last_max_logit());
+    }
+    return top;
+}
+
 TrainCurve train_char_model(CharGPT& model, const CharCorpus& corpus, std::size_t steps, std::size_t batch, double lr,
                             std::size_t warmup, std::uint64_t seed, const std::string& name, bool progress) {
+    TrainOptions o;
+    o.steps = steps;
+    o.batch = batch;
+    o.lr = lr;
+    o.warmup = warmup;
+    o.seed = seed;
+    o.name = name;
+    o.progress = progress;
+    return train_char_model(model, corpus, o);
+}
+
+TrainCurve train_char_model(CharGPT& model, const CharCorpus& corpus, const TrainOptions& o) {
     TrainCurve curve;
-    curve.name = name;
-    optim::AdamW opt(model.parameters(), optim::AdamWOptions(lr).betas(0.9, 0.95).weight_decay(0.01));
-    optim::LinearWarmup schedule(opt, static_cast<std::int64_t>(std::max<std::size_t>(warmup, 1)));
-    Generator gen(seed);
-    optim::ProgressBar bar(steps, name, progress ? optim::ProgressBar::Mode::automatic : optim::ProgressBar::Mode::quiet);
+    curve.name = o.name;
+    optim::AdamW opt(model.parameters(), optim::AdamWOptions(o.lr).betas(0.9, 0.95).weight_decay(0.01));
+    optim::LinearWarmup schedule(opt, static_cast<std::int64_t>(std::max<std::size_t>(o.warmup, 1)));
+    Generator gen(o.seed);
+    optim::ProgressBar bar(o.steps, o.name, o.progress ? optim::ProgressBar::Mode::automatic : optim::ProgressBar::Mode::quiet);
     const double start = tutorial::now_seconds();
+    std::vector<double> step_seconds;
     IndexArray x, y;
-    for (std::size_t step = 0; step < steps; ++step) {
-        corpus.batch(batch, model.config.context, gen, x, y);
+    for (std::size_t step = 0; step < o.steps; ++step) {
+        const double step_start = tutorial::now_seconds();
+        corpus.batch(o.batch, model.config.context, gen, x, y);
         opt.zero_grad();
         Tensor loss = model.loss(x, y);
         const double value = loss.item();
         curve.loss.push_back(value);
         bar.update(value);
+        if (o.after_forward) o.after_forward(step, value);
         if (!std::isfinite(value)) {
             curve.diverged = true;
             break;
         }
         loss.backward();
         try {
-            optim::clip_grad_norm(model.parameters(), 1.0);
+            if (o.clip > 0) {
+                optim::clip_grad_norm(model.parameters(), o.clip);
+            } else if (!std::isfinite(optim::grad_norm(model.parameters()))) {
+                fail("train_char_model", "non-finite gradient");
+            }
         } catch (const Error&) {  // a NaN/inf gradient: the run has diverged
             curve.diverged = true;
             break;
         }
         opt.step();
         schedule.step();
+        step_seconds.push_back(tutorial::now_seconds() - step_start);
     }
     bar.finish();
     curve.seconds = tutorial::now_seconds() - start;
+    if (!step_seconds.empty()) {
+        std::nth_element(step_seconds.begin(), step_seconds.begin() + step_seconds.size() / 2, step_seconds.end());
+        curve.median_step_seconds = step_seconds[step_seconds.size() / 2];
+    }
     return curve;
 }
 

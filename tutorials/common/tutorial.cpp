@@ -1,5 +1,6 @@
 #include "tutorials/common/tutorial.hpp"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -157,26 +158,6 @@ std::string num(double v, int precision) {
     return fmt::format("{:.{}f}", v, precision);
 }
 
-double mean_of(const std::vector<double>& values) {
-    if (values.empty()) xg::fail("mean_of", "no values (an experiment with no seeds)");
-    double sum = 0;
-    for (double v : values) sum += v;
-    return sum / static_cast<double>(values.size());
-}
-
-double std_of(const std::vector<double>& values) {
-    if (values.size() < 2) return 0.0;
-    const double mean = mean_of(values);
-    double squares = 0;
-    for (double v : values) squares += (v - mean) * (v - mean);
-    return std::sqrt(squares / static_cast<double>(values.size() - 1));
-}
-
-std::string mean_pm_std(const std::vector<double>& values, int precision) {
-    if (values.size() == 1) return num(values[0], precision);
-    return num(mean_of(values), precision) + " ± " + num(std_of(values), precision);
-}
-
 std::string sci(double v, int digits) {
     if (!std::isfinite(v)) return num(v);
     return fmt::format("{:.{}e}", v, digits); }
@@ -324,6 +305,11 @@ bool gnuplot(const std::string& script, const std::string& png_path, int width, 
         }
     }
     return true;
+}
+
+void keep_heap_mapped() {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
 double now_seconds() {

@@ -88,12 +88,6 @@ private:
 
 /// A number with `precision` decimals; values that round to zero print as 0 (never "-0.00000").
 std::string num(double v, int precision = 5);
-/// Over the seeds of an experiment: their mean, their sample standard deviation (n - 1: the seeds
-/// are a sample of the runs one could make; 0 for a single seed), and "mean ± std" with
-/// `precision` decimals (just the value for a single seed).
-double mean_of(const std::vector<double>& values);
-double std_of(const std::vector<double>& values);
-std::string mean_pm_std(const std::vector<double>& values, int precision);
 /// Scientific notation with `digits` significant decimals, e.g. "2.2e-16".
 std::string sci(double v, int digits = 1);
 /// An error printed as the bound it stays under, "< 1e-6", for numbers whose digits are noise:
@@ -132,6 +126,13 @@ void write_csv(const std::string& path, const std::vector<std::string>& header,
 /// Returns false, after printing why on a "plot:" line, when gnuplot is missing or fails; the
 /// CSV stays either way.
 bool gnuplot(const std::string& script, const std::string& png_path, int width = 900, int height = 600);
+
+/// Keeps glibc from handing freed memory back to the kernel (mallopt: mmap threshold 32 MiB, trim
+/// threshold 64 MiB) for the rest of the process. Without it, on the reference VM, a training
+/// run's large temporaries are mapped and faulted in afresh at every step until the allocator's
+/// dynamic threshold happens to rise: the first model a process trains ran up to 8 times slower
+/// than the next (perf: a quarter of its time in the kernel's page-fault path). Numbers unchanged.
+void keep_heap_mapped();
 
 /// Seconds since an arbitrary epoch (for timing lines).
 double now_seconds();
