@@ -35,7 +35,7 @@ std::string percent_mean_std(const std::vector<double>& v) {
 int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"09 Small batches: BatchNorm vs LayerNorm on Fashion-MNIST", "A1.3",
-                  "docs/tutorials/09-small-batch-fashion-mnist.md", "about 10 s of CPU (one thread)",
+                  "docs/tutorials/09-small-batch-fashion-mnist.md", "about 20 s of CPU (one thread)",
                   "all 60000 training images, H = 128, 2 epochs, seeds 1, 2, 3 (about 5 minutes)",
                   "09_small_batch.csv/.png (test error per epoch, first seed)"});
     tv::SmallBatchConfig cfg;  // quick: 12000 training images, the whole test set, 3 epochs, one seed

@@ -46,7 +46,7 @@ std::string lr_label(double lr) { return fmt::format("lr {:.0e}", lr); }
 int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"10 Pre-LN vs Post-LN: gradients at init, learning rate x depth", "A2.4 (A0.5, A4.3)",
-                  "docs/tutorials/10-pre-vs-post-ln-gradients.md", "about 20 s of CPU (one thread)",
+                  "docs/tutorials/10-pre-vs-post-ln-gradients.md", "about 10 s of CPU (one thread)",
                   "the sweep at 4 learning rates x depths 2, 6, 12, 24, 120 steps per run (about 7 minutes)",
                   "10_grad_norms.csv/.png, 10_sweep.csv/.png"});
     const tv::CharCorpus corpus("/usr/share/common-licenses/GPL-3");

@@ -37,7 +37,7 @@ std::string logits_pm(const std::vector<double>& v) {
 int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"16 Ablations of the char GPT: detached statistics, DyT, QK-norm", "P1.1, P2.1, P2.2, P3.1",
-                  "docs/tutorials/16-gpt-ablations.md", "about 10 s of CPU (one thread)",
+                  "docs/tutorials/16-gpt-ablations.md", "about 2 s of CPU (one thread)",
                   "tutorial 11's quick model (d 32, 2 blocks), 500 steps, sweep 300 steps (about 3 minutes of CPU)",
                   "16_gpt_ablations_ln_cloud.csv/.png (LayerNorm input vs output), 16_gpt_ablations_logits.csv/.png "
                   "(largest attention logit per step)"});
