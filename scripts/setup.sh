@@ -52,8 +52,8 @@ export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 # unsanitized program against the sanitized libraries, which cannot link; they run in the normal
 # suite. The interop test's xgrad half runs sanitized (PyTorch runs in its own process).
 # The tutorial programs and their tests (tests/unit/test_tutorials.cpp) are left out too: they run
-# the library code the other tests cover, and building 16 programs sanitized cost about a quarter
-# of CI's time; they run in both unsanitized passes.
+# the library code the other tests cover, and building 16 programs sanitized cost about 3 minutes
+# of a clean 2-core CI run (docs/performance.md, "CI time"); they run in both unsanitized passes.
 run_sanitized_suite() {
   local dir="${SANITIZE_DIR:-build-asan}"
   cmake -S . -B "$dir" -DXGRAD_SANITIZE=ON -DXGRAD_BUILD_TUTORIALS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
