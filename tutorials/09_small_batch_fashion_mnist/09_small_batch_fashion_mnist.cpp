@@ -12,6 +12,7 @@
 #include "optim/adam.hpp"
 #include "optim/training/data.hpp"
 #include "optim/training/progress.hpp"
+#include "tutorials/common/seed_stats.hpp"
 #include "tutorials/common/tutorial.hpp"
 
 #ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
@@ -24,10 +25,7 @@ namespace {
 // "12.34%" for one value, "12.34 ± 0.56%" (sample standard deviation) for several.
 std::string percent_mean_std(const std::vector<double>& v) {
     if (v.size() == 1) return num(100 * v[0], 2) + "%";
-    double mean = 0, var = 0;
-    for (double x : v) mean += x / static_cast<double>(v.size());
-    for (double x : v) var += (x - mean) * (x - mean) / static_cast<double>(v.size() - 1);
-    return num(100 * mean, 2) + " ± " + num(100 * std::sqrt(var), 2) + "%";
+    return num(100 * tv::seed_mean(v), 2) + " ± " + num(100 * tv::seed_std(v), 2) + "%";
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "optim/clip.hpp"
 #include "optim/schedule.hpp"
 #include "optim/training/progress.hpp"
+#include "tutorials/common/seed_stats.hpp"
 #include "tutorials/common/tutorial.hpp"
 
 #ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
@@ -255,14 +256,14 @@ double squared_norm(const Array& a) {
 
 // Mean and sample standard deviation of v[s][l] over s, for each l.
 void mean_sd(const std::vector<std::vector<double>>& v, std::vector<double>& mean, std::vector<double>& sd) {
-    const std::size_t n = v.size(), L = v.front().size();
+    const std::size_t L = v.front().size();
     mean.assign(L, 0.0);
     sd.assign(L, 0.0);
     for (std::size_t l = 0; l < L; ++l) {
-        for (std::size_t s = 0; s < n; ++s) mean[l] += v[s][l] / static_cast<double>(n);
-        if (n < 2) continue;
-        for (std::size_t s = 0; s < n; ++s) sd[l] += (v[s][l] - mean[l]) * (v[s][l] - mean[l]) / static_cast<double>(n - 1);
-        sd[l] = std::sqrt(sd[l]);
+        std::vector<double> over_seeds;
+        for (const auto& seed : v) over_seeds.push_back(seed[l]);
+        mean[l] = seed_mean(over_seeds);
+        sd[l] = seed_std(over_seeds);
     }
 }
 
@@ -324,23 +325,26 @@ GradientProfile gradient_profile(const std::string& setup, const CharCorpus& cor
 
 std::size_t SweepCell::n_diverged() const { return static_cast<std::size_t>(std::count(diverged.begin(), diverged.end(), true)); }
 
+namespace {
+
+// The final losses of the seeds that did not diverge.
+std::vector<double> kept_final_losses(const SweepCell& cell) {
+    std::vector<double> kept;
+    for (std::size_t i = 0; i < cell.final_loss.size(); ++i)
+        if (!cell.diverged[i]) kept.push_back(cell.final_loss[i]);
+    return kept;
+}
+
+}  // namespace
+
 double SweepCell::mean_final() const {
-    double s = 0;
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < final_loss.size(); ++i) {
-        if (!diverged[i]) s += final_loss[i], ++n;
-    }
-    return n ? s / static_cast<double>(n) : NAN;
+    const std::vector<double> kept = kept_final_losses(*this);
+    return kept.empty() ? NAN : seed_mean(kept);
 }
 
 double SweepCell::sd_final() const {
-    const double m = mean_final();
-    double s = 0;
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < final_loss.size(); ++i) {
-        if (!diverged[i]) s += (final_loss[i] - m) * (final_loss[i] - m), ++n;
-    }
-    return n > 1 ? std::sqrt(s / static_cast<double>(n - 1)) : NAN;
+    const std::vector<double> kept = kept_final_losses(*this);
+    return kept.size() > 1 ? seed_std(kept) : NAN;
 }
 
 namespace {
