@@ -7,6 +7,8 @@
 #include "nn/attention.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_attention {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 namespace nn = xg::nn;
@@ -46,3 +48,5 @@ TEST_CASE("gradcheck MultiheadAttention's returned attention weights", "[gradche
               average ? "MHA weights averaged over heads" : "MHA weights per head");
     }
 }
+
+}  // namespace xg_test_attention

@@ -8,6 +8,8 @@
 #include "nn/conv.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_conv_ops {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using namespace xg;
 using Inputs = std::vector<Tensor>;
@@ -102,3 +104,5 @@ TEST_CASE("gradcheck Conv2d, Conv1d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d and
     check([&](const Inputs& t) { return avg_pool.forward(t[0]); }, {x}, "AvgPool2d module");
     check([&](const Inputs& t) { return flatten.forward(global.forward(t[0])); }, {x}, "AdaptiveAvgPool2d + Flatten modules");
 }
+
+}  // namespace xg_test_conv_ops

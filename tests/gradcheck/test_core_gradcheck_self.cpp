@@ -10,6 +10,8 @@
 #include "core/random.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_core_gradcheck_self {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 
@@ -100,3 +102,5 @@ TEST_CASE("gradcheck: no input requiring grad is a clear error", "[gradcheck]") 
     CHECK_THROWS_WITH(xg::gradcheck([](const Inputs& in) { return in[0] * 2.0; }, {x}, {"nothing"}),
                       Catch::Contains("no input has requires_grad") && Catch::Contains("nothing"));
 }
+
+}  // namespace xg_test_core_gradcheck_self

@@ -11,6 +11,8 @@
 #include "core/random.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_core_ops {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 
@@ -161,3 +163,5 @@ TEST_CASE("gradcheck: sum_to", "[gradcheck]") {
 TEST_CASE("gradcheck: expand", "[gradcheck]") {
     check([](const Inputs& x) { return xg::expand(x[0], {2, 4, 3}); }, {randn_leaf({4, 1}, 62)}, "expand (4,1)->(2,4,3)");
 }
+
+}  // namespace xg_test_core_ops

@@ -11,6 +11,8 @@
 #include "core/random.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_core_reductions {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 
@@ -111,3 +113,5 @@ TEST_CASE("gradcheck: reductions composed", "[gradcheck]") {
     check([](const Inputs& x) { return (x[0] - xg::mean(x[0], {-1}, true)) / xg::sqrt(xg::var(x[0], {-1}, false, true) + 1e-5); },
           {randn_leaf({3, 4}, 40)}, "normalise rows");
 }
+
+}  // namespace xg_test_core_reductions

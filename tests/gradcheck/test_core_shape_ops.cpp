@@ -10,6 +10,8 @@
 #include "core/random.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_core_shape_ops {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 
@@ -130,3 +132,5 @@ TEST_CASE("gradcheck: softmax and log_softmax with logits of +-1000", "[gradchec
     check([](const Inputs& x) { return xg::softmax(x[0]); }, {logits}, "softmax +-1000");
     check([](const Inputs& x) { return xg::log_softmax(x[0]); }, {logits}, "log_softmax +-1000");
 }
+
+}  // namespace xg_test_core_shape_ops

@@ -12,6 +12,8 @@
 #include "nn/nn.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_dyt_qk_norm {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using namespace xg;
 using Inputs = std::vector<Tensor>;
@@ -106,3 +108,5 @@ TEST_CASE("gradcheck MultiheadAttention with qk_norm (self causal, cross masked,
     check_module("MHA qk_norm cross masked", [&](const Inputs& in) { return mha.forward(in[0], in[1], in[2], &mask); },
                  {randn_leaf({2, 2, 4}, 54), randn_leaf({2, 3, 4}, 55), randn_leaf({2, 3, 4}, 56)}, params);
 }
+
+}  // namespace xg_test_dyt_qk_norm

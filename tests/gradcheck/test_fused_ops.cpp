@@ -10,6 +10,8 @@
 #include "nn/functional.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_fused_ops {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using xg::Shape;
 using xg::Tensor;
@@ -107,3 +109,5 @@ TEST_CASE("gradcheck batch_norm and batch_norm_composed, train and eval", "[grad
               {x}, "batch_norm no affine train " + dims);
     }
 }
+
+}  // namespace xg_test_fused_ops

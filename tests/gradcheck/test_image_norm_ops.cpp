@@ -8,6 +8,8 @@
 #include "nn/image_norm.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_image_norm_ops {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using namespace xg;
 using Inputs = std::vector<Tensor>;
@@ -85,3 +87,5 @@ TEST_CASE("gradcheck layer_norm over an image's (C, H, W)", "[gradcheck][norm]")
     check([](const Inputs& t) { return F::layer_norm_composed(t[0], {2, 3, 2}, t[1], t[2]); }, {x, w, b},
           "layer_norm_composed over (C, H, W)");
 }
+
+}  // namespace xg_test_image_norm_ops

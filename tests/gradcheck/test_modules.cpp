@@ -16,6 +16,8 @@
 #include "tutorials/common/blocks.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_modules {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using Inputs = std::vector<Tensor>;
 
@@ -202,3 +204,5 @@ TEST_CASE("gradcheck a small Pre-LN model end to end (Sequential, ModuleList, re
     auto f = [&](const Inputs& in) { return nn::cross_entropy(reshape(model.forward(in[0]), {-1, 5}), target); };
     report(gradcheck(f, {randn_leaf({2, 2, 4}, 36)}, {"mini Pre-LN model + cross_entropy"}));
 }
+
+}  // namespace xg_test_modules

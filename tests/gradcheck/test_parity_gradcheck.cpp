@@ -13,6 +13,8 @@
 #include "nn/nn.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_parity_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using Inputs = std::vector<Tensor>;
 
@@ -175,3 +177,5 @@ TEST_CASE("gradcheck MultiheadAttention with key padding and float masks", "[gra
     };
     check(g, {randn_leaf({2, 3, 4}, 332), randn_leaf({2, 3}, 333)}, "MHA float key padding + causal");
 }
+
+}  // namespace xg_test_parity_gradcheck

@@ -10,6 +10,8 @@
 #include "nn/recurrent.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_recurrent_ops {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using namespace xg;
 using Inputs = std::vector<Tensor>;
@@ -142,3 +144,5 @@ TEST_CASE("gradcheck LSTMCell, GRUCell and LayerNormLSTMCell modules through 3 s
         return unrolled(t[0], [&](const Tensor& x, const nn::LSTMState& s) { return ln.forward(x, s); });
     }, with_slots({xs}, ln), "lstm LayerNormLSTMCell module, 3 steps");
 }
+
+}  // namespace xg_test_recurrent_ops

@@ -10,6 +10,8 @@
 #include "core/random.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_elementary_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 using xg::test::randn_leaf;
@@ -104,3 +106,5 @@ TEST_CASE("gradgradcheck of var", "[gradgradcheck]") {
     check_second_order([](const Inputs& a) { return xg::var(a[0], xg::Axes{0, 2}, false, true); }, {randn_leaf({2, 3, 2}, 82)},
                        "var biased keepdim");
 }
+
+}  // namespace xg_test_elementary_gradgrad

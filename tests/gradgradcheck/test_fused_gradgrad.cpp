@@ -12,6 +12,8 @@
 #include "nn/functional.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_fused_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 using xg::test::randn_leaf;
@@ -103,3 +105,5 @@ TEST_CASE("fused and composed second derivatives agree to 1e-10", "[gradgradchec
     check_fused_matches_composed([](const Inputs& x) { return F::conv2d(x[0], x[1], x[2], 1, 1, 1, 2); },
                                  [](const Inputs& x) { return F::conv2d_composed(x[0], x[1], x[2], 1, 1, 1, 2); }, conv);
 }
+
+}  // namespace xg_test_fused_gradgrad

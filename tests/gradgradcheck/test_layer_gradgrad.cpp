@@ -19,6 +19,8 @@
 #include "nn/recurrent.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
+namespace xg_test_layer_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 using xg::test::randn_leaf;
@@ -206,3 +208,5 @@ TEST_CASE("gradgradcheck of the recurrent modules over two steps and a Sequentia
                                                  std::make_shared<xg::nn::Linear>(4, 2)});
     check_second_order([&mlp](const Inputs& a) { return mlp.forward(a[0]); }, {randn_leaf({2, 3}, 334)}, "Sequential MLP");
 }
+
+}  // namespace xg_test_layer_gradgrad

@@ -12,6 +12,8 @@
 #include "optim/training/data.hpp"
 #include "optim/training/progress.hpp"
 
+namespace xg_test_arguments {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using Catch::Contains;
 
@@ -134,3 +136,5 @@ TEST_CASE("a DataLoader and a subset name a negative size, Sequential and Module
     CHECK(list.at<nn::Linear>(0) == first);
     CHECK_THROWS_WITH(list[-3], Contains("ModuleList: index -3 is out of range for a ModuleList of 2 modules"));
 }
+
+}  // namespace xg_test_arguments

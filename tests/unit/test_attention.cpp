@@ -9,6 +9,8 @@
 #include "nn/attention.hpp"
 #include "tests/support/attention_reference.hpp"
 
+namespace xg_test_attention {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Array;
 using xg::Mask;
 using xg::Shape;
@@ -117,3 +119,5 @@ TEST_CASE("MultiheadAttention rejects a dropout below 0, at or above 1, or NaN",
                           Catch::Matchers::Contains("MultiheadAttention") && Catch::Matchers::Contains("dropout must be in [0, 1)"));
     }
 }
+
+}  // namespace xg_test_attention

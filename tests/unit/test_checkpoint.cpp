@@ -16,6 +16,8 @@
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 
+namespace xg_test_checkpoint {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using namespace xg::optim;
 
@@ -209,3 +211,5 @@ TEST_CASE("a truncated checkpoint file is rejected with its name", "[checkpoint]
     CHECK_THROWS_WITH(run.checkpoint().load(path), Catch::Contains("truncated.npz"));
     std::filesystem::remove(path);
 }
+
+}  // namespace xg_test_checkpoint

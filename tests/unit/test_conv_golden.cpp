@@ -8,6 +8,8 @@
 #include "nn/conv.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_conv_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using namespace xg;
 using nn::Size2;
@@ -132,3 +134,5 @@ TEST_CASE("adaptive_avg_pool2d matches PyTorch: global (1, 1) and uneven (3, 2) 
         expect_close("adaptive_avg_pool2d " + tag + " grad_x", x.grad_value(), fixture("adaptive_avg_pool2d", "grad_x_" + tag));
     }
 }
+
+}  // namespace xg_test_conv_golden

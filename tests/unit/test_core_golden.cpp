@@ -10,6 +10,8 @@
 #include "core/ops.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_core_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Array;
 using xg::Tensor;
 
@@ -158,3 +160,5 @@ TEST_CASE("golden: element-wise unary ops", "[golden]") {
         }
     }
 }
+
+}  // namespace xg_test_core_golden

@@ -15,6 +15,8 @@
 #include "core/ops.hpp"
 #include "core/random.hpp"
 
+namespace xg_test_creation {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Shape;
 using xg::Tensor;
 using Catch::Contains;
@@ -244,3 +246,5 @@ TEST_CASE("Generator state can be saved and restored", "[creation]") {
     CHECK_THROWS_AS(gen.set_state("not a generator state"), xg::Error);
     CHECK_THROWS_WITH(gen.set_state(""), Contains("set_state") && Contains("corrupt"));
 }
+
+}  // namespace xg_test_creation

@@ -11,6 +11,8 @@
 
 #include "optim/training/data.hpp"
 
+namespace xg_test_data {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using namespace xg::optim;
 
@@ -189,3 +191,5 @@ TEST_CASE("a truncated or inconsistent Fashion-MNIST file is named in the error"
     CHECK_THROWS_WITH(load_fashion_mnist("valid", dir), Catch::Contains("split"));
     std::filesystem::remove_all(dir);
 }
+
+}  // namespace xg_test_data

@@ -8,6 +8,8 @@
 
 #include "optim/training/data.hpp"
 
+namespace xg_test_data_shuffle {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using namespace xg::optim;
 
@@ -59,3 +61,5 @@ TEST_CASE("DataLoader shuffling reaches all 24 orders of 4 samples across batche
     CHECK(counts.size() == 24);
     for (const auto& entry : counts) CHECK(entry.second > 50);  // 100 expected, deviation 10
 }
+
+}  // namespace xg_test_data_shuffle

@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace xg_test_derivatives_table {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -164,3 +166,5 @@ TEST_CASE("derivatives table: the double backward column matches the code and th
     }
     CHECK(with_double_backward >= 45);
 }
+
+}  // namespace xg_test_derivatives_table

@@ -14,6 +14,8 @@
 #include "nn/nn.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_dyt_qk_norm {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using namespace xg;
 using Catch::Matchers::Contains;
@@ -227,3 +229,5 @@ TEST_CASE("MultiheadAttention qk_norm: options, state_dict names, repr, bounded 
     unbounded.forward(x, x, x, true);
     CHECK(unbounded.last_max_logit() <= all);
 }
+
+}  // namespace xg_test_dyt_qk_norm

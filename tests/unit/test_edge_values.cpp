@@ -11,6 +11,8 @@
 #include "core/ops.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_edge_values {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using xg::test::fixture;
 using xg::test::max_rel_diff;
@@ -94,3 +96,5 @@ TEST_CASE("golden: pow(x, k) for k = 0..3, gradient 0 for k = 0 also at x = 0", 
         CHECK(max_rel_diff(g, fixture(k, "grad_x_p" + std::to_string(p))) <= kRtol);
     }
 }
+
+}  // namespace xg_test_edge_values

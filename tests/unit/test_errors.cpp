@@ -24,6 +24,8 @@
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 
+namespace xg_test_errors {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace fs = std::filesystem;
 namespace F = xg::nn::functional;
 using namespace xg;
@@ -415,3 +417,6 @@ TEST_CASE("anomaly mode does not fire on masked attention", "[errors][anomaly]")
     loss.backward();
     CHECK(x.has_grad());
 }
+
+#undef REQUIRE_ERROR
+}  // namespace xg_test_errors

@@ -6,6 +6,8 @@
 #include "core/format.hpp"
 #include "core/ops.hpp"
 
+namespace xg_test_format {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using Catch::Matchers::Contains;
 
 TEST_CASE("a matrix prints like PyTorch: nested brackets, aligned columns, shape", "[format]") {
@@ -58,3 +60,5 @@ TEST_CASE("to_dot names every op with its shape and the tensors it saved", "[for
     CHECK_THAT(named, Contains("loss = sum\\n()"));
     CHECK_THAT(named, !Contains("leaf\\n"));
 }
+
+}  // namespace xg_test_format

@@ -10,6 +10,8 @@
 #include "nn/functional.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_fused_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using xg::Array;
 using xg::Shape;
@@ -135,3 +137,5 @@ TEST_CASE("batch_norm matches PyTorch: training, running stats over 3 steps, eva
         }
     }
 }
+
+}  // namespace xg_test_fused_golden

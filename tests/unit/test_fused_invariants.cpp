@@ -18,6 +18,8 @@
 #include "nn/kernel_primitives.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_fused_invariants {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using xg::Array;
 using xg::Shape;
@@ -392,3 +394,5 @@ TEST_CASE("fused ops reject bad shapes with xg::Error naming the op and shapes",
     // One value per channel is fine in eval mode (running statistics are used).
     CHECK_NOTHROW(F::batch_norm(xg::zeros({1, 4}), xg::zeros({4}), xg::ones({4}), Tensor(), Tensor(), false));
 }
+
+}  // namespace xg_test_fused_invariants

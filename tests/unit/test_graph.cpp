@@ -9,6 +9,8 @@
 
 #include "core/ops.hpp"
 
+namespace xg_test_graph {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 using Catch::Contains;
 
@@ -230,3 +232,5 @@ TEST_CASE("the worked example of docs/autograd.md", "[graph]") {
     CHECK(b.grad_value()(0) == Approx(0.14020743309021633).epsilon(1e-15));
     CHECK(b.grad_value()(1) == Approx(-0.94001484880637798).epsilon(1e-15));
 }
+
+}  // namespace xg_test_graph

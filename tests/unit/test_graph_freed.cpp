@@ -10,6 +10,8 @@
 
 #include "nn/nn.hpp"
 
+namespace xg_test_graph_freed {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using Catch::Contains;
 
@@ -76,3 +78,5 @@ TEST_CASE("backward with retain_graph keeps every closure until the last backwar
     loss.backward();
     CHECK(saved.use_count() == 1);
 }
+
+}  // namespace xg_test_graph_freed

@@ -6,6 +6,8 @@
 #include "core/ops.hpp"
 #include "core/tensor.hpp"
 
+namespace xg_test_higher_order {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 
 TEST_CASE("xg::grad returns gradients and leaves every .grad untouched", "[autograd][higher-order]") {
@@ -138,3 +140,5 @@ TEST_CASE("10 000 double-backward iterations keep live_node_count flat", "[autog
     CHECK(after_first == before);
     CHECK(xg::live_node_count() == before);
 }
+
+}  // namespace xg_test_higher_order

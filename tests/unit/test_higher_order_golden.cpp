@@ -10,6 +10,8 @@
 #include "nn/losses.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_higher_order_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 using xg::test::fixture;
 using xg::test::fixture_index;
@@ -102,3 +104,5 @@ TEST_CASE("Hessian-vector product of a small MLP's loss matches PyTorch", "[gold
         return F::cross_entropy(F::linear(xg::tanh(F::linear(a[0], a[1], a[2])), a[3], a[4]), target);
     }, true);
 }
+
+}  // namespace xg_test_higher_order_golden

@@ -13,6 +13,8 @@
 #include "nn/layers.hpp"
 #include "nn/module.hpp"
 
+namespace xg_test_hooks {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 
 namespace {
@@ -242,3 +244,5 @@ TEST_CASE("forward-pre hooks see the input before forward, hooks fire in a user 
     CHECK(log == std::vector<std::string>{"post TwoLayer (4, 1)"});
     CHECK_THROWS_WITH(net->register_forward_hook(nullptr), Catch::Contains("TwoLayer: register_forward_hook: the hook is empty"));
 }
+
+}  // namespace xg_test_hooks

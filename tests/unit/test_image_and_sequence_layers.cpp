@@ -11,6 +11,8 @@
 #include "core/random.hpp"
 #include "nn/nn.hpp"
 
+namespace xg_test_image_and_sequence_layers {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using namespace xg;
 using Catch::Contains;
@@ -162,3 +164,5 @@ TEST_CASE("convolution and pooling modules take unbatched input like PyTorch", "
     const auto r = max_pool.forward_with_indices(image);
     CHECK(r.indices.dimension() == 3);
 }
+
+}  // namespace xg_test_image_and_sequence_layers

@@ -12,6 +12,8 @@
 #include "nn/norm_layers.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_image_norm_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using namespace xg;
 using test::fixture;
@@ -193,3 +195,5 @@ TEST_CASE("GroupNorm with 1 group is LayerNorm over (C, H, W), with C groups it 
         CHECK(test::max_rel_diff(module.forward(x).value(), F::group_norm(x, 4).value()) <= tol);
     }
 }
+
+}  // namespace xg_test_image_norm_golden

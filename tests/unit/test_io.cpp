@@ -15,6 +15,8 @@
 
 #include "core/io.hpp"
 
+namespace xg_test_io {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using Catch::Contains;
 
@@ -354,3 +356,5 @@ TEST_CASE("a save that fails midway leaves the previous file intact and no tempo
     CHECK(same_values(xg::load_npy(path), xg::Array{9.0}));
     CHECK(dir.entry_count() == 2);
 }
+
+}  // namespace xg_test_io

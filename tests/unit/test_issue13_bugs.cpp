@@ -15,6 +15,8 @@
 #include "optim/training/data.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_issue13_bugs {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using Catch::Matchers::Contains;
 
@@ -193,3 +195,5 @@ TEST_CASE("index-valued options do not take floating-point numbers (compile-time
     STATIC_REQUIRE(takes_ignore_index<int>::value);
     CHECK(nn::CrossEntropyFuncOptions().ignore_index(3).ignore_index() == 3);
 }
+
+}  // namespace xg_test_issue13_bugs

@@ -12,6 +12,8 @@
 #include "tests/support/attention_reference.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_layers_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using test::attention_reference;
 using test::fixture;
@@ -243,3 +245,5 @@ TEST_CASE("MultiheadAttention matches a plain-loop reference, causal outputs ign
         CHECK(y2(bi, 3, 0) != y(bi, 3, 0));
     }
 }
+
+}  // namespace xg_test_layers_golden

@@ -16,6 +16,8 @@
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 
+namespace xg_test_leaks {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 
 namespace {
@@ -166,3 +168,5 @@ TEST_CASE("a loop of create_graph double backwards through fused ops keeps nodes
     CHECK(bad_steps == 0);
     if (!kSanitized) CHECK(growth < 1024.0 * 1024.0);
 }
+
+}  // namespace xg_test_leaks

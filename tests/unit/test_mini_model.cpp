@@ -9,6 +9,8 @@
 #include "tests/support/fixtures.hpp"
 #include "tutorials/common/blocks.hpp"
 
+namespace xg_test_mini_model {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::test::fixture;
 using xg::test::max_rel_diff;
 
@@ -72,3 +74,5 @@ TEST_CASE("mini model prints its tree and counts 50088 scalars", "[nn][mini_mode
     CHECK(tree.find("(1): GELU(approximate='none')") != std::string::npos);
     CHECK(tree.find("(head): Linear(in_features=32, out_features=1000, bias=true)") != std::string::npos);
 }
+
+}  // namespace xg_test_mini_model

@@ -10,6 +10,8 @@
 #include "core/io.hpp"
 #include "nn/nn.hpp"
 
+namespace xg_test_module {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using Catch::Contains;
 using namespace xg;
@@ -292,3 +294,5 @@ TEST_CASE("every module names itself and the shapes when given a bad input", "[n
     CHECK_THROWS_WITH(nn::cross_entropy(randn({3, 4}), IndexArray{0, 1}), Contains("(3, 4)") && Contains("(2,)"));
     CHECK_THROWS_WITH(nn::mse_loss(randn({3, 4}), randn({4, 3})), Contains("mse_loss") && Contains("(4, 3)"));
 }
+
+}  // namespace xg_test_module

@@ -10,6 +10,8 @@
 #include "optim/sgd.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_optim {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using xg::test::fixture;
 using xg::test::max_rel_diff;
@@ -177,3 +179,5 @@ TEST_CASE("a parameter resized after its state was created is refused, not overr
     sum(w * w).backward();
     CHECK_THROWS_WITH(opt.step(), Catch::Contains("now has shape (3,)") && Catch::Contains("(2,)"));
 }
+
+}  // namespace xg_test_optim

@@ -14,6 +14,8 @@
 #include "optim/clip.hpp"
 #include "optim/training/progress.hpp"
 
+namespace xg_test_optim_progress {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using namespace xg::optim;
 
@@ -118,3 +120,5 @@ TEST_CASE("clip_grad_norm scales by max_norm / (norm + 1e-6) like PyTorch", "[op
     CHECK_THROWS_WITH(clip_grad_norm({b, a}, 1.0), Catch::Contains("parameter 1") && Catch::Contains("nan"));
     CHECK_THROWS_WITH(clip_grad_norm({b}, 0.0), Catch::Contains("max_norm"));
 }
+
+}  // namespace xg_test_optim_progress

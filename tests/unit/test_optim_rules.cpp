@@ -13,6 +13,8 @@
 #include "optim/adam.hpp"
 #include "optim/sgd.hpp"
 
+namespace xg_test_optim_rules {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 
 namespace {
@@ -139,3 +141,5 @@ TEST_CASE("Adam and AdamW follow their update rules step by step", "[optim][rule
     CHECK(first[0][0] == Approx(1.0 - 0.1 * 0.5 / (0.5 + 1e-8)).epsilon(kRtol));
     CHECK(first[0][1] == Approx(-0.5 + 0.1 * 2.0 / (2.0 + 1e-8)).epsilon(kRtol));
 }
+
+}  // namespace xg_test_optim_rules

@@ -9,6 +9,8 @@
 #include "nn/nn.hpp"
 #include "optim/sgd.hpp"
 
+namespace xg_test_parameters {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using Catch::Contains;
 
@@ -134,3 +136,5 @@ TEST_CASE("every built-in layer holds its parameters as Parameters, the recurren
     CHECK(cell.layernorm_c->weight.node() == gain.node());
     CHECK_THROWS_WITH(cell.replace_parameter("layernorm_x.weight", gain), Contains("no submodule named 'layernorm_x'"));
 }
+
+}  // namespace xg_test_parameters

@@ -20,6 +20,8 @@
 #include "optim/optim.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_parity_nn {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using Catch::Matchers::Contains;
 using test::fixture;
@@ -318,3 +320,5 @@ TEST_CASE("load_state_dict(strict = false) returns the missing and unexpected ke
     CHECK(net.load(path, false).unexpected_keys.size() == 2);
     std::filesystem::remove(path);
 }
+
+}  // namespace xg_test_parity_nn

@@ -17,6 +17,8 @@
 #include "nn/nn.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_parity_ops {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using Catch::Matchers::Contains;
 using test::fixture;
@@ -231,3 +233,5 @@ TEST_CASE("indices through xgrad's own API: braces, tensors of whole numbers, to
     CHECK_THROWS_WITH(to_indices(Tensor({1.0, 0.5})), Contains("to_indices") && Contains("0.5"));
     CHECK_THROWS_WITH(to_indices(Tensor({std::numeric_limits<double>::infinity()})), Contains("inf"));
 }
+
+}  // namespace xg_test_parity_ops

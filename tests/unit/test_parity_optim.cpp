@@ -14,6 +14,8 @@
 #include "optim/optim.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_parity_optim {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using Catch::Matchers::Contains;
 using test::fixture;
@@ -164,3 +166,5 @@ TEST_CASE("TensorDataset with float targets batches them for regression", "[pari
     CHECK_FALSE(labelled.has_float_targets());
     CHECK_FALSE(labelled.batch({0, 1}).target.defined());
 }
+
+}  // namespace xg_test_parity_optim

@@ -9,6 +9,8 @@
 #include "nn/recurrent.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_recurrent_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using namespace xg;
 using test::fixture;
@@ -156,3 +158,5 @@ TEST_CASE("LayerNormLSTMCell matches the paper's equations written in PyTorch, u
     expect_close("LayerNormLSTMCell grad_c0", c0.grad_value(), fixture(fx, "grad_c0"));
     expect_parameter_grads("LayerNormLSTMCell", cell, fx);
 }
+
+}  // namespace xg_test_recurrent_golden

@@ -18,6 +18,8 @@
 #include "core/random.hpp"
 #include "nn/nn.hpp"
 
+namespace xg_test_robustness {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace F = xg::nn::functional;
 using xg::Array;
 using xg::Shape;
@@ -239,3 +241,5 @@ TEST_CASE("no fast-math anywhere: not in the build, not in this translation unit
     CHECK(scanned >= 3);
     CHECK(offenders.empty());
 }
+
+}  // namespace xg_test_robustness

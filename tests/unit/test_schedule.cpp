@@ -7,6 +7,8 @@
 #include "optim/sgd.hpp"
 #include "tests/support/fixtures.hpp"
 
+namespace xg_test_schedule {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 
 namespace {
@@ -69,3 +71,5 @@ TEST_CASE("ConstantLR and scheduler state", "[schedule]") {
     CHECK_THROWS_WITH(optim::WarmupCosine(opt, 10, 5), Catch::Contains("warmup_steps"));
     CHECK_THROWS_WITH(optim::LinearWarmup(opt, 0), Catch::Contains("warmup_steps must be positive"));
 }
+
+}  // namespace xg_test_schedule

@@ -5,6 +5,8 @@
 
 #include "core/ops.hpp"
 
+namespace xg_test_shape_values {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 
 namespace {
@@ -42,3 +44,5 @@ TEST_CASE("transpose swaps two axes and the gradient goes back to the original l
     y.backward(Tensor(y.value()));  // dy = y, so the gradient read back in x's layout is x itself
     CHECK(x.grad_value() == x.value());
 }
+
+}  // namespace xg_test_shape_values

@@ -8,6 +8,8 @@
 #include "core/transforms.hpp"
 #include "nn/functional.hpp"
 
+namespace xg_test_transforms {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using xg::Tensor;
 
 namespace {
@@ -111,3 +113,5 @@ TEST_CASE("hvp through layer_norm: fused and composed agree", "[autograd][transf
     const Tensor a = xg::hvp(loss(true), x, v).second, c = xg::hvp(loss(false), x, v).second;
     for (std::size_t i = 0; i < a.numel(); ++i) CHECK(std::fabs(a.value().data()[i] - c.value().data()[i]) <= 1e-10);
 }
+
+}  // namespace xg_test_transforms

@@ -35,6 +35,8 @@
 #include "tutorials/04_variance/variance.hpp"
 #include "tutorials/15_layernorm_curvature/layernorm_curvature.hpp"
 
+namespace xg_test_tutorials {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 namespace tv = tutorial_values;
 using Catch::Matchers::Contains;
 
@@ -890,3 +892,6 @@ TEST_CASE("Tutorial 15: LayerNorm's Jacobian has rank H - 2 at eps = 0 and its s
     const tv::PenaltyCheck p = tv::curvature_gradient_penalty();
     CHECK(p.fd_err <= 1e-7);
 }
+
+#undef XGRAD_GUIDE_DRIFT_TEST
+}  // namespace xg_test_tutorials

@@ -11,6 +11,8 @@
 #include "nn/nn.hpp"
 #include "optim/sgd.hpp"
 
+namespace xg_test_versions {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
 using namespace xg;
 using Catch::Contains;
 
@@ -157,3 +159,5 @@ TEST_CASE("retain_graph backwards without changes in between keep working", "[gr
     y.backward();
     CHECK(x.grad_value() == 3.0 * first);
 }
+
+}  // namespace xg_test_versions
