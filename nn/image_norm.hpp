@@ -10,38 +10,21 @@
 
 #include "nn/functional.hpp"
 #include "nn/module.hpp"
+#include "nn/norm_layers.hpp"
 
 namespace xg::nn {
 
-/// Batch normalisation of (N, C, H, W) per channel C, over N, H and W: functional::batch_norm.
-/// Buffers running_mean (zeros), running_var (ones) and num_batches_tracked (0-D) when
-/// track_running_stats; momentum nullopt means a cumulative average. Evaluation uses the running
-/// statistics, or the batch's own when they are not tracked, as PyTorch.
-class BatchNorm2d : public Module {
+/// Batch normalisation of (N, C, H, W) per channel C, over N, H and W (BatchNormBase, in
+/// nn/norm_layers.hpp).
+class BatchNorm2d : public BatchNormBase {
 public:
     /// Throws xg::Error when num_features is 0 or momentum is outside [0, 1]. forward() takes
-    /// (N, num_features, H, W) and keeps the shape; training needs more than one value per channel.
+    /// (N, num_features, H, W) and keeps the shape.
     explicit BatchNorm2d(std::int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                          bool affine = true, bool track_running_stats = true);
-    Tensor forward(const Tensor& x) override;
-    std::string extra_repr() const override;
 
-    /// Channels C.
-    std::size_t num_features;
-    /// Added to the variance inside the square root.
-    double eps;
-    /// Running-statistics update factor; nullopt for a cumulative average.
-    std::optional<double> momentum;
-    ///@{
-    /// Whether the module has weight/bias, and whether it keeps running statistics.
-    bool affine, track_running_stats;
-    ///@}
-    /// Per-channel gain (ones) and shift (zeros), shape (C).
-    Parameter weight, bias;  ///< undefined without affine
-    ///@{
-    /// Running statistics (C) each, and the number of training batches seen (0-D).
-    Tensor running_mean, running_var, num_batches_tracked;  ///< undefined without track_running_stats
-    ///@}
+protected:
+    void check_input_dim(const Shape& x_shape) const override;
 };
 
 /// Group normalisation (Wu & He 2018) of (N, C, *): functional::group_norm. Same in training and

@@ -1,7 +1,8 @@
-// LayerNorm, BatchNorm1d and RMSNorm modules over the fused kernels of nn/functional.hpp.
+// LayerNorm, BatchNorm1d (with what BatchNorm2d shares) and RMSNorm modules over the fused kernels of nn/functional.hpp.
 #include <fmt/format.h>
 
 #include "nn/norm_layers.hpp"
+#include "nn/norm_state.hpp"
 
 namespace xg::nn {
 
@@ -47,32 +48,45 @@ std::string LayerNorm::extra_repr() const {
     return fmt::format("{}, eps={}, elementwise_affine={}", shape_str(normalized_shape), eps, weight.defined());
 }
 
-// ---- BatchNorm1d --------------------------------------------------------------------------------
+// ---- what the normalisations with running statistics share (nn/norm_state.hpp) ---------------
 
-BatchNorm1d::BatchNorm1d(std::int64_t channels, double eps_, std::optional<double> momentum_, bool affine_, bool track)
-    : num_features(positive_size(channels, "BatchNorm1d", "num_features")), eps(eps_), momentum(momentum_), affine(affine_),
-      track_running_stats(track) {
-    const std::size_t c = num_features;
+void detail::check_momentum(const char* module, const std::optional<double>& momentum) {
     if (momentum && !(*momentum >= 0.0 && *momentum <= 1.0)) {
-        fail("BatchNorm1d", fmt::format("momentum must be in [0, 1], got {}", *momentum));
-    }
-    if (affine) {
-        register_parameter("weight", weight, ones({c}));
-        register_parameter("bias", bias, zeros({c}));
-    }
-    if (track_running_stats) {
-        running_mean = register_buffer("running_mean", zeros({c}));
-        running_var = register_buffer("running_var", ones({c}));
-        // int64 in PyTorch's state_dict, and so in the .npz files save() writes
-        num_batches_tracked = register_buffer("num_batches_tracked", scalar(0.0), Dtype::int64);
+        fail(module, fmt::format("momentum must be in [0, 1], got {}", *momentum));
     }
 }
 
-Tensor BatchNorm1d::forward(const Tensor& x) {
-    const Shape s = x.shape();
-    if ((s.size() != 2 && s.size() != 3) || s[1] != num_features) {
-        fail("BatchNorm1d", fmt::format("expects input (N, {0}) or (N, {0}, L), got {1}", num_features, shape_str(s)));
+void detail::register_norm_state(Module& m, std::size_t c, bool affine, bool track, Parameter& weight, Parameter& bias,
+                                 Tensor& running_mean, Tensor& running_var, Tensor& num_batches_tracked) {
+    if (affine) {
+        m.register_parameter("weight", weight, ones({c}));
+        m.register_parameter("bias", bias, zeros({c}));
     }
+    if (track) {
+        running_mean = m.register_buffer("running_mean", zeros({c}));
+        running_var = m.register_buffer("running_var", ones({c}));
+        // int64 in PyTorch's state_dict, and so in the .npz files save() writes
+        num_batches_tracked = m.register_buffer("num_batches_tracked", scalar(0.0), Dtype::int64);
+    }
+}
+
+std::string detail::momentum_str(const std::optional<double>& momentum) {
+    return momentum ? fmt::format("{}", *momentum) : std::string("None");
+}
+
+// ---- BatchNormBase, BatchNorm1d -----------------------------------------------------------------
+
+BatchNormBase::BatchNormBase(const char* module, std::int64_t channels, double eps_, std::optional<double> momentum_,
+                             bool affine_, bool track)
+    : num_features(positive_size(channels, module, "num_features")), eps(eps_), momentum(momentum_), affine(affine_),
+      track_running_stats(track) {
+    detail::check_momentum(module, momentum);
+    detail::register_norm_state(*this, num_features, affine, track_running_stats, weight, bias, running_mean, running_var,
+                                num_batches_tracked);
+}
+
+Tensor BatchNormBase::forward(const Tensor& x) {
+    check_input_dim(x.shape());
     // Batch statistics in training, and in eval too when no running statistics exist (PyTorch).
     const bool use_batch_stats = is_training() || !track_running_stats;
     const bool update_running = is_training() && track_running_stats;
@@ -84,9 +98,18 @@ Tensor BatchNorm1d::forward(const Tensor& x) {
     return out;
 }
 
-std::string BatchNorm1d::extra_repr() const {
+std::string BatchNormBase::extra_repr() const {
     return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", num_features, eps,
-                       momentum ? fmt::format("{}", *momentum) : std::string("None"), affine, track_running_stats);
+                       detail::momentum_str(momentum), affine, track_running_stats);
+}
+
+BatchNorm1d::BatchNorm1d(std::int64_t channels, double eps_, std::optional<double> momentum_, bool affine_, bool track)
+    : BatchNormBase("BatchNorm1d", channels, eps_, momentum_, affine_, track) {}
+
+void BatchNorm1d::check_input_dim(const Shape& s) const {
+    if ((s.size() != 2 && s.size() != 3) || s[1] != num_features) {
+        fail("BatchNorm1d", fmt::format("expects input (N, {0}) or (N, {0}, L), got {1}", num_features, shape_str(s)));
+    }
 }
 
 // ---- RMSNorm ------------------------------------------------------------------------------------

@@ -30,18 +30,18 @@ public:
     Parameter weight, bias;  ///< undefined without elementwise_affine
 };
 
-/// Batch normalisation of (N, C) or (N, C, L) inputs per channel C. Buffers running_mean (zeros),
-/// running_var (ones) and num_batches_tracked (0-D, an int64 buffer: int64 in saved files, as in
-/// PyTorch's state_dict; either dtype loads) when track_running_stats. momentum nullopt
-/// means a cumulative moving average (factor 1 / num_batches_tracked). Evaluation uses the running
-/// statistics, or the batch's own when they are not tracked (as PyTorch does).
-class BatchNorm1d : public Module {
+/// What BatchNorm1d and BatchNorm2d share, as torch.nn's _BatchNorm: per-channel weight (ones)
+/// and bias (zeros) when affine; buffers running_mean (zeros), running_var (ones) and
+/// num_batches_tracked (0-D, an int64 buffer: int64 in saved files, as in PyTorch's state_dict;
+/// either dtype loads) when track_running_stats. momentum nullopt means a cumulative moving
+/// average (factor 1 / num_batches_tracked). Evaluation uses the running statistics, or the
+/// batch's own when they are not tracked (as PyTorch does). The subclasses say which input
+/// shapes they take.
+class BatchNormBase : public Module {
 public:
-    /// Throws xg::Error when num_features is not positive or momentum is outside [0, 1]. forward()
-    /// takes (N, num_features) or (N, num_features, L) and keeps the shape; training needs more
-    /// than one value per channel.
-    explicit BatchNorm1d(std::int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
-                         bool affine = true, bool track_running_stats = true);
+    /// functional::batch_norm, after check_input_dim(); training needs more than one value per
+    /// channel. The batch is counted in num_batches_tracked only once it went through, so a
+    /// rejected batch leaves the state untouched.
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
 
@@ -61,6 +61,25 @@ public:
     /// Running statistics (C) each, and the number of training batches seen (0-D).
     Tensor running_mean, running_var, num_batches_tracked;  ///< undefined without track_running_stats
     ///@}
+
+protected:
+    /// Throws xg::Error naming `module` when num_features is not positive or momentum is outside [0, 1].
+    BatchNormBase(const char* module, std::int64_t num_features, double eps, std::optional<double> momentum, bool affine,
+                  bool track_running_stats);
+    /// Throws xg::Error naming the module and the shapes when x's shape is not one it takes.
+    virtual void check_input_dim(const Shape& x_shape) const = 0;
+};
+
+/// Batch normalisation of (N, C) or (N, C, L) inputs per channel C (BatchNormBase).
+class BatchNorm1d : public BatchNormBase {
+public:
+    /// Throws xg::Error when num_features is not positive or momentum is outside [0, 1]. forward()
+    /// takes (N, num_features) or (N, num_features, L) and keeps the shape.
+    explicit BatchNorm1d(std::int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                         bool affine = true, bool track_running_stats = true);
+
+protected:
+    void check_input_dim(const Shape& x_shape) const override;
 };
 
 /// x / sqrt(mean(x^2 over normalized_shape) + eps) * weight; weight ones.
