@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <xtensor/xnpy.hpp>
 
@@ -33,6 +35,29 @@ inline double max_rel_diff(const Array& a, const Array& b) {
         worst = std::max(worst, d);
     }
     return worst;
+}
+
+/// The golden tolerance of tests/fixtures/README.md: 1e-12 relative, |a - b| / max(1, |b|).
+constexpr double kGoldenTol = 1e-12;
+
+/// Prints the worst relative error of `got` against PyTorch's `want`, and checks it is below tol.
+inline void expect_close(const std::string& what, const Array& got, const Array& want, double tol = kGoldenTol) {
+    const double err = max_rel_diff(got, want);
+    fmt::print("golden {:<52} worst rel err {:.2e}\n", what, err);
+    INFO(what);
+    CHECK(err < tol);
+}
+
+/// A fixture array as a leaf tensor (requires_grad by default).
+inline Tensor leaf(const std::string& test_case, const std::string& name, bool requires_grad = true) {
+    return Tensor(fixture(test_case, name), requires_grad);
+}
+
+/// A 0/1 int64 fixture array as a boolean mask.
+inline Mask as_mask(const IndexArray& zero_one) {
+    Mask m = Mask::from_shape(zero_one.shape());
+    for (std::size_t i = 0; i < m.size(); ++i) m.data()[i] = zero_one.data()[i] != 0;
+    return m;
 }
 
 }  // namespace xg::test

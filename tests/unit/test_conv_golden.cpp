@@ -12,21 +12,12 @@ namespace xg_test_conv_golden {  // one namespace per test file: the files are c
 
 namespace F = xg::nn::functional;
 using namespace xg;
+using xg::test::leaf;
+using xg::test::expect_close;
 using nn::Size2;
 using test::fixture;
 
 namespace {
-
-constexpr double kTol = 1e-12;  // README: 1e-12 relative
-
-void expect_close(const std::string& what, const Array& got, const Array& want) {
-    const double err = test::max_rel_diff(got, want);
-    fmt::print("golden {:<52} worst rel err {:.2e}\n", what, err);
-    INFO(what);
-    CHECK(err <= kTol);
-}
-
-Tensor leaf(const std::string& fx, const std::string& name) { return Tensor(fixture(fx, name), true); }
 
 const char* twin(bool composed) { return composed ? " (composed)" : " (fused)"; }
 

@@ -14,6 +14,7 @@ namespace xg_test_core_golden {  // one namespace per test file: the files are c
 
 using xg::Array;
 using xg::Tensor;
+using xg::test::leaf;
 
 namespace {
 
@@ -42,10 +43,6 @@ void expect_golden(const Array& actual, const std::string& test_case, const std:
     INFO("worst element " << worst_at << ": got " << fmt::format("{:.17g}", actual.data()[worst_at]) << ", PyTorch "
                           << fmt::format("{:.17g}", expected.data()[worst_at]) << ", rel err " << worst_rel);
     CHECK(violations == 0);
-}
-
-Tensor leaf(const std::string& test_case, const std::string& name) {
-    return Tensor(xg::test::fixture(test_case, name), true);
 }
 
 Tensor upstream(const std::string& test_case, const std::string& name = "grad_out") {

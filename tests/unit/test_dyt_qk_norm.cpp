@@ -18,19 +18,11 @@ namespace xg_test_dyt_qk_norm {  // one namespace per test file: the files are c
 
 namespace F = xg::nn::functional;
 using namespace xg;
+using xg::test::expect_close;
 using Catch::Matchers::Contains;
 using test::fixture;
 
 namespace {
-
-constexpr double kTol = 1e-12;  // fixtures README: 1e-12 relative; |a - b| / max(1, |b|) here
-
-void expect_close(const std::string& what, const Array& got, const Array& want) {
-    const double err = test::max_rel_diff(got, want);
-    fmt::print("golden {:<44} worst rel err {:.2e}\n", what, err);
-    INFO(what);
-    CHECK(err <= kTol);
-}
 
 std::string error_of(const std::function<void()>& f) {
     try {

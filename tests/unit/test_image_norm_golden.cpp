@@ -16,22 +16,11 @@ namespace xg_test_image_norm_golden {  // one namespace per test file: the files
 
 namespace F = xg::nn::functional;
 using namespace xg;
+using xg::test::leaf;
+using xg::test::expect_close;
 using test::fixture;
 
 namespace {
-
-constexpr double kTol = 1e-12;  // README: 1e-12 relative
-
-void expect_close(const std::string& what, const Array& got, const Array& want, double tol = kTol) {
-    const double err = test::max_rel_diff(got, want);
-    fmt::print("golden {:<52} worst rel err {:.2e}\n", what, err);
-    INFO(what);
-    CHECK(err <= tol);
-}
-
-Tensor leaf(const std::string& fx, const std::string& name, bool requires_grad = true) {
-    return Tensor(fixture(fx, name), requires_grad);
-}
 
 const char* twin(bool composed) { return composed ? " (composed)" : " (fused)"; }
 

@@ -15,20 +15,12 @@
 namespace xg_test_layers_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
+using xg::test::expect_close;
 using test::attention_reference;
 using test::fixture;
 using test::max_rel_diff;
 
 namespace {
-
-constexpr double kTol = 1e-12;  // README: 1e-12 relative for these cases
-
-void expect_close(const std::string& what, const Array& got, const Array& want) {
-    const double err = max_rel_diff(got, want);
-    std::puts(fmt::format("golden {:<52} worst rel err {:.2e}", what, err).c_str());
-    INFO(what);
-    CHECK(err < kTol);
-}
 
 // Backpropagates sum(out * grad_out) (the fixtures' convention for non-scalar outputs).
 void backward_with(const Tensor& out, const Array& grad_out) { out.backward(Tensor(grad_out)); }
@@ -211,7 +203,6 @@ TEST_CASE("BatchNorm1d module matches PyTorch: training, running stats, cumulati
         expect_close("BatchNorm1d " + fx + " grad_x_eval", xe.grad_value(), fixture(fx, "grad_x_eval"));
     }
 }
-
 
 TEST_CASE("MultiheadAttention matches a plain-loop reference, causal outputs ignore the future", "[nn][attention]") {
     manual_seed(41);

@@ -20,30 +20,12 @@
 namespace xg_test_parity_ops {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
+using xg::test::as_mask;
+using xg::test::leaf;
+using xg::test::expect_close;
 using Catch::Matchers::Contains;
 using test::fixture;
 using test::fixture_index;
-
-namespace {
-
-constexpr double kTol = 1e-12;  // fixtures README: 1e-12 relative; |a - b| / max(1, |b|) here
-
-void expect_close(const std::string& what, const Array& got, const Array& want) {
-    const double err = test::max_rel_diff(got, want);
-    std::puts(fmt::format("golden {:<44} worst rel err {:.2e}", what, err).c_str());
-    INFO(what);
-    CHECK(err < kTol);
-}
-
-Tensor leaf(const std::string& k, const std::string& name) { return Tensor(fixture(k, name), true); }
-
-Mask as_mask(const IndexArray& zero_one) {
-    Mask m = Mask::from_shape(zero_one.shape());
-    for (std::size_t i = 0; i < m.size(); ++i) m.data()[i] = zero_one.data()[i] != 0;
-    return m;
-}
-
-}  // namespace
 
 TEST_CASE("sin, cos and clamp match PyTorch", "[parity][golden]") {
     const std::string k = "op_trig_clamp";

@@ -13,18 +13,11 @@ namespace xg_test_recurrent_golden {  // one namespace per test file: the files 
 
 namespace F = xg::nn::functional;
 using namespace xg;
+using xg::test::leaf;
+using xg::test::expect_close;
 using test::fixture;
 
 namespace {
-
-constexpr double kTol = 1e-12;  // README: 1e-12 relative
-
-void expect_close(const std::string& what, const Array& got, const Array& want) {
-    const double err = test::max_rel_diff(got, want);
-    fmt::print("golden {:<52} worst rel err {:.2e}\n", what, err);
-    INFO(what);
-    CHECK(err <= kTol);
-}
 
 // Loads every parameter of m from the fixture files named after it (plus the variant suffix).
 void load_parameters(nn::Module& m, const std::string& fx, const std::string& suffix = "") {
@@ -39,8 +32,6 @@ void expect_parameter_grads(const std::string& what, nn::Module& m, const std::s
         expect_close(what + " grad_" + name, p.grad_value(), fixture(fx, "grad_" + name + suffix));
     }
 }
-
-Tensor leaf(const std::string& fx, const std::string& name) { return Tensor(fixture(fx, name), true); }
 
 // Backpropagates the sum over outputs of sum(out * grad_<o>_out).
 void backward_outputs(const std::string& fx, const std::vector<std::pair<std::string, Tensor>>& outputs,
