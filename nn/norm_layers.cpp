@@ -70,10 +70,6 @@ void detail::register_norm_state(Module& m, std::size_t c, bool affine, bool tra
     }
 }
 
-std::string detail::momentum_str(const std::optional<double>& momentum) {
-    return momentum ? fmt::format("{}", *momentum) : std::string("None");
-}
-
 // ---- BatchNormBase, BatchNorm1d -----------------------------------------------------------------
 
 BatchNormBase::BatchNormBase(const char* module, std::int64_t channels, double eps_, std::optional<double> momentum_,
@@ -100,7 +96,7 @@ Tensor BatchNormBase::forward(const Tensor& x) {
 
 std::string BatchNormBase::extra_repr() const {
     return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", num_features, eps,
-                       detail::momentum_str(momentum), affine, track_running_stats);
+                       momentum ? fmt::format("{}", *momentum) : std::string("None"), affine, track_running_stats);
 }
 
 BatchNorm1d::BatchNorm1d(std::int64_t channels, double eps_, std::optional<double> momentum_, bool affine_, bool track)

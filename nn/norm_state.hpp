@@ -1,10 +1,9 @@
-// What the modules with running statistics (BatchNorm1d/2d, InstanceNorm2d) share in their .cpp
-// files: PyTorch's _NormBase registrations and the bookkeeping around one forward. Not installed.
+// What the modules with running statistics (BatchNormBase, InstanceNorm2d) share in their .cpp
+// files: PyTorch's _NormBase argument check and registrations. Not installed.
 #pragma once
 
 #include <cstddef>
 #include <optional>
-#include <string>
 
 #include "nn/module.hpp"
 
@@ -17,8 +16,5 @@ void check_momentum(const char* module, const std::optional<double>& momentum);
 /// num_batches_tracked (0) when tracking: _NormBase's registrations, under PyTorch's names.
 void register_norm_state(Module& m, std::size_t channels, bool affine, bool track, Parameter& weight, Parameter& bias,
                          Tensor& running_mean, Tensor& running_var, Tensor& num_batches_tracked);
-
-/// "0.1", or "None" for a cumulative average (PyTorch's repr).
-std::string momentum_str(const std::optional<double>& momentum);
 
 }  // namespace xg::nn::detail
