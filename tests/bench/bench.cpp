@@ -163,6 +163,11 @@ std::vector<Workload> workloads() {
         {Kind::conv2d, "Conv2d fwd+bwd N32 16->32 28x28 k3 p1", {32, 16, 32, 28, 28, 3, 1}, 1.2},
         {Kind::lstm, "LSTM fwd+bwd B32 I64 H128 T32", {32, 32, 64, 128}, 1.0},
         {Kind::group_norm, "GroupNorm fwd+bwd (32, 32, 28, 28) G8", {32, 32, 28, 28, 8}, 0.75, stream5(32.0 * 32 * 28 * 28)},
+        // Issue 18's other rows, after the first ones so that those keep their heap history. libtorch
+        // 1.13 has no fused RMSNorm: its side is what a 1.13 user writes (x * rsqrt(mean(x^2) + eps) * w).
+        {Kind::rms_norm, "RMSNorm fwd+bwd (4096, 768)", {4096, 768}, 0.75, stream5(4096.0 * 768)},
+        {Kind::rms_norm, "RMSNorm fwd+bwd (16384, 256)", {16384, 256}, 0.75, stream5(16384.0 * 256)},
+        {Kind::batch_norm, "BatchNorm1d train fwd+bwd (16384, 256)", {16384, 256}, 0.75, stream5(16384.0 * 256)},
     };
 }
 

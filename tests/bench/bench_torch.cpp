@@ -97,6 +97,13 @@ Run make_torch_run(const Workload& w) {
                                     return torch::layer_norm(t[0], {width}, t[1], t[2], 1e-5);
                                 });
     }
+    case Kind::rms_norm: {
+        const std::int64_t width = d[1];
+        return forward_backward({random_tensor({d[0], width}, 1, true), random_tensor({width}, 2, true)},
+                                random_tensor({d[0], width}, 4), [](const std::vector<torch::Tensor>& t) {
+                                    return t[0] * torch::rsqrt(t[0].pow(2).mean(-1, true) + 1e-6) * t[1];
+                                });
+    }
     case Kind::batch_norm: {
         const std::int64_t channels = d[1];
         const torch::Tensor running_mean = torch::zeros({channels}, torch::kFloat64);

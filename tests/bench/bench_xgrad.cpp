@@ -90,6 +90,13 @@ Run make_xgrad_run(const Workload& w) {
                                     return F::layer_norm(t[0], {width}, t[1], t[2]);
                                 });
     }
+    case Kind::rms_norm: {
+        const std::size_t rows = d[0], width = d[1];
+        return forward_backward({random_tensor({rows, width}, 1, true), random_tensor({width}, 2, true)},
+                                random_tensor({rows, width}, 4), [width](const std::vector<Tensor>& t) {
+                                    return F::rms_norm(t[0], {width}, t[1], 1e-6);
+                                });
+    }
     case Kind::batch_norm: {
         const std::size_t rows = d[0], channels = d[1];
         const Tensor running_mean = zeros({channels}), running_var = ones({channels});
