@@ -55,9 +55,9 @@ XG_KERNEL_CLONES void layer_norm_backward(const double* x, const double* g, cons
         const auto xhat = [=](std::size_t j) { return (xr[j] - mean) * rstd; };
         const auto dxhat = [=](std::size_t j) { return gr[j] * w[j]; };
         const auto [sum_dxhat, sum_dxhat_xhat] = detail::row_sums(D, [=](std::size_t j) {
-            const double xhat_j = xhat(j), dxhat_j = dxhat(j);
-            dw[j] += gr[j] * xhat_j;
-            db[j] += gr[j];
+            const double g_j = gr[j], xhat_j = xhat(j), dxhat_j = dxhat(j);  // read before dw, db are written
+            dw[j] += g_j * xhat_j;
+            db[j] += g_j;
             return std::pair{dxhat_j, dxhat_j * xhat_j};
         });
         if (dx == nullptr) continue;

@@ -50,8 +50,8 @@ XG_KERNEL_CLONES void rms_norm_backward(const double* x, const double* g, const 
         const auto xhat = [=](std::size_t j) { return xr[j] * rrms; };
         const auto dxhat = [=](std::size_t j) { return gr[j] * w[j]; };
         const double sum_dxhat_xhat = detail::row_sum(D, [=](std::size_t j) {
-            const double xhat_j = xhat(j), dxhat_j = dxhat(j);
-            dw[j] += gr[j] * xhat_j;
+            const double g_j = gr[j], xhat_j = xhat(j), dxhat_j = dxhat(j);  // read before dw is written
+            dw[j] += g_j * xhat_j;
             return dxhat_j * xhat_j;
         });
         if (dx == nullptr) continue;

@@ -189,14 +189,21 @@ struct ChannelLayout {
 /// term(c, k) returns {a_k, b_k}. With L > 1 only the channels [c_begin, c_end) (a thread's share;
 /// each channel's sum still runs over its segments in order). Walks memory in order: with L = 1 across a row's channels,
 /// kRowsAtOnce rows per update of the sums (callers pick it so that about eight rows stream in:
-/// 8 for a term over x, 4 over x and dy); otherwise segment by segment along L.
+/// 8 for a term over x, 4 over x and dy) unless the rows are short (one at a time); otherwise
+/// segment by segment along L.
+/// Rows of at most this many bytes are walked one at a time, in memory order: several short rows
+/// at once are several short streams, one row at a time is one long stream (measured faster for
+/// rows of 2 KiB, not for rows of 6 KiB: docs/performance.md).
+constexpr std::size_t kShortRowBytes = std::size_t{4} << 10;
+inline bool short_rows(std::size_t channels) { return channels * sizeof(double) <= kShortRowBytes; }
+
 template <std::size_t kRowsAtOnce, class Term>
 XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double* sum_b, Term&& term, std::size_t c_begin = 0,
                                    std::size_t c_end = SIZE_MAX) {
     const std::size_t C = l.channels, L = l.length;
     if (L == 1) {
         std::size_t i = 0;
-        for (; i + kRowsAtOnce <= l.n; i += kRowsAtOnce) {
+        for (; !short_rows(C) && i + kRowsAtOnce <= l.n; i += kRowsAtOnce) {
             const std::size_t row = (l.first + i) * C;
 #pragma omp simd
             for (std::size_t c = 0; c < C; ++c) {
@@ -235,14 +242,14 @@ XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double
 /// output), in memory order, through an
 /// OutputStore. With L = 1, four rows per pass over the channels, so that value's per-channel
 /// loads are shared by the four (with C of them per array they otherwise compete with the rows
-/// for L1).
+/// for L1) - unless the rows are short, which go one at a time (see short_rows).
 template <class F>
 XG_KERNEL_INLINE void channel_map(const ChannelLayout& l, double* out, F&& value) {
     const std::size_t C = l.channels, L = l.length;
     const OutputStore store(out, l.input_size(), L == 1 ? C : L);
     if (L == 1) {
         std::size_t i = 0;
-        for (; i + 4 <= l.n; i += 4) {
+        for (; !short_rows(C) && i + 4 <= l.n; i += 4) {
             const std::size_t row = (l.first + i) * C;
             store.rows<4>(out + row, C, C, [&](std::size_t q, std::size_t c) { return value(c, row + q * C + c); });
         }
