@@ -28,9 +28,13 @@ namespace xg::detail {
 // thread pool costs a few microseconds, as much as ~20 K elements of a streaming kernel.
 constexpr std::size_t kParallelMinWork = std::size_t{1} << 15;
 
-/// The threads to use for `n` items of `cost` elements each: 1 for small work.
+/// The threads to use for `n` items of `cost` elements each: 1 for small work, and inside a
+/// parallel region.
 inline int threads_for(std::size_t n, std::size_t cost) {
     if (n < 2 || n * cost < kParallelMinWork) return 1;
+#if defined(_OPENMP)
+    if (omp_in_parallel()) return 1;  // a kernel called from a thread's share (a conv's GEMMs) stays on it
+#endif
     return static_cast<int>(std::min<std::size_t>(n, static_cast<std::size_t>(get_num_threads())));
 }
 

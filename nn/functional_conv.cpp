@@ -8,6 +8,7 @@
 
 #include "core/gemm.hpp"
 #include "core/composed_backward.hpp"
+#include "core/parallel.hpp"
 #include "nn/conv.hpp"
 #include "nn/window.hpp"
 
@@ -117,18 +118,21 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
     const ConvDims d = check_conv2d("conv2d", x, weight, bias, stride, padding, dilation, groups);
     const std::size_t in_size = d.C * d.win.H * d.win.W, out_size = d.O * d.L;
     Array y = empty_array({d.N, d.O, d.win.OH, d.win.OW});
-    std::vector<double> col(d.G * d.K * d.L);
     const double* w = weight.data();
-    for (std::size_t n = 0; n < d.N; ++n) {
-        im2col(x.data() + n * in_size, d.C, d.win, col.data());
-        double* yn = y.data() + n * out_size;
-        for (std::size_t o = 0; o < d.O && bias.defined(); ++o) std::fill(yn + o * d.L, yn + (o + 1) * d.L, bias.data()[o]);
-        // y_g (Og, L) = W_g (Og, K) @ col_g (K, L) [+ b]
-        for (std::size_t g = 0; g < d.G; ++g) {
-            gemm(w + g * d.Og * d.K, d.Og, d.K, false, col.data() + g * d.K * d.L, d.K, d.L, false, yn + g * d.Og * d.L,
-                 bias.defined() ? 1.0 : 0.0);
+    // Samples are independent: each thread takes a block of them, with its own im2col buffer.
+    xg::detail::parallel_for(d.N, in_size + out_size + d.G * d.K * d.L, [&](std::size_t first, std::size_t last) {
+        std::vector<double> col(d.G * d.K * d.L);
+        for (std::size_t n = first; n < last; ++n) {
+            im2col(x.data() + n * in_size, d.C, d.win, col.data());
+            double* yn = y.data() + n * out_size;
+            for (std::size_t o = 0; o < d.O && bias.defined(); ++o) std::fill(yn + o * d.L, yn + (o + 1) * d.L, bias.data()[o]);
+            // y_g (Og, L) = W_g (Og, K) @ col_g (K, L) [+ b]
+            for (std::size_t g = 0; g < d.G; ++g) {
+                gemm(w + g * d.Og * d.K, d.Og, d.K, false, col.data() + g * d.K * d.L, d.K, d.L, false, yn + g * d.Og * d.L,
+                     bias.defined() ? 1.0 : 0.0);
+            }
         }
-    }
+    });
 
     std::vector<Tensor> inputs{x, weight};
     if (bias.defined()) inputs.push_back(bias);
@@ -138,26 +142,38 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
         // x is read only for dW, W only for dx
         const double* x = c.needs_grad(1) ? c.input(0).data() : nullptr;
         const double* w = c.needs_grad(0) ? c.input(1).data() : nullptr;
-        std::vector<double> col(d.G * d.K * d.L);
         Array dx, dw;
         if (c.needs_grad(0)) dx = xt::zeros<double>(c.input_shape(0));
         if (c.needs_grad(1)) dw = xt::zeros<double>(c.input_shape(1));
-        for (std::size_t n = 0; n < d.N; ++n) {
-            const double* dy = c.grad.data() + n * out_size;
-            if (c.needs_grad(1)) {
-                im2col(x + n * in_size, d.C, d.win, col.data());
-                for (std::size_t g = 0; g < d.G; ++g) {
-                    gemm(dy + g * d.Og * d.L, d.Og, d.L, false, col.data() + g * d.K * d.L, d.K, d.L, true,
-                         dw.data() + g * d.Og * d.K, 1.0);
+        // Samples [first, last): their dW terms into dw_part (if given), their dx in place.
+        const auto samples = [&](std::size_t first, std::size_t last, double* dw_part) {
+            std::vector<double> col(d.G * d.K * d.L);
+            for (std::size_t n = first; n < last; ++n) {
+                const double* dy = c.grad.data() + n * out_size;
+                if (dw_part != nullptr) {
+                    im2col(x + n * in_size, d.C, d.win, col.data());
+                    for (std::size_t g = 0; g < d.G; ++g) {
+                        gemm(dy + g * d.Og * d.L, d.Og, d.L, false, col.data() + g * d.K * d.L, d.K, d.L, true,
+                             dw_part + g * d.Og * d.K, 1.0);
+                    }
+                }
+                if (c.needs_grad(0)) {
+                    for (std::size_t g = 0; g < d.G; ++g) {
+                        gemm(w + g * d.Og * d.K, d.Og, d.K, true, dy + g * d.Og * d.L, d.Og, d.L, false,
+                             col.data() + g * d.K * d.L, 0.0);
+                    }
+                    col2im(col.data(), d.C, d.win, dx.data() + n * in_size);
                 }
             }
-            if (c.needs_grad(0)) {
-                for (std::size_t g = 0; g < d.G; ++g) {
-                    gemm(w + g * d.Og * d.K, d.Og, d.K, true, dy + g * d.Og * d.L, d.Og, d.L, false,
-                         col.data() + g * d.K * d.L, 0.0);
-                }
-                col2im(col.data(), d.C, d.win, dx.data() + n * in_size);
-            }
+        };
+        // dW is a sum over samples: fixed chunks of them, added in order (core/parallel.hpp), so the
+        // bits do not depend on the thread count; dx is per sample.
+        const std::size_t cost = in_size + out_size + d.G * d.K * d.L;
+        if (c.needs_grad(1)) {
+            xg::detail::sums_over_chunks(d.N, cost, d.O * d.K, dw.data(), nullptr,
+                                         [&](std::size_t first, std::size_t last, double* dw_part, double*) { samples(first, last, dw_part); });
+        } else if (c.needs_grad(0)) {
+            xg::detail::parallel_for(d.N, cost, [&](std::size_t first, std::size_t last) { samples(first, last, nullptr); });
         }
         if (c.needs_grad(0)) grads[0] = std::move(dx);
         if (c.needs_grad(1)) grads[1] = std::move(dw);

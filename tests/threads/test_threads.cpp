@@ -199,6 +199,14 @@ TEST_CASE("threads: a Pre-LN Transformer block trained by AdamW ends with the sa
                    true);
 }
 
+TEST_CASE("threads: conv2d (samples split between threads, dW summed in fixed chunks) gives the same bits at 1, 2 and 3 threads", "[threads]") {
+    const Array x = random_array({12, 4, 18, 18}, 40), w = random_array({6, 4, 3, 3}, 41), b = random_array({6}, 42);
+    check_op("conv2d", [](const std::vector<Tensor>& t) { return F::conv2d(t[0], t[1], t[2], 1, 1); }, {x, w, b});
+    const Array wg = random_array({6, 2, 3, 3}, 43);
+    check_op("conv2d groups 2, stride 2", [](const std::vector<Tensor>& t) { return F::conv2d(t[0], t[1], t[2], 2, 1, 1, 2); },
+             {x, wg, b});
+}
+
 TEST_CASE("threads: matrix products (OpenBLAS) give the same bits at 1, 2 and 3 threads", "[threads]") {
     const Array a = random_array({256, 128}, 30), b = random_array({128, 256}, 31), c = random_array({256, 256}, 32);
     check_op("matmul (256, 128) @ (128, 256)", [](const std::vector<Tensor>& t) { return xg::matmul(t[0], t[1]); }, {a, b});
