@@ -36,7 +36,7 @@ Array sum_to(Array grad, const Shape& shape) {
     const Shape gshape(grad.shape().begin(), grad.shape().end());
     const double* g = grad.data();
     double* o = out.data();
-    for_each_index(gshape, broadcast_strides(shape, gshape), [&](std::size_t i, std::size_t io) { o[io] += g[i]; });
+    parallel_for_each_index(gshape, broadcast_strides(shape, gshape), [&](std::size_t i, std::size_t io) { o[io] += g[i]; });
     return out;
 }
 
@@ -46,7 +46,8 @@ Array expand_value(const Array& a, const Shape& shape) {
     const double* pa = a.data();
     double* po = out.data();
     const Shape sa(a.shape().begin(), a.shape().end());
-    for_each_index(shape, broadcast_strides(sa, shape), [&](std::size_t i, std::size_t ia) { po[i] = pa[ia]; });
+    const Strides from = broadcast_strides(sa, shape);
+    parallel_for_each_index2(shape, from, from, [&](std::size_t i, std::size_t ia, std::size_t) { po[i] = pa[ia]; });
     return out;
 }
 void check_broadcasts_to(const Shape& from, const Shape& to, const char* op) {

@@ -52,7 +52,7 @@ Array sum_into_kept(const Array& a, const Reduction& r) {
     Array out = xt::zeros<double>(r.kept);
     const double* pa = a.data();
     double* po = out.data();
-    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { po[io] += pa[i]; });
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { po[io] += pa[i]; });
     return out;
 }
 
@@ -61,7 +61,7 @@ Array expand_grad(const Array& g, const Reduction& r, double scale) {
     Array out = Array::from_shape(r.in);
     const double* pg = g.data();  // same memory order as the kept shape
     double* po = out.data();
-    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { po[i] = scale * pg[io]; });
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { po[i] = scale * pg[io]; });
     return out;
 }
 
@@ -78,9 +78,9 @@ template <class IsExtreme>
 Array tie_weights(const Array& x, const Array& kept, const Reduction& r, IsExtreme is_extreme) {
     const double *px = x.data(), *pm = kept.data();
     Array ties = xt::zeros<double>(r.kept);
-    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { ties.data()[io] += is_extreme(px[i], pm[io]) ? 1.0 : 0.0; });
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { ties.data()[io] += is_extreme(px[i], pm[io]) ? 1.0 : 0.0; });
     Array w = Array::from_shape(r.in);
-    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { w.data()[i] = is_extreme(px[i], pm[io]) ? 1.0 / ties.data()[io] : 0.0; });
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { w.data()[i] = is_extreme(px[i], pm[io]) ? 1.0 / ties.data()[io] : 0.0; });
     return w;
 }
 
@@ -126,7 +126,7 @@ Tensor var(const Tensor& a, const Axes& axes, bool unbiased, bool keepdim) {
     Array out = xt::zeros<double>(r.kept);
     const double *pa = a.value().data(), *pm = mu.data();
     double* po = out.data();
-    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
         const double d = pa[i] - pm[io];
         po[io] += d * d;
     });
@@ -136,7 +136,7 @@ Tensor var(const Tensor& a, const Axes& axes, bool unbiased, bool keepdim) {
         Array g = Array::from_shape(r.in);
         const double *px = c.input(0).data(), *pg = c.grad.data(), *pm = mu.data();
         double* pr = g.data();
-        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = 2.0 * (px[i] - pm[io]) / denom * pg[io]; });
+        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = 2.0 * (px[i] - pm[io]) / denom * pg[io]; });
         return {std::move(g)};
     }, {{"mean", r.kept}}, [r, denom](const GraphGradContext& c) -> std::vector<Tensor> {
         Axes reduced;  // the kept shape's 1s: mean over them (an axis that was 1 already changes nothing)
@@ -159,7 +159,7 @@ Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
     const double* pa = a.value().data();
     double* po = out.data();
     // A NaN is the maximum of its slice and stays so (std::max would drop it), as in PyTorch.
-    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
         if (!(po[io] >= pa[i]) && !std::isnan(po[io])) po[io] = pa[i];
     });
     auto kept_max = std::make_shared<const Array>(out);  // shared by both backwards
@@ -169,10 +169,10 @@ Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
         const auto is_max = [](double x, double m) { return x == m || (std::isnan(x) && std::isnan(m)); };
         Array ties = xt::zeros<double>(r.kept);
         double* pt = ties.data();
-        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pt[io] += is_max(px[i], pm[io]) ? 1.0 : 0.0; });
+        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pt[io] += is_max(px[i], pm[io]) ? 1.0 : 0.0; });
         Array g = Array::from_shape(r.in);
         double* pr = g.data();
-        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = is_max(px[i], pm[io]) ? pg[io] / pt[io] : 0.0; });
+        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = is_max(px[i], pm[io]) ? pg[io] / pt[io] : 0.0; });
         return {std::move(g)};
     }, {{"max", r.kept}}, [r, kept_max](const GraphGradContext& c) -> std::vector<Tensor> {
         // create_graph: g spread over the kept axes times the constant 1/k weights at the k ties
@@ -191,7 +191,7 @@ Tensor min(const Tensor& a, const Axes& axes, bool keepdim) {
     const double* pa = a.value().data();
     double* po = out.data();
     // a NaN anywhere in the reduced set is the result (as torch.amin), never skipped
-    for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
         if (std::isnan(pa[i]) || pa[i] < po[io]) po[io] = std::isnan(po[io]) ? po[io] : pa[i];
     });
     auto kept_min = std::make_shared<const Array>(out);  // shared by both backwards
@@ -201,10 +201,10 @@ Tensor min(const Tensor& a, const Axes& axes, bool keepdim) {
         const auto is_min = [](double x, double m) { return std::isnan(m) ? std::isnan(x) : x == m; };
         Array ties = xt::zeros<double>(r.kept);
         double* pt = ties.data();
-        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pt[io] += is_min(px[i], pm[io]) ? 1.0 : 0.0; });
+        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pt[io] += is_min(px[i], pm[io]) ? 1.0 : 0.0; });
         Array g = Array::from_shape(r.in);
         double* pr = g.data();
-        for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = is_min(px[i], pm[io]) ? pg[io] / pt[io] : 0.0; });
+        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = is_min(px[i], pm[io]) ? pg[io] / pt[io] : 0.0; });
         return {std::move(g)};
     }, {{"min", r.kept}}, [r, kept_min](const GraphGradContext& c) -> std::vector<Tensor> {
         // create_graph: g spread over the kept axes times the constant 1/k weights at the k ties

@@ -124,8 +124,8 @@ Tensor where(const Mask& cond, const Tensor& a, const Tensor& b) {
     for_each_index(out_shape, broadcast_strides(sc, out_shape), [&](std::size_t i, std::size_t ic) { take_a[i] = pc[ic]; });
     Array out = empty_array(out_shape);
     const double *pa = a.value().data(), *pb = b.value().data();
-    for_each_index2(out_shape, broadcast_strides(sa, out_shape), broadcast_strides(sb, out_shape),
-                    [&](std::size_t i, std::size_t ia, std::size_t ib) { out.data()[i] = take_a[i] ? pa[ia] : pb[ib]; });
+    parallel_for_each_index2(out_shape, broadcast_strides(sa, out_shape), broadcast_strides(sb, out_shape),
+                             [&](std::size_t i, std::size_t ia, std::size_t ib) { out.data()[i] = take_a[i] ? pa[ia] : pb[ib]; });
     // d where/da = 1 where cond, d where/db = 1 where !cond; each summed over its broadcast axes
     auto taken = std::make_shared<const std::vector<char>>(std::move(take_a));  // shared by both backwards
     return record("where", std::move(out), {a, b}, [taken](const GradContext& c) -> Grads {

@@ -68,7 +68,7 @@ Array permuted(const Array& a, const std::vector<std::size_t>& perm) {
     Array out = Array::from_shape(out_shape);
     const double* pa = a.data();
     double* po = out.data();
-    for_each_index(out_shape, strides, [pa, po](std::size_t flat, std::size_t offset) { po[flat] = pa[offset]; });
+    parallel_for_each_index(out_shape, strides, [pa, po](std::size_t flat, std::size_t offset) { po[flat] = pa[offset]; });
     return out;
 }
 

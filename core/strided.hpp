@@ -97,6 +97,52 @@ void for_each_index2(const Shape& shape, const Strides& sa, const Strides& sb, F
     }
 }
 
+/// for_each_index(shape, strides, f) on all threads: f(flat, offset) sees the same pairs, each
+/// once. The threads split `shape` along its outermost axis of extent >= 2 whose stride is not 0,
+/// so for strides that read a row-major array (as broadcast_strides gives) an offset is reached
+/// from one thread's block only, and from its flat indices in the serial walk's order: f may add
+/// into `offset` (a reduction) or write at `flat`, and the bits do not depend on the thread count.
+template <class F>
+void parallel_for_each_index(const Shape& shape, const Strides& strides, F&& f) {
+    std::size_t total = 1, axis = shape.size();
+    for (std::size_t d : shape) total *= d;
+    for (std::size_t d = 0; d < shape.size() && axis == shape.size(); ++d) {
+        if (shape[d] >= 2 && strides[d] != 0) axis = d;
+    }
+    if (axis == shape.size() || detail::threads_for(shape[axis], total / shape[axis]) <= 1) {
+        for_each_index(shape, strides, f);
+        return;
+    }
+    const Strides flat_strides = row_major_strides(shape);
+    detail::parallel_for(shape[axis], total / shape[axis], [&](std::size_t begin, std::size_t end) {
+        Shape block = shape;
+        block[axis] = end - begin;
+        const std::size_t flat0 = begin * flat_strides[axis], offset0 = begin * strides[axis];
+        for_each_index2(block, flat_strides, strides,
+                        [&](std::size_t, std::size_t flat, std::size_t offset) { f(flat0 + flat, offset0 + offset); });
+    });
+}
+
+/// for_each_index2(shape, sa, sb, f) on all threads, for an f that writes at `flat` only (a
+/// broadcast binary op's output): the threads take contiguous blocks of the outermost axis of
+/// extent >= 2.
+template <class F>
+void parallel_for_each_index2(const Shape& shape, const Strides& sa, const Strides& sb, F&& f) {
+    std::size_t total = 1, axis = 0;
+    for (std::size_t d : shape) total *= d;
+    while (axis < shape.size() && shape[axis] < 2) ++axis;
+    if (axis == shape.size() || detail::threads_for(shape[axis], total / shape[axis]) <= 1) {
+        for_each_index2(shape, sa, sb, f);
+        return;
+    }
+    detail::parallel_for(shape[axis], total / shape[axis], [&](std::size_t begin, std::size_t end) {
+        Shape block = shape;
+        block[axis] = end - begin;
+        const std::size_t flat0 = begin * (total / shape[axis]), a0 = begin * sa[axis], b0 = begin * sb[axis];
+        for_each_index2(block, sa, sb, [&](std::size_t flat, std::size_t oa, std::size_t ob) { f(flat0 + flat, a0 + oa, b0 + ob); });
+    });
+}
+
 /// Whether two arrays have the same shape (no Shape is built: this runs on every element-wise op).
 inline bool same_shape(const Array& a, const Array& b) {
     return std::equal(a.shape().begin(), a.shape().end(), b.shape().begin(), b.shape().end());
@@ -141,8 +187,8 @@ Array broadcast_zip(const Array& a, const Array& b, F f, const char* op = "broad
     const Shape so = broadcast_shapes(sa, sb, op);
     Array out = empty_array(so);
     double* po = out.data();
-    for_each_index2(so, broadcast_strides(sa, so), broadcast_strides(sb, so),
-                    [&](std::size_t i, std::size_t ia, std::size_t ib) { po[i] = f(pa[ia], pb[ib]); });
+    parallel_for_each_index2(so, broadcast_strides(sa, so), broadcast_strides(sb, so),
+                             [&](std::size_t i, std::size_t ia, std::size_t ib) { po[i] = f(pa[ia], pb[ib]); });
     return out;
 }
 

@@ -105,6 +105,23 @@ TEST_CASE("threads: GELU, softmax and the element-wise ops give the same bits at
     check_op("mul, add, tanh", [](const std::vector<Tensor>& t) { return xg::tanh(t[0] * t[1] + t[2]) * 0.5; }, {x, y, row});
 }
 
+TEST_CASE("threads: broadcasting, its gradients (sum_to), axis reductions and permutes give the same bits at 1, 2 and 3 threads", "[threads]") {
+    const Array x = random_array({96, 64, 8}, 13), col = random_array({96, 1, 8}, 14), row = random_array({64, 1}, 15);
+    check_op("x * col + row (two broadcast operands)", [](const std::vector<Tensor>& t) { return t[0] * t[1] + t[2]; }, {x, col, row});
+    check_op("(x - mean) / sqrt(var + eps) over axis -1", [](const std::vector<Tensor>& t) {
+        return (t[0] - xg::mean(t[0], {-1}, true)) / xg::sqrt(xg::var(t[0], {-1}, false, true) + 1e-5);
+    }, {x});
+    check_op("sum over axis 0, mean over axes 0 and 2", [](const std::vector<Tensor>& t) {
+        return xg::sum(t[0], {0}, true) * xg::mean(t[0], {0, 2}, true);
+    }, {x});
+    check_op("max over axis 1, min over axis 0", [](const std::vector<Tensor>& t) {
+        return xg::max(t[0], {1}, true) + xg::min(t[0], {0}, true);
+    }, {x});
+    check_op("permute (2, 0, 1) and expand", [](const std::vector<Tensor>& t) {
+        return xg::permute(t[0], {2, 0, 1}) * xg::expand(t[1], {8, 96, 64});
+    }, {x, random_array({1, 96, 1}, 16)});
+}
+
 namespace {
 
 // Parameters after three optimizer steps of `model` on fixed data, at the current thread count.
