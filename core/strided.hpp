@@ -60,7 +60,14 @@ void for_each_index(const Shape& shape, const Strides& strides, F&& f) {
     std::size_t off = 0, flat = 0;
     const std::size_t inner = shape[n - 1], inner_stride = strides[n - 1];
     while (flat < total) {
-        for (std::size_t j = 0; j < inner; ++j) f(flat++, off + j * inner_stride);
+        // the common inner strides spelled out: the loop then needs no multiply per element
+        if (inner_stride == 1) {
+            for (std::size_t j = 0; j < inner; ++j) f(flat++, off + j);
+        } else if (inner_stride == 0) {
+            for (std::size_t j = 0; j < inner; ++j) f(flat++, off);
+        } else {
+            for (std::size_t j = 0; j < inner; ++j) f(flat++, off + j * inner_stride);
+        }
         for (std::size_t d = n - 1; d-- > 0;) {
             off += strides[d];
             if (++idx[d] < shape[d]) break;
@@ -85,7 +92,15 @@ void for_each_index2(const Shape& shape, const Strides& sa, const Strides& sb, F
     std::size_t oa = 0, ob = 0, flat = 0;
     const std::size_t inner = shape[n - 1], ia = sa[n - 1], ib = sb[n - 1];
     while (flat < total) {
-        for (std::size_t j = 0; j < inner; ++j) f(flat++, oa + j * ia, ob + j * ib);
+        if (ia == 1 && ib == 0) {
+            for (std::size_t j = 0; j < inner; ++j) f(flat++, oa + j, ob);
+        } else if (ia == 0 && ib == 1) {
+            for (std::size_t j = 0; j < inner; ++j) f(flat++, oa, ob + j);
+        } else if (ia == 1 && ib == 1) {
+            for (std::size_t j = 0; j < inner; ++j) f(flat++, oa + j, ob + j);
+        } else {
+            for (std::size_t j = 0; j < inner; ++j) f(flat++, oa + j * ia, ob + j * ib);
+        }
         for (std::size_t d = n - 1; d-- > 0;) {
             oa += sa[d];
             ob += sb[d];

@@ -168,6 +168,9 @@ std::vector<Workload> workloads() {
         {Kind::rms_norm, "RMSNorm fwd+bwd (4096, 768)", {4096, 768}, 0.75, stream5(4096.0 * 768)},
         {Kind::rms_norm, "RMSNorm fwd+bwd (16384, 256)", {16384, 256}, 0.75, stream5(16384.0 * 256)},
         {Kind::batch_norm, "BatchNorm1d train fwd+bwd (16384, 256)", {16384, 256}, 0.75, stream5(16384.0 * 256)},
+        // A LayerNorm a user writes with ops (mean, var, broadcasting; sum_to in backward) on both
+        // sides: the graph of small ops, not a fused kernel.
+        {Kind::layer_norm_by_hand, "LayerNorm by hand (ops) fwd+bwd (1024, 768)", {1024, 768}, 1.0},
     };
 }
 

@@ -10,7 +10,7 @@
 
 namespace xg::bench {
 
-enum class Kind { layer_norm, batch_norm, gelu, linear, mlp_layer_norm, mlp_batch_norm, transformer_block, conv2d, lstm, group_norm, rms_norm };
+enum class Kind { layer_norm, batch_norm, gelu, linear, mlp_layer_norm, mlp_batch_norm, transformer_block, conv2d, lstm, group_norm, rms_norm, layer_norm_by_hand };
 
 /// One row of the table. dims: (rows, width) for the element-wise/norm kernels,
 /// (batch, in, out) for linear, (batch, ...) for the models, (N, C, O, H, W, kernel, padding) for

@@ -104,6 +104,15 @@ Run make_torch_run(const Workload& w) {
                                     return t[0] * torch::rsqrt(t[0].pow(2).mean(-1, true) + 1e-6) * t[1];
                                 });
     }
+    case Kind::layer_norm_by_hand: {
+        const std::int64_t width = d[1];
+        return forward_backward({random_tensor({d[0], width}, 1, true), random_tensor({width}, 2, true),
+                                 random_tensor({width}, 3, true)},
+                                random_tensor({d[0], width}, 4), [](const std::vector<torch::Tensor>& t) {
+                                    const torch::Tensor mu = t[0].mean(-1, true), v = t[0].var(-1, false, true);
+                                    return (t[0] - mu) / torch::sqrt(v + 1e-5) * t[1] + t[2];
+                                });
+    }
     case Kind::batch_norm: {
         const std::int64_t channels = d[1];
         const torch::Tensor running_mean = torch::zeros({channels}, torch::kFloat64);

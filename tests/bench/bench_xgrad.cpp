@@ -97,6 +97,15 @@ Run make_xgrad_run(const Workload& w) {
                                     return F::rms_norm(t[0], {width}, t[1], 1e-6);
                                 });
     }
+    case Kind::layer_norm_by_hand: {
+        const std::size_t rows = d[0], width = d[1];
+        return forward_backward({random_tensor({rows, width}, 1, true), random_tensor({width}, 2, true),
+                                 random_tensor({width}, 3, true)},
+                                random_tensor({rows, width}, 4), [](const std::vector<Tensor>& t) {
+                                    const Tensor mu = mean(t[0], {-1}, true), v = var(t[0], {-1}, false, true);
+                                    return (t[0] - mu) / sqrt(v + 1e-5) * t[1] + t[2];
+                                });
+    }
     case Kind::batch_norm: {
         const std::size_t rows = d[0], channels = d[1];
         const Tensor running_mean = zeros({channels}), running_var = ones({channels});
