@@ -1,8 +1,9 @@
 // Tutorial 16: three ablations of the char GPT of tutorial 11 from papers beyond the articles,
 // each over 3 seeds on the held-out end of the text: LayerNorm with its statistics detached in
 // backward (Xu et al. 2019), DyT in place of LayerNorm (Zhu et al. 2025), and a learning-rate
-// sweep with and without QK-norm (Wortsman et al. 2023). Quick by default (a tiny model); --full
-// trains tutorial 11's model. Guide: docs/tutorials/16-gpt-ablations.md.
+// sweep with and without QK-norm (Wortsman et al. 2023), with gradient clipping and without it.
+// Quick by default (a tiny model); --full trains tutorial 11's model.
+// Guide: docs/tutorials/16-gpt-ablations.md.
 #include "tutorials/16_gpt_ablations/gpt_ablations.hpp"
 
 #include <algorithm>
@@ -32,15 +33,86 @@ std::string logits_pm(const std::vector<double>& v) {
     return logit_text(tv::seed_mean(v)) + " ± " + logit_text(tv::seed_std(v));
 }
 
+// Logits of the unclipped sweep: as logits_pm below a mean of 1000; from 1000 on only the mean's
+// order of magnitude, the nearest power of ten ("~1e5"). The runs whose logits grow that large
+// without clipping are chaotic: the last-bit differences between OpenBLAS kernels move their
+// largest logit by tens of percent (quick run, lr 1, seed 12: 70206, and 166814 under
+// Sandybridge), so their std and even a first digit would not repeat from one machine to the next.
+std::string coarse_logits_pm(const std::vector<double>& v) {
+    const double mean = tv::seed_mean(v);
+    if (!std::isfinite(mean) || mean < 1000) return logits_pm(v);
+    return fmt::format("~1e{}", std::lround(std::log10(mean)));
+}
+
+// Held-out loss of the runs that did not diverge: mean ± std, the value alone for one run, "-" for
+// none (a diverged run's loss only says that it diverged).
+std::string trained_loss_text(const tv::QkCell& c) {
+    std::vector<double> trained;
+    for (std::size_t k = 0; k < c.heldout.size(); ++k) {
+        if (!c.run_diverged[k]) trained.push_back(c.heldout[k]);
+    }
+    if (trained.empty()) return "-";
+    return trained.size() == 1 ? num(trained[0], 3) : tv::mean_pm_std(trained);
+}
+
+// The largest learning rate of the sweep up to which every seed trained at every learning rate
+// (0: already the smallest one diverged), with or without QK-norm.
+double trains_up_to(const std::vector<tv::QkCell>& sweep, bool qk_norm) {
+    std::vector<std::pair<double, std::size_t>> diverged_at;  // (lr, diverged seeds), ascending lr
+    for (const auto& c : sweep) {
+        if (c.qk_norm == qk_norm) diverged_at.emplace_back(c.lr, c.diverged);
+    }
+    std::sort(diverged_at.begin(), diverged_at.end());
+    double up_to = 0;
+    for (const auto& [lr, diverged] : diverged_at) {
+        if (diverged > 0) break;
+        up_to = lr;
+    }
+    return up_to;
+}
+
+// The first seed's largest attention logit per step, every learning rate, with and without
+// QK-norm: <stem>.csv and <stem>.png. With more than 8 curves the key goes right of the plot, off
+// the curves.
+void plot_logits(const Tutorial& tut, const std::vector<tv::QkCell>& sweep, const std::string& stem, const std::string& title) {
+    const bool key_outside = sweep.size() > 8;
+    std::vector<std::string> header{"step"};
+    std::size_t steps = 0;
+    for (const auto& c : sweep) {
+        header.push_back(fmt::format("lr{}_{}", lr_text(c.lr), c.qk_norm ? "qk" : "plain"));
+        steps = std::max(steps, c.first_seed_logit.size());
+    }
+    std::vector<std::vector<double>> rows_csv;
+    for (std::size_t s = 0; s < steps; ++s) {
+        rows_csv.push_back({static_cast<double>(s + 1)});
+        for (const auto& c : sweep) rows_csv.back().push_back(s < c.first_seed_logit.size() ? c.first_seed_logit[s] : NAN);
+    }
+    const std::string csv = tut.out_path(stem + ".csv"), png = tut.out_path(stem + ".png");
+    write_csv(csv, header, rows_csv);
+    std::string plot = fmt::format("set title '{} (solid: plain, dashed: QK-norm)'\n"
+                                   "set xlabel 'step'\nset ylabel 'max q.k / sqrt(head_dim)'\nset logscale y\nset grid\n"
+                                   "set key {}\nset datafile separator ','\nplot ",
+                                   title, key_outside ? "outside right top" : "top left");
+    const char* colours[] = {"#2471a3", "#ca6f1e", "#1e8449", "#c0392b", "#7d3c98", "#5d6d7e"};
+    for (std::size_t i = 0; i < sweep.size(); ++i) {
+        plot += fmt::format("{}'{}' using 1:{} with lines lw 2 dt {} lc rgb '{}' title 'lr {}{}'", i ? ", " : "", csv, i + 2,
+                            sweep[i].qk_norm ? 2 : 1, colours[(i / 2) % 6], lr_text(sweep[i].lr),
+                            sweep[i].qk_norm ? ", QK-norm" : "");
+    }
+    if (key_outside ? gnuplot(plot, png, 1100, 600) : gnuplot(plot, png)) tut.say("plot: " + png);
+    tut.say("csv: " + csv);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"16 Ablations of the char GPT: detached statistics, DyT, QK-norm", "P1.1, P2.1, P2.2, P3.1",
                   "docs/tutorials/16-gpt-ablations.md", "about 2 s of CPU (one thread)",
-                  "tutorial 11's quick model (d 32, 2 blocks), 500 steps, sweep 300 steps (about 3 minutes of CPU)",
+                  "tutorial 11's quick model (d 32, 2 blocks), 500 steps, sweeps of 300 steps (about 4 minutes of CPU)",
                   "16_gpt_ablations_ln_cloud.csv/.png (LayerNorm input vs output), 16_gpt_ablations_logits.csv/.png "
-                  "(largest attention logit per step)"});
+                  "and 16_gpt_ablations_logits_unclipped.csv/.png (largest attention logit per step, with and "
+                  "without clipping)"});
     keep_heap_mapped();
     tv::GptAblationConfig cfg;
     if (tut.full()) {
@@ -50,6 +122,9 @@ int main(int argc, char** argv) {
         cfg.sweep_steps = 300;
         cfg.sweep_warmup = 30;
         cfg.sweep_lrs = {1e-2, 3e-2, 1e-1, 3e-1};
+        // Measured first: without clipping every seed trains at 0.5 and two of three diverge at
+        // 0.7, with QK-norm and without; 1.0 diverges every run.
+        cfg.unclipped_sweep_lrs = {1e-1, 3e-1, 5e-1, 7e-1, 1.0};
     } else {  // a tiny model: the whole program runs in seconds
         cfg.d_model = 16;
         cfg.n_layers = 1;
@@ -60,7 +135,13 @@ int main(int argc, char** argv) {
         cfg.warmup = 10;
         cfg.sweep_steps = 60;
         cfg.sweep_warmup = 10;
-        cfg.sweep_lrs = {1e-2, 1e-1};
+        // Not 0.1: there this model's runs without QK-norm are chaotic enough that a kernel's
+        // last-bit differences change the printed held-out loss (0.032 and 0.031 under Sandybridge).
+        cfg.sweep_lrs = {1e-2, 5e-2};
+        // Without clipping this model trains at 0.03 and diverges at 1 (with QK-norm and without);
+        // in between its runs without QK-norm are chaotic (see coarse_logits_pm), which would make
+        // the printed losses differ between OpenBLAS kernels.
+        cfg.unclipped_sweep_lrs = {3e-2, 1.0};
         cfg.scatter_windows = 4;
     }
     cfg.progress = true;
@@ -164,6 +245,47 @@ int main(int argc, char** argv) {
                                                        : "no run diverges, and the logits stay of the same size")
                      : "QK-norm does not reduce the divergences here");
 
+    // The same sweep without gradient clipping: only AdamW's division by the gradients' running RMS
+    // then tempers a large gradient.
+    const std::vector<tv::QkCell> unclipped = tv::qk_norm_sweep(cfg, cfg.unclipped_sweep_lrs, 0.0);
+    tut.step(fmt::format("the same without gradient clipping: {} steps per run, {} warm-up, seeds {}", cfg.sweep_steps,
+                         cfg.sweep_warmup, seeds));
+    tut.say("held-out loss: mean ± std over the runs that did not diverge (-: none did)");
+    tut.say("a largest logit of 1000 or more: the order of magnitude of the mean (those runs are chaotic)");
+    std::vector<std::vector<std::string>> unclipped_rows{{"lr", "QK-norm", "held-out loss", "largest logit", "diverged"}};
+    for (const auto& c : unclipped) {
+        unclipped_rows.push_back({lr_text(c.lr), c.qk_norm ? "yes" : "no", trained_loss_text(c), coarse_logits_pm(c.max_logit),
+                                  fmt::format("{}/{}", c.diverged, c.heldout.size())});
+    }
+    tut.show(table(unclipped_rows, "    "));
+    std::size_t unclipped_without = 0, unclipped_with = 0, runs_per_setting = 0;
+    double top_without = 0, top_with = 0;
+    for (const auto& c : unclipped) {
+        (c.qk_norm ? unclipped_with : unclipped_without) += c.diverged;
+        if (!c.qk_norm) runs_per_setting += c.heldout.size();
+        double& top = c.qk_norm ? top_with : top_without;
+        top = std::max(top, *std::max_element(c.max_logit.begin(), c.max_logit.end()));
+    }
+    const double range_without = trains_up_to(unclipped, false), range_with = trains_up_to(unclipped, true);
+    auto range_text = [](double lr) { return lr > 0 ? "up to lr " + lr_text(lr) : std::string("at no lr of the sweep"); };
+    tut.say(fmt::format("runs diverged: {} of {} without QK-norm, {} of {} with", unclipped_without, runs_per_setting,
+                        unclipped_with, runs_per_setting));
+    tut.say(fmt::format("every seed trains {} without QK-norm, {} with", range_text(range_without), range_text(range_with)));
+    // What the table shows: whether QK-norm keeps the logits small (several times smaller, as in
+    // the clipped sweep), and whether every seed trains up to a larger lr with it than without.
+    const bool smaller = top_without > 2 * top_with;
+    const std::string range = range_with > range_without    ? "widens"
+                              : range_with == range_without ? "does not widen"
+                                                            : "narrows";
+    const std::string largest_lr =
+        lr_text(*std::max_element(cfg.unclipped_sweep_lrs.begin(), cfg.unclipped_sweep_lrs.end()));
+    tut.conclude(unclipped_without == 0 && unclipped_with == 0
+                     ? fmt::format("no run diverges unclipped either, up to lr {}; {}", largest_lr,
+                                   smaller ? "QK-norm keeps the logits small" : "the logits stay of the same size")
+                 : smaller ? fmt::format("QK-norm keeps the logits small {} {} the range of learning rates that train",
+                                         range == "widens" ? "and" : "but", range)
+                           : fmt::format("logits of the same size; QK-norm {} the range of learning rates that train", range));
+
     // The LayerNorm cloud, one panel per layer.
     {
         std::vector<std::vector<double>> pts;
@@ -187,33 +309,9 @@ int main(int argc, char** argv) {
         tut.say("csv: " + csv);
     }
     // The first seed's largest attention logit per step, every learning rate, with and without QK-norm.
-    {
-        std::vector<std::string> header{"step"};
-        std::size_t steps = 0;
-        for (const auto& c : sweep) {
-            header.push_back(fmt::format("lr{}_{}", lr_text(c.lr), c.qk_norm ? "qk" : "plain"));
-            steps = std::max(steps, c.first_seed_logit.size());
-        }
-        std::vector<std::vector<double>> rows_csv;
-        for (std::size_t s = 0; s < steps; ++s) {
-            rows_csv.push_back({static_cast<double>(s + 1)});
-            for (const auto& c : sweep) rows_csv.back().push_back(s < c.first_seed_logit.size() ? c.first_seed_logit[s] : NAN);
-        }
-        const std::string csv = tut.out_path("16_gpt_ablations_logits.csv"), png = tut.out_path("16_gpt_ablations_logits.png");
-        write_csv(csv, header, rows_csv);
-        std::string plot = fmt::format("set title 'largest attention logit per step, seed {} (solid: plain, dashed: QK-norm)'\n"
-                                       "set xlabel 'step'\nset ylabel 'max q.k / sqrt(head_dim)'\nset logscale y\nset grid\n"
-                                       "set key top left\nset datafile separator ','\nplot ",
-                                       cfg.seeds.front());
-        const char* colours[] = {"#2471a3", "#ca6f1e", "#1e8449", "#c0392b", "#7d3c98", "#5d6d7e"};
-        for (std::size_t i = 0; i < sweep.size(); ++i) {
-            plot += fmt::format("{}'{}' using 1:{} with lines lw 2 dt {} lc rgb '{}' title 'lr {}{}'", i ? ", " : "", csv, i + 2,
-                                sweep[i].qk_norm ? 2 : 1, colours[(i / 2) % 6], lr_text(sweep[i].lr),
-                                sweep[i].qk_norm ? ", QK-norm" : "");
-        }
-        if (gnuplot(plot, png)) tut.say("plot: " + png);
-        tut.say("csv: " + csv);
-    }
+    plot_logits(tut, sweep, "16_gpt_ablations_logits", fmt::format("largest attention logit per step, seed {}", cfg.seeds.front()));
+    plot_logits(tut, unclipped, "16_gpt_ablations_logits_unclipped",
+                fmt::format("largest attention logit per step without clipping, seed {}", cfg.seeds.front()));
     return 0;
 }
 
@@ -382,11 +480,14 @@ NormAblation norm_ablation(const GptAblationConfig& cfg) {
     return r;
 }
 
-std::vector<QkCell> qk_norm_sweep(const GptAblationConfig& cfg) {
+std::vector<QkCell> qk_norm_sweep(const GptAblationConfig& cfg) { return qk_norm_sweep(cfg, cfg.sweep_lrs, 1.0); }
+
+std::vector<QkCell> qk_norm_sweep(const GptAblationConfig& cfg, const std::vector<double>& lrs, double clip) {
+    if (!(clip >= 0)) fail("qk_norm_sweep", "clip must be >= 0 (0: no clipping)");
     const CharCorpus corpus(cfg.text_path, cfg.heldout_fraction);
     const double initial = std::log(static_cast<double>(corpus.vocab_size()));
     std::vector<QkCell> cells;
-    for (double lr : cfg.sweep_lrs) {
+    for (double lr : lrs) {
         for (bool qk : {false, true}) {
             QkCell cell;
             cell.lr = lr;
@@ -402,8 +503,9 @@ std::vector<QkCell> qk_norm_sweep(const GptAblationConfig& cfg) {
                 o.batch = cfg.batch;
                 o.lr = lr;
                 o.warmup = cfg.sweep_warmup;
+                o.clip = clip;
                 o.seed = cfg.seeds[k];
-                o.name = fmt::format("lr {:g}{}, seed {}", lr, qk ? ", QK-norm" : "", cfg.seeds[k]);
+                o.name = fmt::format("lr {:g}{}{}, seed {}", lr, qk ? ", QK-norm" : "", clip > 0 ? "" : ", no clip", cfg.seeds[k]);
                 o.progress = cfg.progress;
                 o.after_forward = [&](std::size_t, double) {
                     const double logit = max_attention_logit(model);
@@ -414,7 +516,8 @@ std::vector<QkCell> qk_norm_sweep(const GptAblationConfig& cfg) {
                 const double held = curve.diverged ? NAN : heldout_loss(model, corpus);
                 cell.heldout.push_back(held);
                 cell.max_logit.push_back(top);
-                cell.diverged += curve.diverged || !(held <= initial);
+                cell.run_diverged.push_back(curve.diverged || !(held <= initial));
+                cell.diverged += cell.run_diverged.back();
             }
             cells.push_back(std::move(cell));
         }

@@ -1,7 +1,8 @@
 // Computations of tutorial 16: three ablations of the char GPT of tutorial 11, from papers beyond
 // the articles. P1.1 (Xu et al. 2019): LayerNorm with its mean and/or variance detached in
 // backward. P2.1, P2.2 (Zhu et al. 2025): what the trained LayerNorms compute, and DyT in their
-// place. P3.1 (Wortsman et al. 2023): a learning-rate sweep with and without QK-norm.
+// place. P3.1 (Wortsman et al. 2023): a learning-rate sweep with and without QK-norm, with
+// gradient clipping and without it.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,11 @@ struct GptAblationConfig {
     std::size_t steps = 400, warmup = 40;
     double lr = 3e-3;
     std::vector<std::uint64_t> seeds{11, 12, 13};
-    /// The QK-norm sweep: these learning rates, each with and without QK-norm, for sweep_steps.
+    /// The QK-norm sweep (gradient norms clipped at 1.0): these learning rates, each with and without
+    /// QK-norm, for sweep_steps.
     std::vector<double> sweep_lrs{3e-3, 1e-2, 3e-2, 1e-1};
+    /// The second QK-norm sweep, without gradient clipping: these learning rates, same steps and warm-up.
+    std::vector<double> unclipped_sweep_lrs{1e-1, 3e-1, 1.0};
     std::size_t sweep_steps = 400, sweep_warmup = 40;
     std::size_t scatter_windows = 8;  ///< held-out windows whose LayerNorm inputs are plotted
     bool progress = true;
@@ -58,12 +62,17 @@ NormAblation norm_ablation(const GptAblationConfig& config);
 struct QkCell {
     double lr = 0;
     bool qk_norm = false;
-    std::vector<double> heldout;         ///< per seed (NaN: diverged)
+    std::vector<double> heldout;         ///< per seed (NaN: a non-finite loss stopped the run)
     std::vector<double> max_logit;       ///< per seed: the largest attention logit over training
     std::vector<double> first_seed_logit;  ///< the first seed's largest logit at every step
-    std::size_t diverged = 0;            ///< non-finite, or held-out loss above ln(vocab) at the end
+    std::vector<bool> run_diverged;      ///< per seed: non-finite, or held-out loss above ln(vocab) at the end
+    std::size_t diverged = 0;            ///< how many seeds diverged
 };
 
+/// Every learning rate of `lrs`, without and with QK-norm, over the seeds: sweep_steps steps each
+/// after sweep_warmup warm-up steps, gradient norms clipped at `clip` (0: not clipped).
+std::vector<QkCell> qk_norm_sweep(const GptAblationConfig& config, const std::vector<double>& lrs, double clip);
+/// The clipped sweep: config.sweep_lrs, clip 1.0.
 std::vector<QkCell> qk_norm_sweep(const GptAblationConfig& config);
 
 /// R^2 of the least-squares fits of y against x by a line and by a tanh(b x) + c (b searched on a
