@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"10 Pre-LN vs Post-LN: gradients at init, learning rate x depth", "A2.4 (A0.5, A4.3)",
                   "docs/tutorials/10-pre-vs-post-ln-gradients.md", "about 10 s of CPU (one thread)",
-                  "the sweep at 4 learning rates x depths 2, 6, 12, 24, 120 steps per run (about 7 minutes)",
+                  "the sweep at 4 learning rates x depths 2, 6, 12, 24, 120 steps per run (about 4 minutes of CPU)",
                   "10_grad_norms.csv/.png, 10_sweep.csv/.png"});
     const tv::CharCorpus corpus("/usr/share/common-licenses/GPL-3");
     const std::size_t L = 12, d = 32;
