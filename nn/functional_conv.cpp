@@ -2,6 +2,7 @@
 // docs/derivations/conv2d.md. The composed twin, unfold and pad are built from core ops.
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include <fmt/format.h>
@@ -54,6 +55,10 @@ ConvDims check_conv2d(const char* op, const Tensor& x, const Tensor& weight, con
     d.K = d.Cg * d.win.kernel_area(), d.L = d.win.out_area();
     return d;
 }
+
+// A thread's (or a chunk's) im2col matrices, not zeroed: im2col and the GEMM with beta = 0 write
+// every element (a zero-filled vector per chunk had cost a memset of the whole buffer each).
+std::unique_ptr<double[]> column_buffer(const ConvDims& d) { return std::unique_ptr<double[]>(new double[d.G * d.K * d.L]); }
 
 // Output positions [first, last) whose input coordinate pos * stride + offset lies in [0, extent).
 struct Span {
@@ -121,14 +126,14 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
     const double* w = weight.data();
     // Samples are independent: each thread takes a block of them, with its own im2col buffer.
     xg::detail::parallel_for(d.N, in_size + out_size + d.G * d.K * d.L, [&](std::size_t first, std::size_t last) {
-        std::vector<double> col(d.G * d.K * d.L);
+        const std::unique_ptr<double[]> col = column_buffer(d);
         for (std::size_t n = first; n < last; ++n) {
-            im2col(x.data() + n * in_size, d.C, d.win, col.data());
+            im2col(x.data() + n * in_size, d.C, d.win, col.get());
             double* yn = y.data() + n * out_size;
             for (std::size_t o = 0; o < d.O && bias.defined(); ++o) std::fill(yn + o * d.L, yn + (o + 1) * d.L, bias.data()[o]);
             // y_g (Og, L) = W_g (Og, K) @ col_g (K, L) [+ b]
             for (std::size_t g = 0; g < d.G; ++g) {
-                gemm(w + g * d.Og * d.K, d.Og, d.K, false, col.data() + g * d.K * d.L, d.K, d.L, false, yn + g * d.Og * d.L,
+                gemm(w + g * d.Og * d.K, d.Og, d.K, false, col.get() + g * d.K * d.L, d.K, d.L, false, yn + g * d.Og * d.L,
                      bias.defined() ? 1.0 : 0.0);
             }
         }
@@ -147,22 +152,22 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
         if (c.needs_grad(1)) dw = xt::zeros<double>(c.input_shape(1));
         // Samples [first, last): their dW terms into dw_part (if given), their dx in place.
         const auto samples = [&](std::size_t first, std::size_t last, double* dw_part) {
-            std::vector<double> col(d.G * d.K * d.L);
+            const std::unique_ptr<double[]> col = column_buffer(d);
             for (std::size_t n = first; n < last; ++n) {
                 const double* dy = c.grad.data() + n * out_size;
                 if (dw_part != nullptr) {
-                    im2col(x + n * in_size, d.C, d.win, col.data());
+                    im2col(x + n * in_size, d.C, d.win, col.get());
                     for (std::size_t g = 0; g < d.G; ++g) {
-                        gemm(dy + g * d.Og * d.L, d.Og, d.L, false, col.data() + g * d.K * d.L, d.K, d.L, true,
+                        gemm(dy + g * d.Og * d.L, d.Og, d.L, false, col.get() + g * d.K * d.L, d.K, d.L, true,
                              dw_part + g * d.Og * d.K, 1.0);
                     }
                 }
                 if (c.needs_grad(0)) {
                     for (std::size_t g = 0; g < d.G; ++g) {
                         gemm(w + g * d.Og * d.K, d.Og, d.K, true, dy + g * d.Og * d.L, d.Og, d.L, false,
-                             col.data() + g * d.K * d.L, 0.0);
+                             col.get() + g * d.K * d.L, 0.0);
                     }
-                    col2im(col.data(), d.C, d.win, dx.data() + n * in_size);
+                    col2im(col.get(), d.C, d.win, dx.data() + n * in_size);
                 }
             }
         };
