@@ -102,7 +102,8 @@ TEST_CASE("fused ops agree with their composed twins in value and gradient", "[f
 
 // Outputs of 4 MiB and more take the streaming-store path of the kernels (nn/kernel_primitives.hpp);
 // these shapes cover it with row and column tails (widths not a multiple of 8, row counts not a
-// multiple of 4) and the ordinary path for an odd width at the same size.
+// multiple of 4) and the ordinary path for an odd width at the same size; BatchNorm's short rows
+// ((8195, 130): 1040 bytes, walked from the end in blocks of 8) with a column tail of 2.
 TEST_CASE("fused normalisations agree with their twins on outputs large enough to stream", "[fused][invariants]") {
     xg::manual_seed(24);
     const auto size_of = [](const Shape& s) { return std::accumulate(s.begin(), s.end(), std::size_t{1}, std::multiplies<>()); };
@@ -116,7 +117,7 @@ TEST_CASE("fused normalisations agree with their twins on outputs large enough t
                            [&](auto& t) { return F::rms_norm_composed(t[0], {xs[1]}, t[1]); }, {x, randn({xs[1]})},
                            "rms_norm " + xg::shape_str(xs));
     }
-    for (const Shape& xs : {Shape{2051, 516}, Shape{65, 16, 1030}}) {
+    for (const Shape& xs : {Shape{2051, 516}, Shape{8195, 130}, Shape{65, 16, 1030}}) {
         const std::size_t width = xs.size() == 2 ? xs[1] : xs[2];
         const Array x = randn(xs);
         CHECK(xg::nn::detail::streams(x.data(), size_of(xs), width));
