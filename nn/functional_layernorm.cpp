@@ -15,6 +15,7 @@ namespace xg::nn::functional {
 
 namespace {
 
+using detail::next_row;
 using detail::OutputStore;
 using detail::RowLayout;
 
@@ -42,7 +43,8 @@ XG_KERNEL_CLONES void layer_norm_forward(const double* x, const double* w, const
 
 // Per row, with g = dL/dy and dxhat = g w:
 //   dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat));  dw += g xhat, db += g.
-// Pass 1 takes the two means (and dw, db), pass 2 writes dx; the row stays in L1/L2 between them.
+// Pass 1 takes the two means (and dw, db), pass 2 writes dx; the row stays in L1/L2 between them,
+// and pass 2 fetches the next row of x and g meanwhile (OutputStore: otherwise memory idles).
 // Rows [r0, r1); dw and db are this range's partial sums.
 XG_KERNEL_CLONES void layer_norm_backward(const double* x, const double* g, const double* w, const double* row_mean,
                                           const double* row_rstd, double* dx, double* dw, double* db, const RowLayout& l,
@@ -62,7 +64,8 @@ XG_KERNEL_CLONES void layer_norm_backward(const double* x, const double* g, cons
         });
         if (dx == nullptr) continue;
         const double mean_dxhat = sum_dxhat * inv_D, mean_dxhat_xhat = sum_dxhat_xhat * inv_D;
-        store(dx + r * D, D, [=](std::size_t j) { return rstd * (dxhat(j) - mean_dxhat - xhat(j) * mean_dxhat_xhat); });
+        store(dx + r * D, D, [=](std::size_t j) { return rstd * (dxhat(j) - mean_dxhat - xhat(j) * mean_dxhat_xhat); },
+              next_row(x, g, r, r1, D));
     }
 }
 

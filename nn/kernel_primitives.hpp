@@ -7,7 +7,8 @@
 //   XG_KERNEL_CLONES     compile a kernel for SSE2 and for AVX2; the loader picks one per CPU
 //   row_sum, row_sums    sum of n terms (one or two at once), in kLanes fixed partial sums
 //   row_mean_var         mean and biased variance of a row (corrected two-pass)
-//   OutputStore          out[j] = value(j) for j < n; large outputs bypass the cache
+//   OutputStore          out[j] = value(j) for j < n; large outputs bypass the cache, and
+//                        long rows fetch the kernel's next input rows (NextRow) meanwhile
 //   ChannelLayout        (N, C, L): BatchNorm's channels, each in N segments of length L
 //   channel_sums         per channel, the sums of terms over its N L values
 //   channel_map          out[k] = value(c, k) for every element k of every channel c (rows last to first)
@@ -97,6 +98,12 @@ XG_KERNEL_INLINE void row_mean_var(const double* x, std::size_t n, double& mean,
     mean = m + sum_d / count;
 }
 
+/// Rows of at most this many bytes are short: channel_sums and channel_map walk them one at a time,
+/// in memory order (several short rows at once are several short streams, one row at a time is one
+/// long stream: measured faster for rows of 2 KiB, not for rows of 6 KiB: docs/performance.md), and
+/// OutputStore does not fetch the next one ahead.
+constexpr std::size_t kShortRowBytes = std::size_t{4} << 10;
+
 // ---- stores -----------------------------------------------------------------------------------
 
 // Outputs of at least kStreamBytes are written with non-temporal (streaming) stores, which skip
@@ -118,12 +125,32 @@ inline bool streams(const double* out, std::size_t total, std::size_t piece) {
 #endif
 }
 
+/// The next rows of a row kernel's inputs (up to two arrays, null for none), for OutputStore to
+/// fetch while it writes the current row. LayerNorm's backward passes them; its forward and
+/// RMSNorm's kernels do not (measured no faster, or slower: docs/performance.md).
+struct NextRow {
+    const double* a = nullptr;
+    const double* b = nullptr;
+};
+
+/// Row r + 1 of x and of g in rows of width D, or none when r is the last of the rows [.., end).
+inline NextRow next_row(const double* x, const double* g, std::size_t r, std::size_t end, std::size_t D) {
+    return r + 1 < end ? NextRow{x + (r + 1) * D, g + (r + 1) * D} : NextRow{};
+}
+
 /// Writes a kernel's output, `total` elements starting at `out`, in pieces of `piece` elements:
 /// store(p, n, value) sets p[j] = value(j) for j < n. Streams large outputs past the cache (see
 /// streams()) and orders those stores before whatever follows when it goes out of scope.
+/// store(p, n, value, next) also fetches the rows at next.a and next.b (n elements each), one
+/// 64-byte line per 8 values stored, when the output streams and its pieces are longer than
+/// kShortRowBytes: a row kernel reads memory only in its first pass over a row, and while its
+/// last pass writes from the cache the hardware prefetcher does not run a whole row ahead, so
+/// memory would sit idle (measured: docs/performance.md; shorter or cache-resident rows were
+/// slower with it).
 class OutputStore {
 public:
-    OutputStore(double* out, std::size_t total, std::size_t piece) : stream_(streams(out, total, piece)) {}
+    OutputStore(double* out, std::size_t total, std::size_t piece)
+        : stream_(streams(out, total, piece)), prefetch_(stream_ && piece * sizeof(double) > kShortRowBytes) {}
     OutputStore(const OutputStore&) = delete;
     OutputStore& operator=(const OutputStore&) = delete;
     ~OutputStore() {
@@ -133,19 +160,22 @@ public:
     }
 
     template <class F>
-    XG_KERNEL_INLINE void operator()(double* p, std::size_t n, F&& value) const {
-        rows<1>(p, n, n, [&value](std::size_t, std::size_t j) { return value(j); });
+    XG_KERNEL_INLINE void operator()(double* p, std::size_t n, F&& value, NextRow next = {}) const {
+        rows<1>(p, n, n, [&value](std::size_t, std::size_t j) { return value(j); }, next);
     }
 
     /// kRows rows of n elements, row q at p + q * stride: p[q * stride + j] = value(q, j). All
     /// kRows values of a column are computed before any is stored, so value's per-column loads
     /// (a channel's statistics) are shared by the rows.
     template <std::size_t kRows, class F>
-    XG_KERNEL_INLINE void rows(double* p, std::size_t stride, std::size_t n, F&& value) const {
+    XG_KERNEL_INLINE void rows(double* p, std::size_t stride, std::size_t n, F&& value, NextRow next = {}) const {
         std::size_t j0 = 0;
 #if defined(__SSE2__)
         if (stream_) {
+            if (!prefetch_) next = {};
             for (; j0 + 8 <= n; j0 += 8) {
+                if (next.a != nullptr) __builtin_prefetch(next.a + j0);
+                if (next.b != nullptr) __builtin_prefetch(next.b + j0);
                 double v[kRows][8];
 #pragma omp simd
                 for (std::size_t k = 0; k < 8; ++k) {
@@ -156,6 +186,8 @@ public:
                 }
             }
         }
+#else
+        (void)next;
 #endif
 #pragma omp simd
         for (std::size_t j = j0; j < n; ++j) {
@@ -166,7 +198,7 @@ public:
     }
 
 private:
-    bool stream_;
+    bool stream_, prefetch_;
 };
 
 // ---- BatchNorm's channels -----------------------------------------------------------------------
@@ -191,10 +223,6 @@ struct ChannelLayout {
 /// kRowsAtOnce rows per update of the sums (callers pick it so that about eight rows stream in:
 /// 8 for a term over x, 4 over x and dy) unless the rows are short (one at a time); otherwise
 /// segment by segment along L.
-/// Rows of at most this many bytes are walked one at a time, in memory order: several short rows
-/// at once are several short streams, one row at a time is one long stream (measured faster for
-/// rows of 2 KiB, not for rows of 6 KiB: docs/performance.md).
-constexpr std::size_t kShortRowBytes = std::size_t{4} << 10;
 inline bool short_rows(std::size_t channels) { return channels * sizeof(double) <= kShortRowBytes; }
 
 template <std::size_t kRowsAtOnce, class Term>
