@@ -38,6 +38,17 @@ inline int threads_for(std::size_t n, std::size_t cost) {
     return static_cast<int>(std::min<std::size_t>(n, static_cast<std::size_t>(get_num_threads())));
 }
 
+/// How many threads run the current parallel region (1 outside one): a kernel may walk its share
+/// differently when the other threads stream through memory at the same time, as long as that
+/// changes no bit of what it computes.
+inline int threads_in_this_region() {
+#if defined(_OPENMP)
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
 /// body(begin, end) for contiguous blocks covering [0, n) once, one block per thread. For items
 /// that do not depend on each other; `cost` is the elements one item touches.
 template <class Body>

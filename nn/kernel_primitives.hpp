@@ -25,6 +25,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "core/parallel.hpp"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -276,27 +278,45 @@ XG_KERNEL_INLINE void rows_from_the_end(const OutputStore& store, double* p, std
     if (j0 > 0) store.rows<kRows>(p, stride, j0, value);
 }
 
+/// channel_map's walk for L = 1: l's rows from the last to the first, kRows at a time (each row
+/// from its start) and the rows left over one at a time (each from its end).
+template <std::size_t kRows, class F>
+XG_KERNEL_INLINE void map_rows_from_the_last(const OutputStore& store, const ChannelLayout& l, double* out, F&& value) {
+    const std::size_t C = l.channels;
+    std::size_t i = l.n;
+    for (; kRows > 1 && i >= kRows; i -= kRows) {
+        const std::size_t row = (l.first + i - kRows) * C;
+        store.rows<kRows>(out + row, C, C, [&](std::size_t q, std::size_t c) { return value(c, row + q * C + c); });
+    }
+    for (; i > 0; --i) {
+        const std::size_t row = (l.first + i - 1) * C;
+        rows_from_the_end<1>(store, out + row, C, C, [&](std::size_t, std::size_t c) { return value(c, row + c); });
+    }
+}
+
 /// out[k] = value(c, k) for every element k of every channel c of l's rows (out is the whole
 /// output), through an OutputStore. With L = 1 the rows go from the last to the first: a map
 /// follows a channel_sums pass over the same rows, which walked forwards, so it begins on the rows
 /// that pass left in the cache (BatchNorm's arrays are about the L3's size; measured 1-9 % faster:
-/// docs/performance.md). Four rows at a time, each from its start, so that value's per-channel
-/// loads are shared by the four (with C of them per array they otherwise compete with the rows for
-/// L1) - unless the rows are short, which go one at a time and each from its end, so that the walk
-/// is one descending stream (short ascending pieces in descending order ran 2x slower).
+/// docs/performance.md). Long rows go several at a time, so that value's per-channel loads are
+/// shared by them (with C of them per array they otherwise compete with the rows for L1); but each
+/// row is a stream of its own, and with both cores walking, four rows each ran 1.5x slower than two
+/// (docs/performance.md): four rows when this thread walks alone, two when it is one of two, one
+/// with more. Short rows go one at a time and each from its end, so that the walk is one
+/// descending stream (short ascending pieces in descending order ran 2x slower). Whichever walk,
+/// every element gets the same bits.
 template <class F>
 XG_KERNEL_INLINE void channel_map(const ChannelLayout& l, double* out, F&& value) {
     const std::size_t C = l.channels, L = l.length;
     const OutputStore store(out, l.input_size(), L == 1 ? C : L);
     if (L == 1) {
-        std::size_t i = l.n;
-        for (; !short_rows(C) && i >= 4; i -= 4) {
-            const std::size_t row = (l.first + i - 4) * C;
-            store.rows<4>(out + row, C, C, [&](std::size_t q, std::size_t c) { return value(c, row + q * C + c); });
-        }
-        for (; i > 0; --i) {
-            const std::size_t row = (l.first + i - 1) * C;
-            rows_from_the_end<1>(store, out + row, C, C, [&](std::size_t, std::size_t c) { return value(c, row + c); });
+        const int walkers = xg::detail::threads_in_this_region();
+        if (short_rows(C) || walkers > 2) {
+            map_rows_from_the_last<1>(store, l, out, value);
+        } else if (walkers == 2) {
+            map_rows_from_the_last<2>(store, l, out, value);
+        } else {
+            map_rows_from_the_last<4>(store, l, out, value);
         }
         return;
     }

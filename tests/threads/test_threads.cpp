@@ -89,6 +89,11 @@ TEST_CASE("threads: the normalisation kernels give the same bits at 1, 2 and 3 t
     check_op("batch_norm (N, C)", [](const std::vector<Tensor>& t) {
         return F::batch_norm(t[0], Tensor(), Tensor(), t[1], t[2], true);
     }, {xc, wc, bc});
+    // rows of 4160 bytes: the maps walk them 4, 2 or 1 at a time at 1, 2 or 3 threads
+    const Array xl = random_array({203, 520}, 44), wl = random_array({520}, 45), bl = random_array({520}, 46);
+    check_op("batch_norm (N, C), long rows", [](const std::vector<Tensor>& t) {
+        return F::batch_norm(t[0], Tensor(), Tensor(), t[1], t[2], true);
+    }, {xl, wl, bl});
     const Array x4 = random_array({16, 8, 24, 24}, 7), w4 = random_array({8}, 8), b4 = random_array({8}, 9);
     check_op("batch_norm (N, C, H, W)", [](const std::vector<Tensor>& t) {
         return F::batch_norm(t[0], Tensor(), Tensor(), t[1], t[2], true);
