@@ -300,7 +300,7 @@ XG_KERNEL_INLINE void map_rows_from_the_last(const OutputStore& store, const Cha
 /// that pass left in the cache (BatchNorm's arrays are about the L3's size; measured 1-9 % faster:
 /// docs/performance.md). Long rows go several at a time, so that value's per-channel loads are
 /// shared by them (with C of them per array they otherwise compete with the rows for L1); but each
-/// row is a stream of its own, and with both cores walking, four rows each ran 1.5x slower than two
+/// row is a stream of its own, and with both cores walking, four rows each ran 1.4-1.9x slower than two
 /// (docs/performance.md): four rows when this thread walks alone, two when it is one of two, one
 /// with more. Short rows go one at a time and each from its end, so that the walk is one
 /// descending stream (short ascending pieces in descending order ran 2x slower). Whichever walk,
