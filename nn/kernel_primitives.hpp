@@ -268,14 +268,12 @@ XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double
     }
 }
 
-/// store.rows<kRows>(p, stride, n, value), walking the columns from the end in blocks of 8.
-template <std::size_t kRows, class F>
-XG_KERNEL_INLINE void rows_from_the_end(const OutputStore& store, double* p, std::size_t stride, std::size_t n, F&& value) {
+/// store(p, n, value), walking the row from its end in blocks of 8.
+template <class F>
+XG_KERNEL_INLINE void store_from_the_end(const OutputStore& store, double* p, std::size_t n, F&& value) {
     std::size_t j0 = n;
-    for (; j0 >= 8; j0 -= 8) {
-        store.rows<kRows>(p + j0 - 8, stride, 8, [&value, j0](std::size_t q, std::size_t j) { return value(q, j0 - 8 + j); });
-    }
-    if (j0 > 0) store.rows<kRows>(p, stride, j0, value);
+    for (; j0 >= 8; j0 -= 8) store(p + j0 - 8, 8, [&value, j0](std::size_t j) { return value(j0 - 8 + j); });
+    if (j0 > 0) store(p, j0, value);
 }
 
 /// channel_map's walk for L = 1: l's rows from the last to the first, kRows at a time (each row
@@ -290,7 +288,7 @@ XG_KERNEL_INLINE void map_rows_from_the_last(const OutputStore& store, const Cha
     }
     for (; i > 0; --i) {
         const std::size_t row = (l.first + i - 1) * C;
-        rows_from_the_end<1>(store, out + row, C, C, [&](std::size_t, std::size_t c) { return value(c, row + c); });
+        store_from_the_end(store, out + row, C, [&](std::size_t c) { return value(c, row + c); });
     }
 }
 
