@@ -47,6 +47,7 @@ Array expand_value(const Array& a, const Shape& shape) {
     double* po = out.data();
     const Shape sa(a.shape().begin(), a.shape().end());
     const Strides from = broadcast_strides(sa, shape);
+    // writes at flat only, so the threads may split an expanded (stride 0) axis: the two-array walk
     parallel_for_each_index2(shape, from, from, [&](std::size_t i, std::size_t ia, std::size_t) { po[i] = pa[ia]; });
     return out;
 }
