@@ -3,9 +3,10 @@
 
 Usage (from the repository root):
 
-    /usr/bin/python3 scripts/make_fixtures.py
+    /usr/bin/python3 scripts/make_fixtures.py [--out DIR]
 
-Deletes and regenerates tests/fixtures/ completely (including its README.md).
+Deletes and regenerates tests/fixtures/ (or DIR) completely (including its README.md).
+ctest's fixtures.regenerate_byte_for_byte runs it with --out into the build tree and compares.
 PyTorch is used only here, to produce fixtures; it is never needed at run time.
 
 Conventions:
@@ -19,10 +20,20 @@ Conventions:
     sum(out * grad_out).
 """
 
+import argparse
 import math
 import os
 import shutil
 import sys
+
+# The same bytes on every x86-64 machine: OpenBLAS picks its matrix-product kernel per CPU and ATen
+# its vectorised loops (AVX2, AVX-512 or none), and each adds in its own order, so unpinned the last
+# bits of about 300 files moved between machines. Prescott (SSE3) and ATen's scalar "default" run on
+# any x86-64 CPU. Both are read when the libraries load, hence before numpy and torch are imported;
+# they override the caller's environment (some machines set OPENBLAS_CORETYPE for their own reasons).
+PINNED_KERNELS = {"OPENBLAS_CORETYPE": "Prescott", "ATEN_CPU_CAPABILITY": "default",
+                  "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+os.environ.update(PINNED_KERNELS)
 
 import numpy as np
 import torch
@@ -1391,7 +1402,8 @@ GENERATED FILE: do not edit. Regenerate everything (this README included) from t
 
     /usr/bin/python3 scripts/make_fixtures.py
 
-Generated with torch {torch}, numpy {numpy}. PyTorch is used only to produce these files,
+Generated with torch {torch}, numpy {numpy}, with the kernels pinned ({pins}), so that
+the bytes are the same on every x86-64 machine. PyTorch is used only to produce these files,
 never at run time.
 
 ## Conventions
@@ -1415,7 +1427,8 @@ never at run time.
 
 
 def write_readme():
-    lines = [README_HEAD.format(torch=torch.__version__, numpy=np.__version__)]
+    lines = [README_HEAD.format(torch=torch.__version__, numpy=np.__version__,
+                                pins=", ".join("%s=%s" % kv for kv in PINNED_KERNELS.items()))]
     lines.append("| case | files |\n|---|---|\n")
     for c in CASES:
         lines.append("| [`%s`](#%s) | %d |\n" % (c.name, c.name, len(c.files)))
@@ -1545,6 +1558,10 @@ all parameters and inputs (x is a leaf too).""")
 
 
 def main():
+    global OUT_DIR
+    parser = argparse.ArgumentParser(description="Regenerate the PyTorch golden-value fixtures.")
+    parser.add_argument("--out", default=OUT_DIR, help="where to write them (default: tests/fixtures)")
+    OUT_DIR = os.path.abspath(parser.parse_args().out)
     # Start clean, but keep fixtures that other scripts own (idx/: scripts/make_idx_sample.py).
     keep = {"idx"}
     os.makedirs(OUT_DIR, exist_ok=True)

@@ -1,0 +1,45 @@
+# fixtures.regenerate_byte_for_byte: scripts/make_fixtures.py, run into OUT_DIR, must write exactly
+# the committed tests/fixtures (byte for byte; idx/ belongs to scripts/make_idx_sample.py). The
+# script pins its kernels, so this holds on any x86-64 machine: a difference means that the script
+# or a fixture was changed without the other. Without torch it prints SKIPPED (ctest: skipped); the
+# README's test command installs python3-torch, so it runs there.
+execute_process(COMMAND /usr/bin/python3 -c "import torch, numpy" RESULT_VARIABLE has_torch
+                OUTPUT_QUIET ERROR_QUIET)
+if(NOT has_torch EQUAL 0)
+  message("SKIPPED: /usr/bin/python3 with torch and numpy is not available (Debian: python3-torch)")
+  return()
+endif()
+file(REMOVE_RECURSE ${OUT_DIR})
+execute_process(COMMAND /usr/bin/python3 ${SOURCE_DIR}/scripts/make_fixtures.py --out ${OUT_DIR}
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "scripts/make_fixtures.py failed (exit ${rc})")
+endif()
+file(GLOB_RECURSE committed RELATIVE ${SOURCE_DIR}/tests/fixtures ${SOURCE_DIR}/tests/fixtures/*)
+file(GLOB_RECURSE regenerated RELATIVE ${OUT_DIR} ${OUT_DIR}/*)
+list(FILTER committed EXCLUDE REGEX "^idx/")
+set(differ "")
+foreach(f IN LISTS committed)
+  if(NOT EXISTS ${OUT_DIR}/${f})
+    list(APPEND differ "${f} (committed, not written by the script)")
+  else()
+    file(SHA256 ${SOURCE_DIR}/tests/fixtures/${f} a)
+    file(SHA256 ${OUT_DIR}/${f} b)
+    if(NOT a STREQUAL b)
+      list(APPEND differ "${f}")
+    endif()
+  endif()
+endforeach()
+foreach(f IN LISTS regenerated)
+  if(NOT EXISTS ${SOURCE_DIR}/tests/fixtures/${f})
+    list(APPEND differ "${f} (written by the script, not committed)")
+  endif()
+endforeach()
+list(LENGTH committed n)
+if(differ)
+  list(LENGTH differ m)
+  string(REPLACE ";" "\n  " differ "${differ}")
+  message(FATAL_ERROR "${m} of ${n} fixture files differ from what scripts/make_fixtures.py writes:\n  ${differ}\n"
+                      "Regenerate with /usr/bin/python3 scripts/make_fixtures.py and commit the result.")
+endif()
+message("all ${n} committed fixture files regenerate byte for byte")
