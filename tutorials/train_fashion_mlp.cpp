@@ -56,8 +56,9 @@ Args parse_args(int argc, char** argv) {
         else if (flag == "--resume") a.resume = true;
         else if (flag == "--help" || flag == "-h") {
             fmt::print(
-                "usage: train_fashion_mlp [--epochs N] [--resume] [--batch-size 128] [--lr 1e-3] [--weight-decay 0.05]\n"
-                "                         [--warmup 200] [--clip 1.0] [--seed 0] [--train-subset N] [--data DIR] [--out DIR]\n"
+                "usage: train_fashion_mlp [--epochs N] [--resume] [--batch-size 128] [--lr 1e-3]\n"
+                "                         [--weight-decay 0.05] [--warmup 200] [--clip 1.0] [--seed 0]\n"
+                "                         [--train-subset N] [--data DIR] [--out DIR]\n"
                 "Trains a 784-256-256-10 MLP (LayerNorm, GELU) on Fashion-MNIST with AdamW, warm-up + cosine decay,\n"
                 "clipping, a CSV metrics log and a checkpoint per epoch (--resume continues from it).\n"
                 "  guide:    docs/training.md\n"

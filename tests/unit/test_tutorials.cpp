@@ -772,6 +772,10 @@ TEST_CASE("Every tutorial rejects unknown arguments and its --help names its art
             CHECK_THAT(help.output, Contains("guide:") && Contains("docs/tutorials/" + guide));
             CHECK_THAT(help.output, Contains("run time: "));
             CHECK(std::ifstream(std::string(XGRAD_TUTORIAL_DOCS_DIR) + "/" + guide).good());
+            for (const std::string& line : lines_of(help.output)) {  // README: every line fits 100 columns
+                INFO(line);
+                CHECK(xg::tutorial::display_width(line) <= xg::tutorial::kColumns);
+            }
             const bool long_mode = kHasLongMode.count(program) > 0;
             CHECK((help.output.find("--full") != std::string::npos) == long_mode);
             for (const std::string& bad : {std::string("--stepp"), std::string("--out"), std::string("extra"),
@@ -836,7 +840,7 @@ TEST_CASE("Each guide quotes, word for word from claims.md, the claims of every 
 
 // Runs `program --step` on a pseudo-terminal (so stdin is a terminal, as --step requires) with echo
 // off and TERM=dumb, presses Enter `enters` times up front, and returns everything it wrote.
-Run run_on_terminal(const std::string& program, int enters) {
+Run run_on_terminal(const std::string& program, const std::string& typed) {
     termios mode{};  // canonical input, no echo, no output translation: the bytes as written
     mode.c_iflag = ICRNL;
     mode.c_cflag = CS8 | CREAD;
@@ -860,8 +864,7 @@ Run run_on_terminal(const std::string& program, int enters) {
         execle(path.c_str(), program.c_str(), "--step", "--out", XGRAD_TUTORIAL_OUT_DIR, static_cast<char*>(nullptr), env.data());
         _exit(127);
     }
-    const std::string enter(static_cast<std::size_t>(enters), '\n');
-    REQUIRE(write(master, enter.data(), enter.size()) == static_cast<ssize_t>(enter.size()));
+    REQUIRE(write(master, typed.data(), typed.size()) == static_cast<ssize_t>(typed.size()));
     Run r;
     char buf[4096];
     for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) r.output.append(buf, static_cast<std::size_t>(n));
@@ -876,10 +879,10 @@ TEST_CASE("A tutorial run with --step pauses after each step's whole content, co
           "[tutorials][flags]") {
     const std::string program = "08_padding_and_batch1";  // two sections, notes and conclusions
     const std::string plain = run_program(program);
-    const Run stepped = run_on_terminal(program, 60);
+    const Run stepped = run_on_terminal(program, std::string(60, '\n'));
     REQUIRE(stepped.exit_code == 0);
     const std::string& transcript = stepped.output;
-    const std::string prompt = "  [Enter] next step ";
+    const std::string prompt = "  [Enter: next step, q: quit] ";
     // Every prompt stands between one step's last line and the next step or section: right after
     // it comes "Step k:" or the blank line that opens a section, never a step's own notes.
     std::size_t prompts = 0;
@@ -900,9 +903,17 @@ TEST_CASE("A tutorial run with --step pauses after each step's whole content, co
     REQUIRE(next_section != std::string::npos);
     CHECK(transcript.find(prompt, conclusion) < next_section);
     // Without the prompts (and the line announcing --step) the transcript is the plain output.
-    std::string without = std::regex_replace(transcript, std::regex("  \\[Enter\\] next step "), "");
+    std::string without = std::regex_replace(transcript, std::regex("  \\[Enter: next step, q: quit\\] "), "");
     without = std::regex_replace(without, std::regex("\\(--step: [^\n]*\\)\n"), "");
     CHECK(without == plain);
+}
+
+TEST_CASE("A tutorial run with --step stops when q is typed at a pause", "[tutorials][flags]") {
+    const Run stepped = run_on_terminal("08_padding_and_batch1", "\nq\n\n\n\n\n");
+    CHECK(stepped.exit_code == 0);
+    CHECK_THAT(stepped.output, Contains("Step 2:"));
+    CHECK_THAT(stepped.output, !Contains("Step 3:"));
+    CHECK_THAT(stepped.output, Contains("stopped at your request after step 2"));
 }
 
 TEST_CASE("Tutorial 15: LayerNorm's Jacobian has rank H - 2 at eps = 0 and its second derivatives are exact",

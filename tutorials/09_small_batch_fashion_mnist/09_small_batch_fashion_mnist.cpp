@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"09 Small batches: BatchNorm vs LayerNorm on Fashion-MNIST", "A1.3",
                   "docs/tutorials/09-small-batch-fashion-mnist.md", "about 20 s of CPU (one thread)",
-                  "all 60000 training images, H = 128, 2 epochs, seeds 1, 2, 3 (about 5 minutes)",
+                  "all 60000 training images, H = 128, 2 epochs, seeds 1, 2, 3 "
+                  "(about 35 minutes: guide 09's run took 2110 s on 2 shared cores)",
                   "09_small_batch.csv/.png (test error per epoch, first seed)"});
     tv::SmallBatchConfig cfg;  // quick: 12000 training images, the whole test set, 3 epochs, one seed
     cfg.train_samples = 12000;

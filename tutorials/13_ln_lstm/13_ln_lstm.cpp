@@ -165,7 +165,8 @@ Curve train(const Text& text, const Config& c, bool layer_norm, std::uint64_t se
 int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"13 LSTM vs LayerNorm-LSTM on a character-level language model", "A1.5", "docs/tutorials/13-ln-lstm.md",
-                  "about 6 s of CPU (one thread)", "H 128, 600 steps of 16 x 64 characters, 3 seeds (about 2 minutes of CPU)",
+                  "about 6 s of CPU (one thread)", "H 128, 600 steps of 16 x 64 characters, 3 seeds "
+                  "(about 14 minutes: guide 13's run took 812 s on 2 shared cores)",
                   "13_ln_lstm.csv/.png (held-out loss against steps, mean and each seed)"});
     Config c;
     if (tut.full()) {

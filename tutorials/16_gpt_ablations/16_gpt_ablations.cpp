@@ -149,12 +149,14 @@ int main(int argc, char** argv) {
     for (std::uint64_t s : cfg.seeds) seeds += (seeds.empty() ? "" : ", ") + std::to_string(s);
 
     tut.section("P1.1", "LayerNorm with its mean and/or variance detached in backward (Xu et al. 2019)");
-    const tv::NormAblation a = tv::norm_ablation(cfg);
+    // What trains is said before the progress bars of its runs.
+    const std::size_t heldout_chars = tv::CharCorpus(cfg.text_path, cfg.heldout_fraction).heldout_size();
     tut.step(fmt::format("char GPT (d {}, {} blocks, {} heads, context {}); the last {} characters held out", cfg.d_model,
-                         cfg.n_layers, cfg.n_heads, cfg.context, a.heldout_chars));
+                         cfg.n_layers, cfg.n_heads, cfg.context, heldout_chars));
     tut.say(fmt::format("{} steps of {} x {}, AdamW lr {}, {} warm-up steps, clip 1.0; seeds {}", cfg.steps, cfg.batch,
                         cfg.context, cfg.lr, cfg.warmup, seeds));
     tut.say("forward: LayerNorm's value in every variant; backward: no gradient through a detached statistic");
+    const tv::NormAblation a = tv::norm_ablation(cfg);
     const std::vector<tv::VariantRuns> xu(a.variants.begin(), a.variants.begin() + 5);  // not DyT
     std::vector<std::vector<std::string>> rows{{"seed"}};
     for (const auto& v : xu) rows[0].push_back(v.name);

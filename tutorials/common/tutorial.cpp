@@ -25,17 +25,23 @@ extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace xg::tutorial {
 
+// "  label: text" with the text wrapped under itself, so that no line passes kColumns.
+static std::string labelled(const std::string& label, const std::string& text) {
+    const std::string indent(display_width(label), ' ');
+    return label + wrap(text, kColumns, indent).substr(indent.size());
+}
+
 std::string usage(const std::string& program, const About& about) {
     std::string s = fmt::format("usage: {} [--step]{} [--out DIR] [--help]\n", program, about.full.empty() ? "" : " [--full]");
     s += fmt::format("{}\n", about.title);
-    s += fmt::format("  article examples: {}\n", about.ids);
-    s += fmt::format("  guide:            {}\n", about.guide);
-    s += fmt::format("  run time:         {}{}\n", about.run_time, about.full.empty() ? "" : ", without --full");
-    s += fmt::format("  writes:           {}\n", about.writes.empty() ? "no files" : about.writes);
+    s += labelled("  article examples: ", about.ids);
+    s += labelled("  guide:            ", about.guide);
+    s += labelled("  run time:         ", about.run_time + (about.full.empty() ? "" : ", without --full"));
+    s += labelled("  writes:           ", about.writes.empty() ? "no files" : about.writes);
     s += "options:\n";
-    s += "  --step     pause after each step until Enter (when stdin is a terminal)\n";
-    if (!about.full.empty()) s += fmt::format("  --full     the long run: {}\n", about.full);
-    s += fmt::format("  --out DIR  the directory for the files it writes (default {})\n", XGRAD_TUTORIAL_OUT_DIR);
+    s += labelled("  --step     ", "pause after each step: Enter goes on, q and Enter quits (when stdin is a terminal)");
+    if (!about.full.empty()) s += labelled("  --full     ", "the long run: " + about.full);
+    s += labelled("  --out DIR  ", fmt::format("the directory for the files it writes (default {})", XGRAD_TUTORIAL_OUT_DIR));
     s += "  --help     this text\n";
     return s;
 }
@@ -74,7 +80,7 @@ Tutorial::Tutorial(int argc, char** argv, About about) : about_(std::move(about)
     if (openblas_set_num_threads != nullptr && std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
     fmt::print("=== {} ===\nArticle examples: {}\n", about_.title, about_.ids);
     if (flags_.step && !isatty(STDIN_FILENO)) flags_.step = false;  // piped input: run straight through
-    if (flags_.step) fmt::print("(--step: the program waits for Enter after each step)\n");
+    if (flags_.step) fmt::print("(--step: after each step, Enter goes on and q then Enter quits)\n");
     std::fflush(stdout);
 }
 
@@ -136,13 +142,17 @@ void Tutorial::pause_if_pending() {
     if (!flags_.step || !pending_pause_) return;
     pending_pause_ = false;
     std::fflush(stdout);
-    fmt::print(stderr, "  [Enter] next step ");
+    fmt::print(stderr, "  [Enter: next step, q: quit] ");
     std::fflush(stderr);
-    std::string ignored;
-    if (!std::getline(std::cin, ignored)) {  // end of input: run straight through from here
+    std::string answer;
+    if (!std::getline(std::cin, answer)) {  // end of input: run straight through from here
         flags_.step = false;
         fmt::print(stderr, "\n");
         return;
+    }
+    if (answer == "q" || answer == "Q" || answer == "quit") {
+        fmt::print(stderr, "stopped at your request after step {} ({})\n", step_, about_.title);
+        std::exit(0);
     }
     const char* term = std::getenv("TERM");
     if (isatty(STDERR_FILENO) && term != nullptr && std::string(term) != "dumb") fmt::print(stderr, "\033[1A\033[2K");
