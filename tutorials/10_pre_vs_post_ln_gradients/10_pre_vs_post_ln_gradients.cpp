@@ -182,11 +182,21 @@ int main(int argc, char** argv) {
     }
     const std::string sweep_csv = tut.out_path("10_sweep.csv");
     write_csv(sweep_csv, {"pre_ln", "depth", "lr", "warmup", "clip", "final_mean", "final_sd", "diverged"}, sweep_rows);
+    // The same y range in every panel, from the data: every plotted mean and its error bar.
+    double lowest = INFINITY, highest = -INFINITY;
+    for (const auto& c : cells) {
+        if (!std::isfinite(c.mean_final())) continue;  // every seed diverged: no point
+        const double sd = std::isfinite(c.sd_final()) ? c.sd_final() : 0.0;
+        lowest = std::min(lowest, c.mean_final() - sd);
+        highest = std::max(highest, c.mean_final() + sd);
+    }
+    const double margin = std::isfinite(lowest) ? 0.05 * std::max(highest - lowest, 1e-3) : 0.0;
+    const std::string yrange = std::isfinite(lowest) ? fmt::format("set yrange [{}:{}]\n", lowest - margin, highest + margin) : "";
     std::string splot = fmt::format("set datafile separator ','\nset logscale x\nset format x '%.0e'\nset grid\n"
-                                    "set xlabel 'learning rate'\nset xrange [{}:{}]\nset yrange [2.5:3.4]\n"
+                                    "set xlabel 'learning rate'\nset xrange [{}:{}]\n{}"
                                     "set multiplot layout 2,{} title 'final training loss (mean and std over seeds that did "
                                     "not diverge; missing point: all diverged)'\n",
-                                    cfg.lrs.front() / 1.5, cfg.lrs.back() * 1.5, cfg.depths.size());
+                                    cfg.lrs.front() / 1.5, cfg.lrs.back() * 1.5, yrange, cfg.depths.size());
     for (bool clip : {false, true}) {
         for (std::size_t depth : cfg.depths) {
             // one key, in the top-right panel's empty lower part; the same y range everywhere

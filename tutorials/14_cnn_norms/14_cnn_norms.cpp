@@ -225,9 +225,11 @@ int main(int argc, char** argv) {
     write_csv(csv_path, header, csv);
     // One panel per batch size, one colour per normalisation, the same y range in both.
     const std::vector<std::string> colours{"#555555", "#c0392b", "#2471a3", "#229954", "#b9770e"};
-    std::string plot = "set multiplot layout 1,2 title 'Fashion-MNIST CNN: test error after each epoch (mean over seeds)'\n"
-                       "set datafile separator ','\nset grid\nset xlabel 'epoch'\nset xtics 1\nset ylabel 'test error (%)'\n"
-                       "set format y '%.0f%%'\nset key top right\n";
+    std::string plot = fmt::format("set multiplot layout 1,2 title 'Fashion-MNIST CNN: test error after each epoch ({})'\n",
+                                   c.seeds.size() == 1 ? fmt::format("seed {} only", c.seeds.front())
+                                                       : fmt::format("mean over {} seeds", c.seeds.size()));
+    plot += "set datafile separator ','\nset grid\nset xlabel 'epoch'\nset xtics 1\nset ylabel 'test error (%)'\n"
+            "set format y '%.0f%%'\nset key top right\n";
     double lowest = 1, highest = 0;
     for (const auto& row : csv) {
         for (std::size_t i = 1; i < row.size(); ++i) lowest = std::min(lowest, row[i]), highest = std::max(highest, row[i]);

@@ -72,10 +72,9 @@ double trains_up_to(const std::vector<tv::QkCell>& sweep, bool qk_norm) {
 }
 
 // The first seed's largest attention logit per step, every learning rate, with and without
-// QK-norm: <stem>.csv and <stem>.png. With more than 8 curves the key goes right of the plot, off
-// the curves.
+// QK-norm: <stem>.csv and <stem>.png. The key goes right of the plot: the curves start together
+// in the top left, where a key inside would cover them.
 void plot_logits(const Tutorial& tut, const std::vector<tv::QkCell>& sweep, const std::string& stem, const std::string& title) {
-    const bool key_outside = sweep.size() > 8;
     std::vector<std::string> header{"step"};
     std::size_t steps = 0;
     for (const auto& c : sweep) {
@@ -92,14 +91,14 @@ void plot_logits(const Tutorial& tut, const std::vector<tv::QkCell>& sweep, cons
     std::string plot = fmt::format("set title '{} (solid: plain, dashed: QK-norm)'\n"
                                    "set xlabel 'step'\nset ylabel 'max q.k / sqrt(head_dim)'\nset logscale y\nset grid\n"
                                    "set key {}\nset datafile separator ','\nplot ",
-                                   title, key_outside ? "outside right top" : "top left");
+                                   title, "outside right top");
     const char* colours[] = {"#2471a3", "#ca6f1e", "#1e8449", "#c0392b", "#7d3c98", "#5d6d7e"};
     for (std::size_t i = 0; i < sweep.size(); ++i) {
         plot += fmt::format("{}'{}' using 1:{} with lines lw 2 dt {} lc rgb '{}' title 'lr {}{}'", i ? ", " : "", csv, i + 2,
                             sweep[i].qk_norm ? 2 : 1, colours[(i / 2) % 6], lr_text(sweep[i].lr),
                             sweep[i].qk_norm ? ", QK-norm" : "");
     }
-    if (key_outside ? gnuplot(plot, png, 1100, 600) : gnuplot(plot, png)) tut.say("plot: " + png);
+    if (gnuplot(plot, png, 1100, 600)) tut.say("plot: " + png);
     tut.say("csv: " + csv);
 }
 
@@ -298,16 +297,20 @@ int main(int argc, char** argv) {
         }
         const std::string csv = tut.out_path("16_gpt_ablations_ln_cloud.csv"), png = tut.out_path("16_gpt_ablations_ln_cloud.png");
         write_csv(csv, {"layer", "input", "output"}, pts);
-        std::string plot = fmt::format("set datafile separator ','\nset multiplot layout 2,3 title 'trained char GPT (seed {}): "
+        // As many panels as LayerNorms, three to a row: no empty half grid for a one-block model.
+        const std::size_t columns = std::min<std::size_t>(3, std::max<std::size_t>(1, a.clouds.size()));
+        const std::size_t grid_rows = (a.clouds.size() + columns - 1) / columns;
+        std::string plot = fmt::format("set datafile separator ','\nset multiplot layout {},{} title 'trained char GPT (seed {}): "
                                        "LayerNorm input x vs (x - mean) / sigma'\n",
-                                       cfg.seeds.front());
+                                       std::max<std::size_t>(grid_rows, 1), columns, cfg.seeds.front());
         for (std::size_t l = 0; l < a.clouds.size(); ++l) {
             plot += fmt::format("set title '{}'\nset xlabel 'input'\nset ylabel 'normalised'\nset grid\n"
                                 "plot '{}' using ($1=={} ? $2 : 1/0):3 with points pt 7 ps 0.2 lc rgb '#2471a3' notitle\n",
                                 a.clouds[l].layer, csv, l);
         }
         plot += "unset multiplot";
-        if (gnuplot(plot, png, 1200, 800)) tut.say("plot: " + png);
+        if (gnuplot(plot, png, 400 * static_cast<int>(columns), 400 * static_cast<int>(std::max<std::size_t>(grid_rows, 1))))
+            tut.say("plot: " + png);
         tut.say("csv: " + csv);
     }
     // The first seed's largest attention logit per step, every learning rate, with and without QK-norm.
