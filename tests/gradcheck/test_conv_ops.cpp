@@ -42,6 +42,10 @@ TEST_CASE("gradcheck conv1d, unfold and pad", "[gradcheck][conv]") {
           {randn_leaf({2, 4, 9}, 6), randn_leaf({6, 2, 3}, 7), randn_leaf({6}, 8)}, "conv1d stride 2 pad 1 dilation 2 groups 2");
     check([](const Inputs& t) { return F::unfold(t[0], {2, 3}, {1, 2}, 1, {2, 1}); }, {randn_leaf({2, 2, 4, 5}, 9)},
           "unfold (2,3) dilation (1,2) pad 1 stride (2,1)");
+    // a row dilation of 2 as well (the case above dilates the columns only)
+    check([](const Inputs& t) { return F::unfold(t[0], {3, 2}, {2, 1}, {0, 1}, {1, 2}); }, {randn_leaf({2, 2, 6, 4}, 12)},
+          "unfold (3,2) dilation (2,1) pad (0,1) stride (1,2)");
+    check([](const Inputs& t) { return F::unfold(t[0], 2, 2, 1); }, {randn_leaf({1, 3, 4, 5}, 13)}, "unfold 2x2 dilation 2 pad 1");
     check([](const Inputs& t) { return F::pad(t[0], {1, 2, 0, 1}, 0.5); }, {randn_leaf({2, 3, 4}, 10)}, "pad last two axes");
 }
 
