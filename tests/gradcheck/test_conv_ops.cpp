@@ -26,7 +26,8 @@ TEST_CASE("gradcheck conv2d and conv2d_composed (stride, padding, dilation, grou
     };
     for (const Case& k : {Case{"3x3 pad 1", {2, 3, 5, 4}, {4, 3, 3, 3}, 1, 1, 1, 1},
                           Case{"stride (2,1) pad (1,2) dilation (1,2) groups 2", {2, 4, 6, 5}, {6, 2, 2, 3}, {2, 1}, {1, 2}, {1, 2}, 2},
-                          Case{"1x1", {1, 3, 3, 3}, {2, 3, 1, 1}, 1, 0, 1, 1}}) {
+                          Case{"1x1", {1, 3, 3, 3}, {2, 3, 1, 1}, 1, 0, 1, 1},
+                          Case{"(2,2) dilation (2,1) pad (0,1)", {1, 2, 5, 4}, {2, 2, 2, 2}, 1, {0, 1}, {2, 1}, 1}}) {
         const Tensor x = randn_leaf(k.x, 1), w = randn_leaf(k.w, 2), b = randn_leaf({k.w[0]}, 3);
         check([&](const Inputs& t) { return F::conv2d(t[0], t[1], t[2], k.stride, k.padding, k.dilation, k.groups); },
               {x, w, b}, "conv2d " + k.name);

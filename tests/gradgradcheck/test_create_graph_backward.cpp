@@ -183,7 +183,7 @@ std::vector<Case> layer_cases() {
         {"gelu tanh", [](const Inputs& a) { return F::gelu(a[0], F::GeluApproximate::tanh); }, {randn_leaf({2, 5}, 208)}},
         {"conv2d stride 2 padding 1 groups 2", [](const Inputs& a) { return F::conv2d(a[0], a[1], a[2], 2, 1, 1, 2); },
          {randn_leaf({1, 2, 4, 4}, 209), randn_leaf({2, 1, 3, 3}, 210), randn_leaf({2}, 211)}},
-        {"conv2d dilation 2, no bias", [](const Inputs& a) { return F::conv2d(a[0], a[1], Tensor(), 1, 0, 2); },
+        {"conv2d dilation (2, 1), no bias", [](const Inputs& a) { return F::conv2d(a[0], a[1], Tensor(), 1, 0, {2, 1}); },
          {randn_leaf({2, 1, 4, 4}, 212), randn_leaf({1, 1, 2, 2}, 213)}},
         {"conv1d", [](const Inputs& a) { return F::conv1d(a[0], a[1], a[2], 1, 1); },
          {randn_leaf({1, 2, 4}, 214), randn_leaf({3, 2, 2}, 215), randn_leaf({3}, 216)}},
