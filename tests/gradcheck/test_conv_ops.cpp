@@ -26,7 +26,8 @@ TEST_CASE("gradcheck conv2d and conv2d_composed (stride, padding, dilation, grou
     };
     for (const Case& k : {Case{"3x3 pad 1", {2, 3, 5, 4}, {4, 3, 3, 3}, 1, 1, 1, 1},
                           Case{"stride (2,1) pad (1,2) dilation (1,2) groups 2", {2, 4, 6, 5}, {6, 2, 2, 3}, {2, 1}, {1, 2}, {1, 2}, 2},
-                          Case{"1x1", {1, 3, 3, 3}, {2, 3, 1, 1}, 1, 0, 1, 1}}) {
+                          Case{"1x1", {1, 3, 3, 3}, {2, 3, 1, 1}, 1, 0, 1, 1},
+                          Case{"(2,2) dilation (2,1) pad (0,1)", {1, 2, 5, 4}, {2, 2, 2, 2}, 1, {0, 1}, {2, 1}, 1}}) {
         const Tensor x = randn_leaf(k.x, 1), w = randn_leaf(k.w, 2), b = randn_leaf({k.w[0]}, 3);
         check([&](const Inputs& t) { return F::conv2d(t[0], t[1], t[2], k.stride, k.padding, k.dilation, k.groups); },
               {x, w, b}, "conv2d " + k.name);
@@ -42,6 +43,10 @@ TEST_CASE("gradcheck conv1d, unfold and pad", "[gradcheck][conv]") {
           {randn_leaf({2, 4, 9}, 6), randn_leaf({6, 2, 3}, 7), randn_leaf({6}, 8)}, "conv1d stride 2 pad 1 dilation 2 groups 2");
     check([](const Inputs& t) { return F::unfold(t[0], {2, 3}, {1, 2}, 1, {2, 1}); }, {randn_leaf({2, 2, 4, 5}, 9)},
           "unfold (2,3) dilation (1,2) pad 1 stride (2,1)");
+    // a row dilation of 2 as well (the case above dilates the columns only)
+    check([](const Inputs& t) { return F::unfold(t[0], {3, 2}, {2, 1}, {0, 1}, {1, 2}); }, {randn_leaf({2, 2, 6, 4}, 12)},
+          "unfold (3,2) dilation (2,1) pad (0,1) stride (1,2)");
+    check([](const Inputs& t) { return F::unfold(t[0], 2, 2, 1); }, {randn_leaf({1, 3, 4, 5}, 13)}, "unfold 2x2 dilation 2 pad 1");
     check([](const Inputs& t) { return F::pad(t[0], {1, 2, 0, 1}, 0.5); }, {randn_leaf({2, 3, 4}, 10)}, "pad last two axes");
 }
 

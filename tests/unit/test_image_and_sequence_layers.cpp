@@ -7,6 +7,7 @@
 #include <string>
 
 #include <catch2/catch.hpp>
+#include <xtensor/xview.hpp>
 
 #include "core/random.hpp"
 #include "nn/nn.hpp"
@@ -163,6 +164,34 @@ TEST_CASE("convolution and pooling modules take unbatched input like PyTorch", "
     CHECK(same(global.forward(image), global.forward(batch)));
     const auto r = max_pool.forward_with_indices(image);
     CHECK(r.indices.dimension() == 3);
+}
+
+// PyTorch drops out the outputs of every layer but the last: the top layer's last output and
+// its h_n are then the same tensor, while the layers below feel the dropout.
+TEST_CASE("LSTM and GRU in training drop out between layers, not after the last", "[recurrent]") {
+    const std::size_t T = 5;
+    const auto last_step = [T](const Tensor& output) { return xt::eval(xt::view(output.value(), T - 1)); };
+    const auto top_layer = [](const Tensor& h_n) { return xt::eval(xt::view(h_n.value(), 1)); };
+    manual_seed(27);
+    const Tensor x = randn({T, 2, 3});
+    nn::LSTM lstm(3, 4, 2, true, false, 0.5);
+    nn::GRU gru(3, 4, 2, true, false, 0.5);
+    REQUIRE(lstm.is_training());
+    const nn::LSTMOutput lstm_train = lstm.forward(x);
+    const nn::GRUOutput gru_train = gru.forward(x);
+    CHECK(static_cast<bool>(last_step(lstm_train.output) == top_layer(lstm_train.state.h)));  // bit for bit
+    CHECK(static_cast<bool>(last_step(gru_train.output) == top_layer(gru_train.h_n)));
+    lstm.eval();
+    gru.eval();
+    const nn::LSTMOutput lstm_eval = lstm.forward(x);
+    const nn::GRUOutput gru_eval = gru.forward(x);
+    CHECK(static_cast<bool>(last_step(lstm_eval.output) == top_layer(lstm_eval.state.h)));
+    CHECK(static_cast<bool>(last_step(gru_eval.output) == top_layer(gru_eval.h_n)));
+    // the dropout between the layers did act in training (the first layer's states are as in eval)
+    CHECK(xt::amax(xt::abs(lstm_train.output.value() - lstm_eval.output.value()))() > 0.01);
+    CHECK(xt::amax(xt::abs(gru_train.h_n.value() - gru_eval.h_n.value()))() > 0.01);
+    CHECK(static_cast<bool>(xt::view(lstm_train.state.c.value(), 0) == xt::view(lstm_eval.state.c.value(), 0)));
+    CHECK(static_cast<bool>(xt::view(gru_train.h_n.value(), 0) == xt::view(gru_eval.h_n.value(), 0)));
 }
 
 }  // namespace xg_test_image_and_sequence_layers
