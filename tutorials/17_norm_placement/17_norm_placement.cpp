@@ -124,6 +124,27 @@ void plot_layers(const Tutorial& tut, const tv::PlacementStudy& s, std::size_t d
     tut.say("csv: " + csv);
 }
 
+// "holds" when every part of a claim holds, else which parts do and which do not (a part that
+// does not hold was not shown beyond the seed spread, or went the other way).
+std::string verdict(const std::vector<std::pair<bool, std::string>>& parts) {
+    std::string yes, no;
+    for (const auto& [holds, what] : parts) (holds ? yes : no) += (holds ? (yes.empty() ? "" : "; ") : (no.empty() ? "" : "; ")) + what;
+    if (no.empty()) return "holds: " + yes;
+    if (yes.empty()) return "not shown (within the spread, or the other way): " + no;
+    return "partly: " + yes + ". Not shown: " + no;
+}
+
+// A conclusion longer than a line: "  => " and the first line, the rest indented under it.
+void conclude_wrapped(Tutorial& tut, const std::string& text) {
+    const std::string lines = wrap(text, kColumns - 5);
+    std::size_t start = 0, end = lines.find('\n');
+    tut.conclude(lines.substr(0, end));
+    while ((start = end + 1) < lines.size()) {
+        end = lines.find('\n', start);
+        tut.say("   " + lines.substr(start, end - start));
+    }
+}
+
 std::string gap_text(double gap) { return gap == 0 ? "0" : sci(gap, 0); }
 
 }  // namespace
@@ -132,21 +153,21 @@ int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"17 Norm placement: Curse of Depth, Peri-LN, DeepNorm, scale invariance, geometry",
                   "P4.1, P5.1, P6.1, P7.1, P8.1", "docs/tutorials/17-norm-placement.md", "about 30 s of CPU (one thread)",
-                  "depths 6 and 12, width 32, 300 steps per model (see the guide for the time)",
+                  "depths 6, 12 and 24, width 32, 300 steps per model (see the guide for the time)",
                   "17_norm_placement_depth<L>.csv/.png (per block: residual variance, gradient norms at init and "
                   "after training, loss without the block; mean and band over the seeds)"});
     keep_heap_mapped();
     tv::PlacementConfig cfg;
     if (tut.full()) {
-        cfg.depths = {6, 12};
+        cfg.depths = {6, 12, 24};
     } else {  // a tiny model: the whole program runs in about half a minute
         cfg.d_model = 16;
         cfg.n_heads = 2;
         cfg.context = 16;
         cfg.batch = 8;
-        cfg.steps = 60;
+        cfg.steps = 100;
         cfg.warmup = 10;
-        cfg.depths = {3, 6};
+        cfg.depths = {4, 8};
         cfg.heldout_windows = 32;
     }
     std::string seeds;
@@ -206,15 +227,14 @@ int main(int argc, char** argv) {
     tut.say(tv::describe(lns_var, "LNS var growth", "Pre-LN"));
     tut.say(tv::describe(lns_deep, "LNS removal deep", "Pre-LN"));
     tut.say(tv::describe(lns_loss, "LNS held-out", "Pre-LN"));
-    const bool grows = tv::seed_mean(per_seed(pre, variance_growth)) > 1;
-    const bool deep_idle = pre_deep_vs_early.significant && pre_deep_vs_early.mean < 0;
-    const bool lns_fixes = lns_var.significant && lns_var.mean < 0 && lns_deep.significant && lns_deep.mean > 0;
-    tut.conclude(grows && deep_idle && lns_fixes ? "holds: Pre-LN's variance grows, its deep blocks matter less, LNS undoes both"
-                 : grows && deep_idle            ? "half: Pre-LN's variance grows and its deep blocks matter less; LNS does not "
-                                                   "undo it beyond the spread"
-                 : grows ? "partly: Pre-LN's variance grows, but its deep blocks matter as much as the early ones here"
-                         : "not shown: Pre-LN's residual variance does not grow at this scale");
-
+    // Sun et al.: Pre-LN's residual variance grows with depth, its deep blocks become nearly the
+    // identity (removing one costs little), and LNS undoes both.
+    const std::vector<std::pair<bool, std::string>> p41{
+        {tv::seed_mean(per_seed(pre, variance_growth)) > 1, "Pre-LN's residual variance grows over the blocks"},
+        {pre_deep_vs_early.significant && pre_deep_vs_early.mean < 0, "removing a deep Pre-LN block costs less than an early one"},
+        {lns_var.significant && lns_var.mean < 0, "LNS slows the growth"},
+        {lns_deep.significant && lns_deep.mean > 0, "LNS's deep blocks matter more than Pre-LN's"}};
+    conclude_wrapped(tut, verdict(p41));
     tut.step(fmt::format("P5.1 at {} blocks: Peri-LN against Pre-LN and Post-LN", deep));
     const tv::PairedDifference peri_act = tv::paired_difference(per_seed(pre, max_act), per_seed(peri, max_act));
     const tv::PairedDifference peri_loss_pre = tv::paired_difference(per_seed(pre, heldout_of), per_seed(peri, heldout_of));
@@ -222,12 +242,12 @@ int main(int argc, char** argv) {
     tut.say(tv::describe(peri_act, "Peri-LN max |h|", "Pre-LN", 2));
     tut.say(tv::describe(peri_loss_pre, "Peri-LN held-out", "Pre-LN"));
     tut.say(tv::describe(peri_loss_post, "Peri-LN held-out", "Post-LN"));
-    const bool steadier = peri_act.significant && peri_act.mean < 0;
-    const bool better = (peri_loss_pre.significant && peri_loss_pre.mean < 0) || (peri_loss_post.significant && peri_loss_post.mean < 0);
-    tut.conclude(steadier && better ? "holds: smaller activations than Pre-LN and a lower loss than one of the two"
-                 : steadier         ? "partly: smaller activations than Pre-LN; the loss is within the spread"
-                                    : "not shown: Peri-LN's activations are not smaller than Pre-LN's beyond the spread");
-
+    // Kim et al.: steadier (smaller) activations than Pre-LN, and a better loss than both.
+    const std::vector<std::pair<bool, std::string>> p51{
+        {peri_act.significant && peri_act.mean < 0, "Peri-LN's largest activation is smaller than Pre-LN's"},
+        {peri_loss_pre.significant && peri_loss_pre.mean < 0, "its held-out loss is lower than Pre-LN's"},
+        {peri_loss_post.significant && peri_loss_post.mean < 0, "its held-out loss is lower than Post-LN's"}};
+    conclude_wrapped(tut, verdict(p51));
     tut.step(fmt::format("P6.1 at {} blocks: DeepNorm against Post-LN", deep));
     const tv::PairedDifference dn_loss = tv::paired_difference(per_seed(post, heldout_of), per_seed(dn, heldout_of));
     const tv::PairedDifference dn_grad = tv::paired_difference(per_seed(post, grad_spread_init), per_seed(dn, grad_spread_init));
@@ -237,15 +257,17 @@ int main(int argc, char** argv) {
     for (const auto& r : post.runs) post_div += r.diverged;
     for (const auto& r : dn.runs) dn_div += r.diverged;
     tut.say(fmt::format("diverged runs: Post-LN {}, DeepNorm {} of {}", post_div, dn_div, cfg.seeds.size()));
-    tut.conclude(dn_loss.significant && dn_loss.mean < 0 ? "holds: DeepNorm trains the deep Post-LN stack to a lower loss"
-                 : dn_loss.significant                   ? "does not hold: DeepNorm ends above Post-LN"
-                     : "not shown: Post-LN trains at this depth and learning rate, and DeepNorm is within the spread");
+    // Wang et al.: DeepNorm keeps the deep Post-LN stack trainable and better than plain Post-LN.
+    const std::vector<std::pair<bool, std::string>> p61{
+        {dn_div <= post_div, "DeepNorm diverges no more often than Post-LN"},
+        {dn_loss.significant && dn_loss.mean < 0, "its held-out loss is lower than Post-LN's"}};
+    conclude_wrapped(tut, verdict(p61));
 
     tut.section("P7.1", "weight decay on a scale-invariant loss = a growing learning rate (Li and Arora 2020)");
     const tv::ScaleInvarianceConfig li;
     tut.step(fmt::format("LN(X W^T) V, W ({}, {}) trained, V fixed; {} samples, {} classes, full-batch GD", li.d_hidden,
                          li.d_in, li.samples, li.classes));
-    tut.say(fmt::format("run A: lr {}, weight decay {}; run B: no weight decay, lr_t = {} (1 - {})^(-2t-1)", li.lr,
+    tut.say(fmt::format("run A: lr {:g}, weight decay {:g}; run B: no weight decay, lr_t = {:g} (1 - {:g})^(-2t-1)", li.lr,
                         li.weight_decay, li.lr, li.lr * li.weight_decay));
     tv::Equivalence exact;
     for (double eps : {0.0, 1e-5}) {
@@ -255,18 +277,18 @@ int main(int argc, char** argv) {
         for (const auto& r : e.rows) {
             rows.push_back({std::to_string(r.step), num(r.loss_wd, 6), num(r.loss_schedule, 6), num(r.norm_wd, 4),
                             num(r.norm_schedule, 4), num(r.lr_schedule, 4),
-                            eps == 0 ? under(r.direction_gap, 1e-11) : gap_text(r.direction_gap)});
+                            eps == 0 ? under(r.direction_gap, 1e-14) : gap_text(r.direction_gap)});
         }
         tut.step(fmt::format("LayerNorm eps = {}", eps == 0 ? std::string("0 (exactly scale invariant)") : sci(eps, 0)));
         tut.show(table(rows, "    "));
         tut.say(eps == 0 ? fmt::format("over all {} steps: direction gap {}, loss gap {}", li.steps,
-                                       under(e.max_direction_gap, 1e-11), under(e.max_loss_gap, 1e-11))
+                                       under(e.max_direction_gap, 1e-14), under(e.max_loss_gap, 1e-14))
                          : fmt::format("over all {} steps: direction gap {}, loss gap {}", li.steps,
                                        gap_text(e.max_direction_gap), gap_text(e.max_loss_gap)));
     }
     tut.say("||W|| B = ||W|| A (1 - lr wd)^(-t): the same directions at another scale; with eps > 0 the");
     tut.say("loss is not exactly scale invariant, and run A's shrinking W feels eps more than run B's");
-    tut.conclude(exact.max_direction_gap < 1e-11
+    tut.conclude(exact.max_direction_gap < 1e-14 && exact.max_loss_gap < 1e-14
                      ? "holds: with eps = 0 the runs agree to rounding; eps = 1e-5 parts them slightly"
                      : "does not hold: the runs part beyond rounding even with eps = 0");
 
@@ -275,9 +297,9 @@ int main(int argc, char** argv) {
     tut.step(fmt::format("majority task: {} tokens from a vocabulary of {}, predict the most frequent one", mc.length, mc.vocab));
     tut.say(fmt::format("embedding (d {}) -> norm -> one attention head -> last position -> Linear; {} Adam steps of {},",
                         mc.d_model, mc.steps, mc.batch));
-    tut.say(fmt::format("lr {}; accuracy on {} fresh sequences; a key is unselectable when none of {} random",
-                        mc.lr, mc.test_sequences, mc.queries));
-    tut.say("query directions gives it the top score");
+    tut.say(fmt::format("lr {:g}; accuracy on {} fresh sequences. A key is unselectable when no query ranks it", mc.lr,
+                        mc.test_sequences));
+    tut.say(fmt::format("first: tried are {} random directions and the ones pointing at each key", mc.queries));
     const auto variants = tv::majority_ablation(mc);
     std::vector<std::vector<std::string>> rows{{"norm", "accuracy", fmt::format("unselectable keys (of {})", mc.vocab)}};
     for (const auto& v : variants) {
@@ -292,13 +314,13 @@ int main(int argc, char** argv) {
     const tv::PairedDifference keys_scal = tv::paired_difference(none.unselectable, scal.unselectable);
     tut.say(tv::describe(acc_proj, "projection accuracy", "none"));
     tut.say(tv::describe(keys_scal, "scaling unselectable", "none", 2));
-    const bool scaling_all_selectable = tv::seed_mean(scal.unselectable) == 0 && tv::seed_mean(full_ln.unselectable) == 0;
-    const bool projection_helps = acc_proj.significant && acc_proj.mean > 0;
-    tut.conclude(scaling_all_selectable && projection_helps
-                     ? "holds: with the scaling every key is selectable, and the projection alone lifts the accuracy"
-                 : scaling_all_selectable
-                     ? "half: with the scaling every key is selectable; the projection's gain is within the spread"
-                     : "partly: the scaling leaves unselectable keys in this estimate");
+    // Brody et al.: the scaling makes every key selectable, the projection helps attention
+    // average (the majority task).
+    const std::vector<std::pair<bool, std::string>> p81{
+        {tv::seed_mean(scal.unselectable) == 0 && tv::seed_mean(full_ln.unselectable) == 0,
+         "with the scaling every key is selectable"},
+        {acc_proj.significant && acc_proj.mean > 0, "the projection alone lifts the accuracy over no norm"}};
+    conclude_wrapped(tut, verdict(p81));
     return 0;
 }
 
@@ -365,7 +387,7 @@ std::vector<double> block_gradients(CharGPT& m, const IndexArray& x, const Index
         double sq = 0;
         for (const Tensor& p : (*m.blocks)[i]->parameters()) {
             if (!p.has_grad()) continue;
-            for (double g : p.grad().value()) sq += g * g;
+            for (double g : p.grad_value()) sq += g * g;
         }
         norms.push_back(std::sqrt(sq));
     }
@@ -506,9 +528,10 @@ std::size_t count_unselectable(const Array& keys, std::size_t queries, std::uint
     const std::size_t n = keys.shape()[0], d = keys.shape()[1];
     Generator gen(seed);
     std::vector<bool> selected(n, false);
-    std::vector<double> q(d);
-    for (std::size_t k = 0; k < queries; ++k) {
-        for (double& v : q) v = gen.normal();
+    std::vector<double> centroid(d, 0.0), q(d);
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < d; ++j) centroid[j] += keys(i, j) / static_cast<double>(n);
+    auto select_top = [&]() {
         std::size_t best = 0;
         double top = -INFINITY;
         for (std::size_t i = 0; i < n; ++i) {
@@ -520,6 +543,18 @@ std::size_t count_unselectable(const Array& keys, std::size_t queries, std::uint
             }
         }
         selected[best] = true;
+    };
+    // The queries pointing at each key, from the origin and from the centroid: on a sphere about
+    // the origin the first one always ranks its key first.
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < d; ++j) q[j] = keys(i, j);
+        select_top();
+        for (std::size_t j = 0; j < d; ++j) q[j] = keys(i, j) - centroid[j];
+        select_top();
+    }
+    for (std::size_t k = 0; k < queries; ++k) {
+        for (double& v : q) v = gen.normal();
+        select_top();
     }
     return static_cast<std::size_t>(std::count(selected.begin(), selected.end(), false));
 }
@@ -612,14 +647,13 @@ std::vector<MajorityVariant> majority_ablation(const MajorityConfig& c) {
                 right += static_cast<std::int64_t>(best) == y(b);
             }
             v.accuracy.push_back(static_cast<double>(right) / static_cast<double>(c.test_sequences));
-            // Every token's key: norm(embedding) through the key rows of in_proj (its bias shifts
-            // every score by the same q.b and cannot change which key is on top).
+            // Every token's key is W_k s + b_k with s = norm(embedding). q.(W_k s + b_k) =
+            // (W_k^T q).s + q.b_k: with W_k (d, d) invertible, W_k^T q reaches every direction and
+            // q.b_k shifts every score alike, so a key can be ranked first exactly when its s can.
             IndexArray all = IndexArray::from_shape({c.vocab});
             for (std::size_t k = 0; k < c.vocab; ++k) all(k) = static_cast<std::int64_t>(k);
-            const Tensor normed = m.norm->forward(m.emb->forward(all));
-            const Tensor wk = narrow(m.attn->in_proj_weight, 0, d, d);
-            const Array keys = matmul(normed, transpose(wk, 0, 1)).value();
-            v.unselectable.push_back(static_cast<double>(count_unselectable(keys, c.queries, seed + 2000)));
+            const Array normed = m.norm->forward(m.emb->forward(all)).value();
+            v.unselectable.push_back(static_cast<double>(count_unselectable(normed, c.queries, seed + 2000)));
         }
         out.push_back(v);
     }
