@@ -80,7 +80,8 @@ CharGPT::CharGPT(const GptConfig& c) : config(c) {
     const NormPlacement placement = c.pre_ln ? c.placement : NormPlacement::post;
     for (std::size_t i = 0; i < c.n_layers; ++i) {
         if (placement == NormPlacement::pre || placement == NormPlacement::post) {
-            blocks->push_back(std::make_shared<TransformerBlock>(c.d_model, c.n_heads, c.pre_ln, /*causal=*/true, c.norm, c.qk_norm));
+            blocks->push_back(std::make_shared<TransformerBlock>(c.d_model, c.n_heads, placement == NormPlacement::pre, /*causal=*/true,
+                                                                 c.norm, c.qk_norm));
         } else {
             if (c.qk_norm) fail("CharGPT", "QK-norm is only wired for Pre-LN and Post-LN blocks");
             blocks->push_back(std::make_shared<TransformerBlock>(c.d_model, c.n_heads, placement, i + 1, c.n_layers, true, c.norm));
