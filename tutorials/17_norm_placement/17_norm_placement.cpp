@@ -152,8 +152,8 @@ std::string gap_text(double gap) { return gap == 0 ? "0" : sci(gap, 0); }
 int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"17 Norm placement: Curse of Depth, Peri-LN, DeepNorm, scale invariance, geometry",
-                  "P4.1, P5.1, P6.1, P7.1, P8.1", "docs/tutorials/17-norm-placement.md", "about 30 s of CPU (one thread)",
-                  "depths 6, 12 and 24, 300 steps per model (see the guide for the time)",
+                  "P4.1, P5.1, P6.1, P7.1, P8.1", "docs/tutorials/17-norm-placement.md", "about 12 s of CPU (one thread)",
+                  "depths 6, 12 and 24, 300 steps per model (about 2 minutes of CPU)",
                   "17_norm_placement_depth<L>.csv/.png (per block: residual variance, gradient norms at init and "
                   "after training, loss without the block; mean and band over the seeds)"});
     keep_heap_mapped();
