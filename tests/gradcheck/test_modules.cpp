@@ -205,4 +205,35 @@ TEST_CASE("gradcheck a small Pre-LN model end to end (Sequential, ModuleList, re
     report(gradcheck(f, {randn_leaf({2, 2, 4}, 36)}, {"mini Pre-LN model + cross_entropy"}));
 }
 
+// Tutorial 17: every norm placement of the Transformer block (w.r.t. the input, the norms' weights
+// and biases, and the projections DeepNorm rescales), and Brody et al.'s two halves of LayerNorm.
+TEST_CASE("gradcheck the Transformer block's norm placements (post, pre, peri, deepnorm, pre_lns)", "[gradcheck][nn]") {
+    using tutorial_values::NormPlacement;
+    for (NormPlacement p : {NormPlacement::post, NormPlacement::pre, NormPlacement::peri, NormPlacement::deepnorm,
+                            NormPlacement::pre_lns}) {
+        manual_seed(41);
+        tutorial_values::TransformerBlock block(4, 2, p, 2, 3);
+        perturb(block, 42);
+        std::vector<Slot> slots{{block.norm1.get(), "weight"}, {block.norm2.get(), "bias"},
+                                {block.attn.get(), "in_proj_weight"}, {block.attn->out_proj.get(), "weight"}};
+        if (block.norm1_out) slots.insert(slots.end(), {{block.norm1_out.get(), "weight"}, {block.norm2_out.get(), "bias"}});
+        check_module(tutorial_values::placement_name(p) + " block (d 4, 2 heads, block 2 of 3)",
+                     [&](const Tensor& x) { return block.forward(x); }, randn_leaf({2, 3, 4}, 43), slots);
+    }
+}
+
+TEST_CASE("gradcheck LayerNorm's projection and scaling parts (MeanProjection, SphereScaling)", "[gradcheck][nn]") {
+    tutorial_values::MeanProjection projection;
+    tutorial_values::SphereScaling scaling;
+    report(gradcheck([&](const Inputs& in) { return projection.forward(in[0]); }, {randn_leaf({3, 5}, 44)},
+                     {"MeanProjection (3, 5)"}));
+    report(gradcheck([&](const Inputs& in) { return scaling.forward(in[0]); }, {randn_leaf({2, 3, 5}, 45)},
+                     {"SphereScaling (2, 3, 5)"}));
+    // Together they are LayerNorm without affine: sqrt(d) P x / sqrt(||P x||^2 + d eps).
+    const Tensor x = randn_leaf({3, 5}, 46);
+    nn::LayerNorm ln(5, 1e-5, false);
+    const Array both = scaling.forward(projection.forward(x)).value(), reference = ln.forward(x).value();
+    for (std::size_t i = 0; i < both.size(); ++i) CHECK(both.data()[i] == Approx(reference.data()[i]).epsilon(1e-12));
+}
+
 }  // namespace xg_test_modules

@@ -708,9 +708,11 @@ const std::vector<std::pair<std::string, std::string>> kPrograms{
     {"14_cnn_norms", "14-cnn-norms.md"},
     {"15_layernorm_curvature", "15-layernorm-curvature.md"},
     {"16_gpt_ablations", "16-gpt-ablations.md"},
+    {"17_norm_placement", "17-norm-placement.md"},
 };
 const std::set<std::string> kHasLongMode{"09_small_batch_fashion_mnist", "10_pre_vs_post_ln_gradients", "11_char_gpt",
-                                         "13_ln_lstm", "14_cnn_norms", "16_gpt_ablations"};
+                                         "13_ln_lstm", "14_cnn_norms", "16_gpt_ablations",
+                                         "17_norm_placement"};
 
 }  // namespace
 
@@ -753,6 +755,7 @@ XGRAD_GUIDE_DRIFT_TEST(13_ln_lstm)
 XGRAD_GUIDE_DRIFT_TEST(14_cnn_norms)
 XGRAD_GUIDE_DRIFT_TEST(15_layernorm_curvature)
 XGRAD_GUIDE_DRIFT_TEST(16_gpt_ablations)
+XGRAD_GUIDE_DRIFT_TEST(17_norm_placement)
 
 TEST_CASE("Every tutorial from 09 on has its own guide-drift test", "[tutorials][guides]") {
     for (auto it = kPrograms.begin() + 8; it != kPrograms.end(); ++it) {

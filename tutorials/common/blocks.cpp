@@ -1,5 +1,9 @@
 #include "tutorials/common/blocks.hpp"
 
+#include <cmath>
+
+#include <xtensor/xview.hpp>
+
 #include "core/ops.hpp"
 
 namespace tutorial_values {
@@ -50,12 +54,59 @@ TransformerBlock::TransformerBlock(std::size_t d_model, std::size_t nhead, bool 
     : TransformerBlock(d_model, nhead, pre_ln_, causal_, rms ? NormKind::rms_norm : NormKind::layer_norm, false) {}
 
 TransformerBlock::TransformerBlock(std::size_t d_model, std::size_t nhead, bool pre_ln_, bool causal_, NormKind norm, bool qk_norm)
-    : pre_ln(pre_ln_), causal(causal_) {
+    : pre_ln(pre_ln_), causal(causal_), placement(pre_ln_ ? NormPlacement::pre : NormPlacement::post) {
     const auto E = static_cast<std::int64_t>(d_model), H = static_cast<std::int64_t>(nhead);
     attn = register_module("attn", std::make_shared<nn::MultiheadAttention>(nn::MultiheadAttentionOptions(E, H).qk_norm(qk_norm)));
     ffn = register_module("ffn", make_ffn(d_model, 4 * d_model));
     norm1 = register_module("norm1", make_norm(norm, d_model));
     norm2 = register_module("norm2", make_norm(norm, d_model));
+}
+
+Tensor MeanProjection::forward(const Tensor& x) { return x - mean(x, {-1}, true); }
+
+Tensor SphereScaling::forward(const Tensor& x) {
+    const double d = static_cast<double>(x.shape().back());
+    return x * std::sqrt(d) / sqrt(sum(x * x, {-1}, true) + d * eps);  // LayerNorm's rstd when mean(x) = 0
+}
+
+std::string placement_name(NormPlacement placement) {
+    switch (placement) {
+        case NormPlacement::post: return "Post-LN";
+        case NormPlacement::pre: return "Pre-LN";
+        case NormPlacement::peri: return "Peri-LN";
+        case NormPlacement::deepnorm: return "DeepNorm";
+        case NormPlacement::pre_lns: return "Pre-LN+LNS";
+    }
+    fail("placement_name", "unknown NormPlacement");
+}
+
+TransformerBlock::TransformerBlock(std::size_t d_model, std::size_t nhead, NormPlacement placement_, std::size_t layer,
+                                   std::size_t n_layers, bool causal_, NormKind norm)
+    : TransformerBlock(d_model, nhead, placement_ != NormPlacement::post && placement_ != NormPlacement::deepnorm, causal_,
+                       norm, false) {
+    if (layer < 1 || layer > n_layers) {
+        fail("TransformerBlock", "layer " + std::to_string(layer) + " is not in 1.." + std::to_string(n_layers));
+    }
+    placement = placement_;
+    if (placement == NormPlacement::peri) {
+        norm1_out = register_module("norm1_out", make_norm(norm, d_model));
+        norm2_out = register_module("norm2_out", make_norm(norm, d_model));
+    }
+    if (placement == NormPlacement::pre_lns) norm_scale = 1.0 / std::sqrt(static_cast<double>(layer));
+    if (placement == NormPlacement::deepnorm) {
+        const auto L = static_cast<double>(n_layers);
+        residual_weight = std::pow(2.0 * L, 0.25);
+        const double beta = std::pow(8.0 * L, -0.25);
+        // DeepNet's beta scales the FFN, the value and the output projections, not the queries
+        // and keys (the attention pattern does not grow the residual).
+        const std::size_t E = d_model;
+        auto values = xt::view(attn->in_proj_weight.mutable_value(), xt::range(2 * E, 3 * E), xt::all());
+        values *= beta;
+        attn->out_proj->weight.mutable_value() *= beta;
+        for (std::size_t i : {std::size_t{0}, std::size_t{2}}) {
+            std::dynamic_pointer_cast<nn::Linear>((*ffn)[i])->weight.mutable_value() *= beta;
+        }
+    }
 }
 
 std::shared_ptr<nn::Module> make_norm(NormKind kind, std::size_t d) {
@@ -92,6 +143,20 @@ std::string DetachedLayerNorm::extra_repr() const {
 }
 
 Tensor TransformerBlock::forward(const Tensor& x) {
+    if (placement == NormPlacement::peri) {  // x + N_out(F(N(x)))
+        const Tensor h = norm1->forward(x);
+        const Tensor y = x + norm1_out->forward(attn->forward(h, h, h, causal));
+        return y + norm2_out->forward(ffn->forward(norm2->forward(y)));
+    }
+    if (placement == NormPlacement::pre_lns) {  // x + F(N(x) / sqrt(l))
+        const Tensor h = norm1->forward(x) * norm_scale;
+        const Tensor y = x + attn->forward(h, h, h, causal);
+        return y + ffn->forward(norm2->forward(y) * norm_scale);
+    }
+    if (placement == NormPlacement::deepnorm) {  // N(alpha x + F(x))
+        const Tensor y = norm1->forward(x * residual_weight + attn->forward(x, x, x, causal));
+        return norm2->forward(y * residual_weight + ffn->forward(y));
+    }
     if (pre_ln) {
         const Tensor h = norm1->forward(x);
         const Tensor y = x + attn->forward(h, h, h, causal);

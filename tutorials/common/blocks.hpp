@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "nn/nn.hpp"
 
@@ -79,6 +80,33 @@ public:
     Tensor forward(const Tensor& x) override { return x; }
 };
 
+/// Brody et al. 2023 split LayerNorm (without affine) in two; tutorial 17 ablates each part.
+/// LayerNorm's first part: x - mean(x), the projection orthogonal to the all-ones vector.
+class MeanProjection : public nn::Module {
+public:
+    Tensor forward(const Tensor& x) override;
+};
+
+/// LayerNorm's second part: sqrt(d) x / sqrt(||x||^2 + d eps), onto the sphere of radius sqrt(d).
+class SphereScaling : public nn::Module {
+public:
+    explicit SphereScaling(double eps_ = 1e-5) : eps(eps_) {}
+    Tensor forward(const Tensor& x) override;
+    double eps;
+};
+
+/// Where a Transformer block puts its norms (tutorial 17), F = attention or FFN, N = a norm layer:
+/// post      x <- N(x + F(x))                          (Vaswani et al. 2017)
+/// pre       x <- x + F(N(x))                          (Xiong et al. 2020)
+/// peri      x <- x + N_out(F(N(x)))                   (Kim et al. 2025, Peri-LN)
+/// deepnorm  x <- N(alpha x + F(x)), alpha = (2L)^(1/4), the FFN's, value and output
+///           projections initialised times beta = (8L)^(-1/4)  (Wang et al. 2022, L blocks)
+/// pre_lns   x <- x + F(N(x) / sqrt(l)), l = 1..L the block's index  (Sun et al. 2025, LNS)
+enum class NormPlacement { post, pre, peri, deepnorm, pre_lns };
+
+/// "Post-LN", "Pre-LN", "Peri-LN", "DeepNorm", "Pre-LN+LNS".
+std::string placement_name(NormPlacement placement);
+
 /// Article 000's Transformer blocks with multi-head self-attention (batch first).
 /// Post-LN: x = norm1(x + attn(x, x, x)); x = norm2(x + ffn(x)).
 /// Pre-LN:  x = x + attn(norm1(x)); x = x + ffn(norm2(x)).
@@ -89,13 +117,21 @@ public:
     /// With norm layers of kind `norm` and, with `qk_norm`, QK-norm in the attention (Wortsman
     /// et al. 2023).
     TransformerBlock(std::size_t d_model, std::size_t nhead, bool pre_ln, bool causal, NormKind norm, bool qk_norm);
+    /// Block `layer` (1-based) of `n_layers` with its norms placed as `placement` (see
+    /// NormPlacement; Peri-LN adds the output norms norm1_out and norm2_out).
+    TransformerBlock(std::size_t d_model, std::size_t nhead, NormPlacement placement, std::size_t layer,
+                     std::size_t n_layers, bool causal = true, NormKind norm = NormKind::layer_norm);
     Tensor forward(const Tensor& x) override;
     /// A4.7: zero the last Linear of both residual branches, so a Pre-LN block starts as identity.
     void zero_init_residual();
     std::shared_ptr<nn::MultiheadAttention> attn;
     std::shared_ptr<nn::Sequential> ffn;
     std::shared_ptr<nn::Module> norm1, norm2;
+    std::shared_ptr<nn::Module> norm1_out, norm2_out;  ///< Peri-LN only, else null
     bool pre_ln, causal;
+    NormPlacement placement = NormPlacement::pre;
+    double residual_weight = 1.0;  ///< DeepNorm's alpha, 1 otherwise
+    double norm_scale = 1.0;       ///< LNS's 1 / sqrt(layer), 1 otherwise
 };
 
 /// A4.4: a LayerNorm whose gamma/beta are created from the first input's last axis, like the

@@ -77,10 +77,18 @@ CharGPT::CharGPT(const GptConfig& c) : config(c) {
     tok_emb->weight.mutable_value() *= 0.02;
     pos_emb->weight.mutable_value() *= 0.02;
     blocks = register_module("blocks", std::make_shared<nn::ModuleList>());
+    const NormPlacement placement = c.pre_ln ? c.placement : NormPlacement::post;
     for (std::size_t i = 0; i < c.n_layers; ++i) {
-        blocks->push_back(std::make_shared<TransformerBlock>(c.d_model, c.n_heads, c.pre_ln, /*causal=*/true, c.norm, c.qk_norm));
+        if (placement == NormPlacement::pre || placement == NormPlacement::post) {
+            blocks->push_back(std::make_shared<TransformerBlock>(c.d_model, c.n_heads, placement == NormPlacement::pre, /*causal=*/true,
+                                                                 c.norm, c.qk_norm));
+        } else {
+            if (c.qk_norm) fail("CharGPT", "QK-norm is only wired for Pre-LN and Post-LN blocks");
+            blocks->push_back(std::make_shared<TransformerBlock>(c.d_model, c.n_heads, placement, i + 1, c.n_layers, true, c.norm));
+        }
     }
-    if (c.pre_ln && c.use_ln_f) ln_f = register_module("ln_f", make_norm(c.norm, c.d_model));
+    const bool ends_normalised = placement == NormPlacement::post || placement == NormPlacement::deepnorm;
+    if (!ends_normalised && c.use_ln_f) ln_f = register_module("ln_f", make_norm(c.norm, c.d_model));
     head = register_module("head", std::make_shared<nn::Linear>(c.d_model, c.vocab));
 }
 
@@ -90,7 +98,11 @@ Tensor CharGPT::hidden(const IndexArray& tokens) {
     IndexArray positions = IndexArray::from_shape({T});
     for (std::size_t t = 0; t < T; ++t) positions(t) = static_cast<std::int64_t>(t);
     Tensor h = tok_emb->forward(tokens) + pos_emb->forward(positions);  // (B, T, d) + (T, d)
-    for (std::size_t i = 0; i < blocks->size(); ++i) h = (*blocks)[i]->forward(h);
+    for (std::size_t i = 0; i < blocks->size(); ++i) {
+        if (skipped_block == i) continue;
+        h = (*blocks)[i]->forward(h);
+        if (after_block) after_block(i, h);
+    }
     return ln_f ? ln_f->forward(h) : h;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct GptConfig {
     NormKind norm = NormKind::layer_norm;  ///< every norm layer, ln_f included (A3.5: RMSNorm)
     bool use_ln_f = true;  ///< Pre-LN only: false leaves out the final norm (A2.5)
     bool qk_norm = false;  ///< QK-norm in every attention (Wortsman et al. 2023)
+    /// Tutorial 17: where the blocks normalise; applies when pre_ln is true (pre_ln = false is
+    /// Post-LN whatever this says). Post-LN and DeepNorm have no final norm.
+    NormPlacement placement = NormPlacement::pre;
 };
 
 class CharGPT : public xg::nn::Module {
@@ -58,6 +62,11 @@ public:
     std::vector<std::int64_t> generate(std::vector<std::int64_t> prompt, std::size_t n, double temperature, xg::Generator& gen);
 
     GptConfig config;
+    /// Tutorial 17: a block that forward leaves out (its input passes on unchanged); none when
+    /// unset.
+    std::optional<std::size_t> skipped_block;
+    /// Tutorial 17: called with each block's index and its output, the residual stream.
+    std::function<void(std::size_t, const Tensor&)> after_block;
     std::shared_ptr<xg::nn::Embedding> tok_emb, pos_emb;
     std::shared_ptr<xg::nn::ModuleList> blocks;
     std::shared_ptr<xg::nn::Module> ln_f;  ///< null for Post-LN and without use_ln_f
