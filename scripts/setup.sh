@@ -31,6 +31,8 @@ packages=(cmake make g++ ccache
 if [ "$mode" = run ] || [ "$mode" = docs ]; then packages+=(graphviz); fi
 if [ "$mode" = docs ]; then packages+=(doxygen); fi
 if [ "$mode" = debug ]; then packages+=(gdb); fi
+# Open MPI: xg::distributed, SyncBatchNorm, DDP, their tests (ctest -L distributed) and tutorial 18.
+packages+=(openmpi-bin libopenmpi-dev)
 
 missing=()
 for p in "${packages[@]}"; do
