@@ -156,7 +156,7 @@ double state_diff(const NamedArrays& a, const NamedArrays& b) {
 
 void ghost_batch_norm(Tutorial& tut, const Data& d, int steps, const std::vector<std::uint64_t>& seeds) {
     const int world = dist::world_size(), me = dist::rank();
-    tut.section("DP.1", "per-rank BatchNorm is ghost BatchNorm on B/N samples");
+    tut.section("P8.1", "per-rank BatchNorm is ghost BatchNorm on B/N samples");
     {
         const std::size_t B = 16, local = B / static_cast<std::size_t>(world);
         const Array x = rows_of(d.train.features(), range(0, B));
@@ -194,7 +194,7 @@ void ghost_batch_norm(Tutorial& tut, const Data& d, int steps, const std::vector
 
 void sync_equals_global(Tutorial& tut, const Data& d, int steps) {
     const int world = dist::world_size();
-    tut.section("DP.2", "SyncBatchNorm equals BatchNorm on the whole batch");
+    tut.section("DP", "SyncBatchNorm equals BatchNorm on the whole batch");
     const std::size_t batch = 16;
     const RunResult parallel = train(d, Norm::sync_batch, 1, world, steps, batch);
     const RunResult single = train(d, Norm::ghost_batch, 1, 1, steps, batch);  // one process: global BN
@@ -210,7 +210,7 @@ void sync_equals_global(Tutorial& tut, const Data& d, int steps) {
 
 void layer_norm_traffic(Tutorial& tut, const Data& d, int steps) {
     const int world = dist::world_size();
-    tut.section("DP.3", "LayerNorm trains identically on 1 and N ranks, with no statistics traffic");
+    tut.section("DP", "LayerNorm trains identically on 1 and N ranks, with no statistics traffic");
     const std::size_t batch = 16;
     const RunResult parallel = train(d, Norm::layer, 1, world, steps, batch);
     const RunResult single = train(d, Norm::layer, 1, 1, steps, batch);
@@ -218,14 +218,16 @@ void layer_norm_traffic(Tutorial& tut, const Data& d, int steps) {
     tut.say(fmt::format("largest weight difference: {}", under(worst_over_ranks(state_diff(parallel.state, single.state)), 1e-10)));
     const RunResult ghost = train(d, Norm::ghost_batch, 1, world, 1, batch);
     const RunResult sync = train(d, Norm::sync_batch, 1, world, 1, batch);
-    tut.step("bytes one rank hands to collectives in one training step (64 channels, 50890 weights):");
+    std::size_t weights = 0;
+    for (const Tensor& p : make_mlp(Norm::layer, 1)->parameters()) weights += p.value().size();
+    tut.step(fmt::format("bytes one rank hands to collectives in one training step (64 channels, {} weights):", weights));
     tut.show(table({{"layer type", "forward + backward", "gradient all-reduce"},
                     {"per-rank BatchNorm", fmt::format("{} B", ghost.bytes_forward_backward), fmt::format("{} B", ghost.bytes_gradients)},
                     {"SyncBatchNorm", fmt::format("{} B", sync.bytes_forward_backward), fmt::format("{} B", sync.bytes_gradients)},
                     {"LayerNorm", fmt::format("{} B", parallel.bytes_forward_backward), fmt::format("{} B", parallel.bytes_gradients)}}));
     tut.say("per-rank BatchNorm: rank 0's running statistics (2 x 64 + 1 values) broadcast by DDP;");
     tut.say("SyncBatchNorm: (count, mean, sum of squares) x 64 forward, (sum g, sum g(x - mean)) x 64 back;");
-    tut.say("gradients: 50890 values + one flag per parameter tensor, the same for every model");
+    tut.say(fmt::format("gradients: {} values + one flag per parameter tensor, the same for every model", weights));
     tut.conclude("LayerNorm's statistics never leave the sample: only the gradients cross between ranks");
 }
 
@@ -233,7 +235,7 @@ void layer_norm_traffic(Tutorial& tut, const Data& d, int steps) {
 
 void naive_vs_chan(Tutorial& tut) {
     const int world = dist::world_size(), me = dist::rank();
-    tut.section("DP.4", "the naive sync (E[x^2] - mean^2) against the Chan merge, inputs with a large mean");
+    tut.section("P8.2", "the naive sync (E[x^2] - mean^2) against the Chan merge, inputs with a large mean");
     tut.step(fmt::format("1000 values per rank and channel, N(shift, 1), {} ranks; relative error of the", world));
     tut.say("global variance against a two-pass variance of the gathered values:");
     std::vector<std::vector<std::string>> rows{{"shift", "naive (detectron2)", "Chan merge (SyncBatchNorm)"}};
@@ -273,7 +275,7 @@ void naive_vs_chan(Tutorial& tut) {
 
 void sequence_parallel(Tutorial& tut) {
     const int world = dist::world_size(), me = dist::rank();
-    tut.section("DP.5", "sequence parallelism, simulated: LayerNorm's weight gradients are partial sums");
+    tut.section("P8.3", "sequence parallelism, simulated: LayerNorm's weight gradients are partial sums");
     const std::size_t T = 12, D = 16, local = T / static_cast<std::size_t>(world);
     const Array x = [&] {
         Generator gen(5);
@@ -334,7 +336,7 @@ void relaunch_under_mpiexec(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const About about{"18 Data-parallel training: ghost, sync and no statistics", "DP.1, DP.2, DP.3, DP.4, DP.5",
+    const About about{"18 Data-parallel training: ghost, sync and no statistics", "P8.1, P8.2, P8.3",
                       "docs/tutorials/18-data-parallel.md", "about 30 s on 2 ranks",
                       "5 seeds and 1500 steps instead of 3 seeds and 300", ""};
     parse_flags(argc, argv, about);  // --help and bad arguments end here, before any relaunch
