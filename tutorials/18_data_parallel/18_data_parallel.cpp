@@ -148,7 +148,7 @@ double state_diff(const NamedArrays& a, const NamedArrays& b) {
 
 void ghost_batch_norm(Tutorial& tut, const Data& d, int steps, const std::vector<std::uint64_t>& seeds) {
     const int world = dist::world_size(), me = dist::rank();
-    tut.section("P8.1", "per-rank BatchNorm is ghost BatchNorm on B/N samples");
+    tut.section("P9.1", "per-rank BatchNorm is ghost BatchNorm on B/N samples");
     {
         const std::size_t B = 16, local = B / static_cast<std::size_t>(world);
         const Array x = rows_of(d.train.features(), range(0, B));
@@ -228,7 +228,7 @@ void layer_norm_traffic(Tutorial& tut, const Data& d, int steps) {
 
 void naive_vs_chan(Tutorial& tut) {
     const int world = dist::world_size(), me = dist::rank();
-    tut.section("P8.2", "the naive sync (E[x^2] - mean^2) against the Chan merge, inputs with a large mean");
+    tut.section("P9.2", "the naive sync (E[x^2] - mean^2) against the Chan merge, inputs with a large mean");
     tut.step(fmt::format("1000 values per rank and channel, N(shift, 1), {} ranks; relative error of the", world));
     tut.say("global variance against a two-pass variance of the gathered values:");
     std::vector<std::vector<std::string>> rows{{"shift", "naive (detectron2)", "Chan merge (SyncBatchNorm)"}};
@@ -268,7 +268,7 @@ void naive_vs_chan(Tutorial& tut) {
 
 void sequence_parallel(Tutorial& tut) {
     const int world = dist::world_size(), me = dist::rank();
-    tut.section("P8.3", "sequence parallelism, simulated: LayerNorm's weight gradients are partial sums");
+    tut.section("P9.3", "sequence parallelism, simulated: LayerNorm's weight gradients are partial sums");
     const std::size_t T = 12, D = 16, local = T / static_cast<std::size_t>(world);
     const Array x = [&] {
         Generator gen(5);
@@ -329,7 +329,7 @@ void relaunch_under_mpiexec(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const About about{"18 Data-parallel training: ghost, sync and no statistics", "P8.1, P8.2, P8.3",
+    const About about{"18 Data-parallel training: ghost, sync and no statistics", "P9.1, P9.2, P9.3",
                       "docs/tutorials/18-data-parallel.md", "about 40 s on 2 ranks",
                       "5 seeds and 1500 steps instead of 3 seeds and 200", ""};
     parse_flags(argc, argv, about);  // --help and bad arguments end here, before any relaunch
