@@ -180,6 +180,16 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
     children_.emplace_back(name, std::move(module));
 }
 
+void Module::replace_module(const std::string& name, std::shared_ptr<Module> module) {
+    if (!module) fail(this->name(), fmt::format("replace_module: the module for '{}' is null", name));
+    for (auto& [child_name, child] : children_) {
+        if (child_name != name) continue;
+        child = std::move(module);
+        return;
+    }
+    fail(this->name(), fmt::format("replace_module: there is no submodule '{}'", name));
+}
+
 // ---- traversal ----------------------------------------------------------------------------------
 
 std::vector<std::pair<std::string, Tensor>> Module::named_entries(bool buffers, bool recurse) const {

@@ -134,6 +134,11 @@ public:
         return module;
     }
 
+    /// Puts `module` in place of the child `name` (same position in the registry), e.g. for
+    /// convert_sync_batchnorm; throws xg::Error when there is no such child or `module` is null.
+    /// A typed member that pointed to the old child still does.
+    void replace_module(const std::string& name, std::shared_ptr<Module> module);
+
     // ---- traversal (registration order, depth first: own entries before children's) ----------
 
     /// Every parameter (own first, then children's when recurse), in registration order.

@@ -8,6 +8,9 @@
 #   scripts/bench.sh --quick         # any xgrad_bench options: --quick, --cpu-time, --filter=LayerNorm,
 #                                    #   --no-torch, --mmap-threshold=<bytes> (one run only, unless
 #                                    #   the options are only --quick and --cpu-time)
+#   scripts/bench.sh --data-parallel # the data-parallel row: the MLP step on 1 and 2 ranks (mpiexec) and
+#                                    #   all_reduce bandwidth, then PyTorch's DDP over gloo (/usr/bin/python3,
+#                                    #   scripts/bench_ddp_torch.py) as the reference; builds in build/
 #
 # Installs libtorch-dev if it is missing (apt-get; root or sudo), configures a separate build
 # directory ($XGRAD_BENCH_BUILD_DIR, default build-bench/) with -DXGRAD_BUILD_BENCH=ON, builds
@@ -18,6 +21,23 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${XGRAD_BENCH_BUILD_DIR:-$root/build-bench}
+
+if [[ " $* " == *" --data-parallel "* ]]; then
+  dp_build=${XGRAD_DP_BENCH_BUILD_DIR:-$root/build}
+  cmake -S "$root" -B "$dp_build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$dp_build" -j2 --target xgrad_bench_data_parallel
+  export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 XGRAD_NUM_THREADS=1
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # as root (CI)
+  for ranks in 1 2; do
+    mpiexec --oversubscribe --bind-to none -np "$ranks" "$dp_build/tests/xgrad_bench_data_parallel"
+  done
+  if /usr/bin/python3 -c "import torch.distributed as d; assert d.is_available() and d.is_gloo_available()" 2>/dev/null; then
+    for ranks in 1 2; do /usr/bin/python3 "$root/scripts/bench_ddp_torch.py" "$ranks"; done
+  else
+    echo "bench.sh: Debian's python3-torch has no torch.distributed with gloo here: no PyTorch reference"
+  fi
+  exit 0
+fi
 
 if ! dpkg -s libtorch-dev >/dev/null 2>&1; then
   sudo=""

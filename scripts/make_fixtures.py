@@ -1557,6 +1557,26 @@ all parameters and inputs (x is a leaf too).""")
                   params, "mlp", scalar=True)
 
 
+SAMPLER_CASES = ((10, 3, False), (10, 3, True), (2, 5, False), (7, 2, False), (12, 4, True), (5, 3, True))
+
+
+def distributed_sampler():
+    """torch.utils.data.DistributedSampler's split of an epoch between ranks, unshuffled (its
+    shuffled order comes from torch's randperm, which xgrad does not reproduce): the padding
+    and drop_last rules."""
+    from torch.utils.data.distributed import DistributedSampler
+    c = Case("distributed_sampler", 0, """
+DistributedSampler(range(size), num_replicas, rank, shuffle=False, drop_last) for each
+(size, num_replicas, drop_last) of SAMPLER_CASES; one array per case, row r = rank r's indices.""")
+    for size, replicas, drop_last in SAMPLER_CASES:
+        rows = [list(DistributedSampler(list(range(size)), num_replicas=replicas, rank=r, shuffle=False,
+                                        drop_last=drop_last)) for r in range(replicas)]
+        c.save("size%d_replicas%d_%s" % (size, replicas, "drop_last" if drop_last else "padded"),
+               np.array(rows, dtype=np.int64).reshape(replicas, -1),
+               "indices (num_replicas, num_samples) for size %d, %d replicas, drop_last=%s"
+               % (size, replicas, drop_last))
+
+
 def main():
     global OUT_DIR
     parser = argparse.ArgumentParser(description="Regenerate the PyTorch golden-value fixtures.")
@@ -1582,7 +1602,7 @@ def main():
                conv2d, conv1d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batchnorm_4d,
                group_norm, instance_norm, layernorm_chw,
                lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell, layer_norm_double_backward) + ISSUE13_CASES + ISSUE17_CASES + (
-               double_backward_fused, mlp_hvp):
+               double_backward_fused, mlp_hvp, distributed_sampler):
         fn()
     write_readme()
     total = sum(os.path.getsize(os.path.join(dp, f))

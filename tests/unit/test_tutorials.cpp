@@ -709,10 +709,13 @@ const std::vector<std::pair<std::string, std::string>> kPrograms{
     {"15_layernorm_curvature", "15-layernorm-curvature.md"},
     {"16_gpt_ablations", "16-gpt-ablations.md"},
     {"17_norm_placement", "17-norm-placement.md"},
+#ifdef XGRAD_HAVE_MPI
+    {"18_data_parallel", "18-data-parallel.md"},  // built only with MPI (Open MPI)
+#endif
 };
 const std::set<std::string> kHasLongMode{"09_small_batch_fashion_mnist", "10_pre_vs_post_ln_gradients", "11_char_gpt",
                                          "13_ln_lstm", "14_cnn_norms", "16_gpt_ablations",
-                                         "17_norm_placement"};
+                                         "17_norm_placement", "18_data_parallel"};
 
 }  // namespace
 
@@ -756,6 +759,9 @@ XGRAD_GUIDE_DRIFT_TEST(14_cnn_norms)
 XGRAD_GUIDE_DRIFT_TEST(15_layernorm_curvature)
 XGRAD_GUIDE_DRIFT_TEST(16_gpt_ablations)
 XGRAD_GUIDE_DRIFT_TEST(17_norm_placement)
+#ifdef XGRAD_HAVE_MPI
+XGRAD_GUIDE_DRIFT_TEST(18_data_parallel)
+#endif
 
 TEST_CASE("Every tutorial from 09 on has its own guide-drift test", "[tutorials][guides]") {
     for (auto it = kPrograms.begin() + 8; it != kPrograms.end(); ++it) {

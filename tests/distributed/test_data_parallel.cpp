@@ -1,0 +1,151 @@
+// Data-parallel training: k steps of DistributedDataParallel (with SyncBatchNorm, or LayerNorm)
+// on the job's ranks, fed by DistributedSampler, equal k steps of the same model trained by one
+// process on the full batch, within 1e-10; the collectives give the same bits on every rank.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "core/distributed.hpp"
+#include "nn/distributed_data_parallel.hpp"
+#include "nn/layers.hpp"
+#include "nn/losses.hpp"
+#include "nn/norm_layers.hpp"
+#include "nn/sync_batchnorm.hpp"
+#include "optim/sgd.hpp"
+#include "optim/training/distributed_sampler.hpp"
+#include "tests/distributed/distributed_support.hpp"
+
+namespace xg_test_data_parallel {
+
+using namespace xg;
+using xg::test::max_diff_all_ranks;
+
+namespace {
+
+constexpr std::size_t kSamples = 36, kGlobalBatch = 12, kIn = 5, kHidden = 8, kOut = 3;
+
+std::shared_ptr<nn::Sequential> make_model(bool batch_norm) {
+    manual_seed(1);
+    std::shared_ptr<nn::Module> norm;
+    if (batch_norm) {
+        norm = std::make_shared<nn::BatchNorm1d>(kHidden);
+    } else {
+        norm = std::make_shared<nn::LayerNorm>(kHidden);
+    }
+    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Linear>(kIn, kHidden), norm, std::make_shared<nn::GELU>(),
+        std::make_shared<nn::Linear>(kHidden, kOut)});
+}
+
+Array gather_rows(const Array& a, const std::vector<std::size_t>& indices) {
+    const std::size_t row = a.size() / a.shape()[0];
+    Shape shape(a.shape().begin(), a.shape().end());
+    shape[0] = indices.size();
+    Array out = Array::from_shape(shape);
+    for (std::size_t i = 0; i < indices.size(); ++i) std::copy(a.data() + indices[i] * row, a.data() + (indices[i] + 1) * row, out.data() + i * row);
+    return out;
+}
+
+// Trains `steps` steps; `replicas` ranks share each global batch (1: this process alone).
+NamedArrays train(bool batch_norm, int replicas, int rank, int steps) {
+    const Array X = xg::test::global_randn({kSamples, kIn}, 41, 2.0, 0.5), T = xg::test::global_randn({kSamples, kOut}, 42);
+    std::shared_ptr<nn::Module> model = make_model(batch_norm);
+    std::shared_ptr<nn::DistributedDataParallel> ddp;
+    if (replicas > 1) {
+        ddp = std::make_shared<nn::DistributedDataParallel>(nn::convert_sync_batchnorm(model), 1e-3);
+    }
+    optim::SGD sgd(model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    optim::DistributedSampler sampler(kSamples, replicas, rank, true, 7);
+    const std::size_t local_batch = kGlobalBatch / static_cast<std::size_t>(replicas);
+    for (int step = 0; step < steps; ++step) {
+        const std::size_t per_epoch = sampler.num_samples() / local_batch;
+        sampler.set_epoch(step / static_cast<int>(per_epoch));
+        const std::vector<std::size_t> order = sampler.indices();
+        const std::size_t at = (static_cast<std::size_t>(step) % per_epoch) * local_batch;
+        const std::vector<std::size_t> mine(order.begin() + static_cast<std::ptrdiff_t>(at),
+                                            order.begin() + static_cast<std::ptrdiff_t>(at + local_batch));
+        sgd.zero_grad();
+        const Tensor out = ddp ? ddp->forward(Tensor(gather_rows(X, mine))) : (*model)(Tensor(gather_rows(X, mine)));
+        nn::mse_loss(out, Tensor(gather_rows(T, mine))).backward();
+        if (ddp) ddp->reduce_gradients();
+        sgd.step();
+    }
+    return model->state_dict();
+}
+
+}  // namespace
+
+TEST_CASE("data-parallel training equals one process on the full batch (SyncBatchNorm and LayerNorm)",
+          "[distributed][ddp]") {
+    const int world = distributed::world_size(), me = distributed::rank();
+    if (kGlobalBatch % static_cast<std::size_t>(world) != 0) {
+        FAIL(fmt::format("the test's global batch {} must split evenly over {} ranks", kGlobalBatch, world));
+    }
+    for (bool batch_norm : {true, false}) {
+        const NamedArrays single = train(batch_norm, 1, 0, 6);  // 6 steps: two epochs of 3 batches
+        const NamedArrays parallel = train(batch_norm, world, me, 6);
+        REQUIRE(single.size() == parallel.size());
+        for (std::size_t i = 0; i < single.size(); ++i) {
+            const auto& [name, value] = single[i];
+            INFO((batch_norm ? "SyncBatchNorm" : "LayerNorm") << " model, " << world << " ranks, " << name);
+            CHECK(parallel[i].first == name);
+            CHECK(max_diff_all_ranks(parallel[i].second, value) <= 1e-10);
+            // every rank holds the same bits
+            Array copy = parallel[i].second;
+            distributed::broadcast(copy, 0);
+            CHECK(max_diff_all_ranks(copy, parallel[i].second) == 0.0);
+        }
+    }
+}
+
+TEST_CASE("LayerNorm sends no statistics: only the gradient all-reduce crosses between ranks", "[distributed][ddp]") {
+    for (bool batch_norm : {true, false}) {
+        auto ddp = std::make_shared<nn::DistributedDataParallel>(nn::convert_sync_batchnorm(make_model(batch_norm)), 25.0, false);
+        const Tensor x(xg::test::global_randn({4, kIn}, 3));
+        distributed::reset_bytes_sent();
+        mean(ddp->forward(x)).backward();
+        const std::uint64_t forward_backward = distributed::bytes_sent();
+        ddp->reduce_gradients();
+        const std::uint64_t gradients = distributed::bytes_sent() - forward_backward;
+        std::size_t params = 0;
+        for (const Tensor& p : ddp->parameters()) params += p.value().size();
+        // SyncBatchNorm: (count, mean, sum of squares) of 8 channels forward, 2 sums back
+        CHECK(forward_backward == (batch_norm ? (3 + 2) * kHidden * sizeof(double) : 0u));
+        // the gradients and one has-a-gradient flag per parameter tensor
+        CHECK(gradients == (params + ddp->parameters().size()) * sizeof(double));
+    }
+}
+
+TEST_CASE("collectives: the same bits on every rank and run to run, errors on every rank", "[distributed]") {
+    const int world = distributed::world_size(), me = distributed::rank();
+    Array mine = xg::test::global_randn({1001}, 50 + static_cast<std::uint64_t>(me), 1e3);
+    Array first = mine, second = mine;
+    distributed::all_reduce(first);
+    distributed::all_reduce(second);
+    CHECK(max_diff_all_ranks(first, second) == 0.0);
+    Array from_zero = first;
+    distributed::broadcast(from_zero, 0);
+    CHECK(max_diff_all_ranks(first, from_zero) == 0.0);
+    Array expected = xt::zeros<double>({1001});
+    for (int r = 0; r < world; ++r) expected += xg::test::global_randn({1001}, 50 + static_cast<std::uint64_t>(r), 1e3);
+    CHECK(max_diff_all_ranks(first, expected) <= 1e-9);
+
+    Array average = mine;
+    distributed::all_reduce(average, distributed::ReduceOp::AVG);
+    CHECK(max_diff_all_ranks(average, expected / world) <= 1e-12 * 1e3);
+    Array biggest = Array({static_cast<double>(me)});
+    distributed::all_reduce(biggest, distributed::ReduceOp::MAX);
+    CHECK(biggest(0) == world - 1);
+
+    const Array rows = distributed::all_gather_rows(xt::ones<double>({static_cast<std::size_t>(me + 1), std::size_t{2}}));
+    CHECK(rows.shape() == Shape{static_cast<std::size_t>(world * (world + 1) / 2), 2});
+    CHECK(distributed::broadcast_string(me == 0 ? "from rank 0" : "") == "from rank 0");
+
+    if (world > 1) {
+        Array ragged = xt::zeros<double>({static_cast<std::size_t>(me + 1)});
+        CHECK_THROWS_WITH(distributed::all_reduce(ragged),
+                          Catch::Contains("distributed.all_reduce") && Catch::Contains("rank 0: (1,)") &&
+                              Catch::Contains("rank 1: (2,)"));
+    }
+}
+
+}  // namespace xg_test_data_parallel

@@ -1,0 +1,129 @@
+// SyncBatchNorm over the ranks of the job equals BatchNorm on the concatenated batch: outputs,
+// input gradients, weight and bias gradients (summed over the ranks), running statistics, within
+// 1e-12, with equal and unequal per-rank counts (and a rank with no rows). Run under mpirun
+// -np 2 and -np 3 (ctest -L distributed).
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "core/distributed.hpp"
+#include "nn/image_norm.hpp"
+#include "nn/layers.hpp"
+#include "nn/norm_layers.hpp"
+#include "nn/sync_batchnorm.hpp"
+#include "tests/distributed/distributed_support.hpp"
+
+namespace xg_test_sync_batchnorm {
+
+using namespace xg;
+using xg::test::max_diff_all_ranks;
+
+namespace {
+
+struct Case {
+    Shape trailing;  // the axes after N: (C), (C, L) or (C, H, W)
+    bool equal;
+    bool empty_rank;
+};
+
+std::string describe(const Case& c) {
+    return fmt::format("(N, {}) {}{}", fmt::join(c.trailing, ", "), c.equal ? "equal counts" : "unequal counts",
+                       c.empty_rank ? ", rank 1 empty" : "");
+}
+
+std::shared_ptr<nn::BatchNormBase> reference_norm(const Case& c, std::size_t C) {
+    if (c.trailing.size() == 3) return std::make_shared<nn::BatchNorm2d>(static_cast<std::int64_t>(C));
+    return std::make_shared<nn::BatchNorm1d>(static_cast<std::int64_t>(C));
+}
+
+void check_equivalence(const Case& c) {
+    const int world = distributed::world_size(), me = distributed::rank();
+    const auto counts = xg::test::rank_counts(world, 3, c.equal, c.empty_rank);
+    std::size_t total = 0;
+    for (std::size_t n : counts) total += n;
+    const std::size_t begin = xg::test::first_row(counts, me), end = begin + counts[me];
+    const std::size_t C = c.trailing[0];
+    Shape global_shape{total};
+    global_shape.insert(global_shape.end(), c.trailing.begin(), c.trailing.end());
+
+    auto sync = std::make_shared<nn::SyncBatchNorm>(static_cast<std::int64_t>(C));
+    auto ref = reference_norm(c, C);
+    const Array weight = xg::test::global_randn({C}, 5, 0.5, 1.0), bias = xg::test::global_randn({C}, 6);
+    sync->weight = Tensor(weight);
+    sync->bias = Tensor(bias);
+    ref->weight = Tensor(weight);
+    ref->bias = Tensor(bias);
+
+    // Two training steps, so that the running statistics are updated twice.
+    for (std::uint64_t step = 0; step < 2; ++step) {
+        const Array X = xg::test::global_randn(global_shape, 10 + step, 3.0, 2.0);
+        const Array G = xg::test::global_randn(global_shape, 20 + step);
+        sync->zero_grad();
+        ref->zero_grad();
+        Tensor x(xg::test::rows(X, begin, end), true), x_ref(X, true);
+        Tensor y = sync->forward(x), y_ref = ref->forward(x_ref);
+        y.backward(Tensor(xg::test::rows(G, begin, end)));
+        y_ref.backward(Tensor(G));
+
+        Array dw = sync->weight.grad_value(), db = sync->bias.grad_value();
+        distributed::all_reduce(dw);
+        distributed::all_reduce(db);
+        INFO(describe(c) << ", step " << step << ", " << world << " ranks");
+        CHECK(max_diff_all_ranks(y.value(), xg::test::rows(y_ref.value(), begin, end)) <= 1e-12);
+        CHECK(max_diff_all_ranks(x.grad_value(), xg::test::rows(x_ref.grad_value(), begin, end)) <= 1e-12);
+        CHECK(max_diff_all_ranks(dw, ref->weight.grad_value()) <= 1e-12);
+        CHECK(max_diff_all_ranks(db, ref->bias.grad_value()) <= 1e-12);
+        CHECK(max_diff_all_ranks(sync->running_mean.value(), ref->running_mean.value()) <= 1e-12);
+        CHECK(max_diff_all_ranks(sync->running_var.value(), ref->running_var.value()) <= 1e-12);
+        CHECK(sync->num_batches_tracked.item() == ref->num_batches_tracked.item());
+    }
+    // Evaluation normalises with the (identical) running statistics, without communication.
+    sync->eval();
+    ref->eval();
+    const Array X = xg::test::global_randn(global_shape, 30, 3.0, 2.0);
+    const Tensor y = sync->forward(Tensor(xg::test::rows(X, begin, end)));
+    CHECK(max_diff_all_ranks(y.value(), xg::test::rows(ref->forward(Tensor(X)).value(), begin, end)) <= 1e-12);
+}
+
+}  // namespace
+
+TEST_CASE("SyncBatchNorm equals BatchNorm on the concatenated batch", "[distributed][sync_batchnorm]") {
+    for (const Case& c : {Case{{4}, true, false}, Case{{4}, false, false}, Case{{3, 5}, true, false},
+                          Case{{3, 5}, false, false}, Case{{2, 3, 2}, false, false}, Case{{4}, false, true}}) {
+        check_equivalence(c);
+    }
+}
+
+TEST_CASE("SyncBatchNorm: a global batch of one value per channel throws on every rank", "[distributed][sync_batchnorm]") {
+    nn::SyncBatchNorm sync(2);
+    const bool first = distributed::rank() == 0;
+    const Tensor x = Tensor(xt::zeros<double>({first ? std::size_t{1} : std::size_t{0}, std::size_t{2}}));
+    CHECK_THROWS_WITH(sync.forward(x), Catch::Contains("SyncBatchNorm") && Catch::Contains("more than 1 value per channel"));
+}
+
+TEST_CASE("convert_sync_batchnorm replaces BatchNorm1d and BatchNorm2d, keeping their state", "[distributed][sync_batchnorm]") {
+    auto bn = std::make_shared<nn::BatchNorm1d>(3, 1e-3, 0.2);
+    bn->running_mean.mutable_value() = Array({1.0, 2.0, 3.0});
+    auto net = std::make_shared<nn::Sequential>(
+        std::initializer_list<std::shared_ptr<nn::Module>>{std::make_shared<nn::Linear>(2, 3), bn,
+                                                            std::make_shared<nn::BatchNorm2d>(4)});
+    auto converted = nn::convert_sync_batchnorm(net);
+    CHECK(converted == net);
+    auto sync = std::dynamic_pointer_cast<nn::SyncBatchNorm>((*net)[1]);
+    REQUIRE(sync != nullptr);
+    CHECK(sync->eps == 1e-3);
+    CHECK(*sync->momentum == 0.2);
+    CHECK(sync->running_mean.value() == Array({1.0, 2.0, 3.0}));
+    CHECK(std::dynamic_pointer_cast<nn::SyncBatchNorm>((*net)[2]) != nullptr);
+    CHECK(std::dynamic_pointer_cast<nn::Linear>((*net)[0]) != nullptr);
+    CHECK(nn::convert_sync_batchnorm(std::make_shared<nn::BatchNorm1d>(2))->name() == "SyncBatchNorm");
+}
+
+TEST_CASE("SyncBatchNorm names itself and the shapes for a bad input", "[distributed][sync_batchnorm][errors]") {
+    nn::SyncBatchNorm sync(3);
+    CHECK_THROWS_WITH(sync.forward(Tensor(xt::zeros<double>({std::size_t{4}, std::size_t{2}}))),
+                      Catch::Contains("SyncBatchNorm") && Catch::Contains("(N, 3, *)") && Catch::Contains("(4, 2)"));
+    CHECK_THROWS_WITH(sync.forward(Tensor(xt::zeros<double>({std::size_t{4}}))), Catch::Contains("(4,)"));
+    CHECK_THROWS_WITH(nn::SyncBatchNorm(0), Catch::Contains("SyncBatchNorm") && Catch::Contains("num_features"));
+}
+
+}  // namespace xg_test_sync_batchnorm
