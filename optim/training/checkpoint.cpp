@@ -154,7 +154,8 @@ TrainingProgress Checkpoint::restore(const NamedArrays& state) {
     validate(state);
     const Parts parts = split(state);
     model_.load_state_dict(parts.model);
-    // Optimizer before scheduler: the schedule recomputes lr from the restored initial_lr.
+    // The groups' lr come back with the optimizer's state; the scheduler only restores its step
+    // count, so a chain of schedules continues from exactly the saved lr.
     optimizer_.load_state_dict(parts.optim);
     if (scheduler_) scheduler_->load_state_dict(parts.sched);
     if (loader_) loader_->load_state_dict(parts.loader);
