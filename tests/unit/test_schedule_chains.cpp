@@ -1,7 +1,8 @@
 // Schedules on one optimizer compose as PyTorch's chainable schedulers do (issue 27, item 1):
 // chains of torch.optim.lr_scheduler classes against PyTorch (tests/fixtures/sched_chains,
 // sched_chain_issue27), step(epoch) against PyTorch's closed forms (sched_closed_form), the
-// warm-up schedules (no PyTorch class) multiplied into a chain, and a chain's exact resumption.
+// warm-up schedules (no PyTorch class) multiplied into a chain, and a chain's exact resumption
+// (by hand and through Checkpoint).
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -11,8 +12,10 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "nn/layers.hpp"
 #include "optim/schedule.hpp"
 #include "optim/sgd.hpp"
+#include "optim/training/checkpoint.hpp"
 #include "tests/support/fixtures.hpp"
 
 namespace xg_test_schedule_chains {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
@@ -218,6 +221,43 @@ TEST_CASE("a restored chain continues exactly where it was saved", "[schedule][i
             CHECK(straight(s, g) == (s < 7 ? head(s, g) : tail(s - 7, g)));
         }
     }
+}
+
+TEST_CASE("Checkpoint saves and restores every scheduler of a chain", "[schedule][issue27][checkpoint]") {
+    struct Run {
+        nn::Linear model{2, 2};
+        SGD opt{model.parameters(), SGDOptions(0.1)};
+        LinearLR warm{opt, 0.25, 1.0, 6};
+        StepLR decay{opt, 4, 0.5};
+        Checkpoint checkpoint{model, opt, std::vector<LRScheduler*>{&warm, &decay}};
+        void step() {
+            opt.step();
+            warm.step();
+            decay.step();
+        }
+    };
+    Run straight, first, resumed;
+    for (int i = 0; i < 5; ++i) straight.step(), first.step();
+    const NamedArrays state = first.checkpoint.collect({5, 0});
+    bool has_both = false;
+    for (const auto& entry : state) has_both = has_both || entry.first == "sched.1.last_step";
+    CHECK(has_both);
+    resumed.checkpoint.restore(state);
+    CHECK(resumed.decay.last_step() == 5);
+    for (int i = 0; i < 8; ++i) {
+        INFO("step " << 5 + i);
+        CHECK(resumed.opt.param_groups()[0].lr == straight.opt.param_groups()[0].lr);
+        straight.step();
+        resumed.step();
+    }
+    // A checkpoint of one scheduler does not fit a chain of two, and the other way round.
+    nn::Linear model(2, 2);
+    SGD opt(model.parameters(), SGDOptions(0.1));
+    StepLR only(opt, 4, 0.5);
+    Checkpoint single(model, opt, &only);
+    CHECK_THROWS_WITH(first.checkpoint.validate(single.collect({0, 0})), Contains("sched.last_step") && Contains("chain of 2"));
+    CHECK_THROWS_WITH(single.validate(state), Contains("last_step"));
+    CHECK_THROWS_WITH(Checkpoint(model, opt, std::vector<LRScheduler*>{&only, nullptr}), Contains("scheduler 1 of 2 is null"));
 }
 
 TEST_CASE("ConstantLR takes a factor in [0, 1], as PyTorch's", "[schedule][issue27]") {
