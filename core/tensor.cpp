@@ -441,6 +441,15 @@ std::vector<Tensor> numeric_backward_in_graph(Node& node, const Tensor& g) {
     return out;
 }
 
+// .grad under create_graph: the gradient as a tensor of the graph that computed it, added to what
+// is there. It keeps that graph alive (a reference cycle through `node` until zero_grad()).
+void accumulate_in_graph(Node& node, const Tensor& g) {
+    if (g.value().shape() != node.value.shape()) wrong_shape(node.op, 0, g.shape(), node);
+    const Tensor total = node.grad_graph ? add(Tensor(node.grad_graph), g) : node.grad ? add(Tensor(*node.grad), g) : g;
+    node.grad = total.value();
+    node.grad_graph = total.node();
+}
+
 // The create_graph walk: gradients are tensors, and each node's differentiable backward runs
 // with recording on, so the gradients it returns carry a graph of their own.
 void run_backward_graph(const std::vector<NodePtr>& roots, const std::vector<Tensor>& seeds, bool retain_graph,
@@ -475,14 +484,12 @@ void run_backward_graph(const std::vector<NodePtr>& roots, const std::vector<Ten
             if (node->is_leaf() || !targets->leads.count(node)) continue;
         } else {
             if (node->is_leaf()) {
-                if (g.value().shape() != node->value.shape()) wrong_shape(node->op, 0, g.shape(), *node);
-                const Tensor total = node->grad_graph ? add(Tensor(node->grad_graph), g)
-                                                      : node->grad ? add(Tensor(*node->grad), g) : g;
-                node->grad = total.value();
-                node->grad_graph = total.node();
+                accumulate_in_graph(*node, g);
                 continue;
             }
-            if (node->retains_grad) accumulate(*node, Array(g.value()), node->op);
+            // A retained gradient is differentiable under create_graph, as a leaf's is (PyTorch's
+            // retain_grad hook stores the graph's gradient, not a copy of its value).
+            if (node->retains_grad) accumulate_in_graph(*node, g);
         }
         check_not_freed(*node);
         const NodePtr& self = owner.at(node);

@@ -40,7 +40,8 @@ template <class F, class = std::enable_if_t<std::is_floating_point<F>::value>>
 Tensor embedding(const Indices& indices, const Tensor& weight, F padding_idx) = delete;
 
 /// Zeroes each element with probability p and scales survivors by 1 / (1 - p) (inverted
-/// dropout); the identity when !training or p == 0. p must be in [0, 1).
+/// dropout); the identity when !training or p == 0; zeros (x * 0, gradient 0, no draw) when
+/// p == 1, as PyTorch. p must be in [0, 1].
 Tensor dropout(const Tensor& x, double p, bool training = true, Generator& gen = default_generator());
 
 /// Which GELU formula: none = exact x * Phi(x) with erf; tanh = PyTorch's tanh approximation.

@@ -8,11 +8,15 @@
 namespace xg::nn::functional {
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
-    if (!(p >= 0.0 && p < 1.0)) fail("dropout", fmt::format("probability p must be in [0, 1), got {}", p));
+    if (!(p >= 0.0 && p <= 1.0)) fail("dropout", fmt::format("probability p must be in [0, 1], got {}", p));
     if (!training || p == 0.0) return x;
-    const double keep_scale = 1.0 / (1.0 - p);
     Array mask = Array::from_shape(x.value().shape());  // 0 or 1/(1-p) per element
-    for (double& m : mask) m = gen.uniform() < p ? 0.0 : keep_scale;
+    if (p == 1.0) {
+        mask.fill(0.0);  // everything dropped, nothing drawn: PyTorch's x * 0 (and gradient 0)
+    } else {
+        const double keep_scale = 1.0 / (1.0 - p);
+        for (double& m : mask) m = gen.uniform() < p ? 0.0 : keep_scale;
+    }
     Array out = Array::from_shape(x.value().shape());
     const double* px = x.value().data();
     for (std::size_t i = 0; i < out.size(); ++i) out.data()[i] = px[i] * mask.data()[i];

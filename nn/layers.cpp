@@ -79,7 +79,7 @@ std::string Embedding::extra_repr() const {
 // ---- Dropout ------------------------------------------------------------------------------------
 
 Dropout::Dropout(double prob) : p(prob) {
-    if (!(p >= 0.0 && p < 1.0)) fail("Dropout", fmt::format("probability p must be in [0, 1), got {}", p));
+    if (!(p >= 0.0 && p <= 1.0)) fail("Dropout", fmt::format("probability p must be in [0, 1], got {}", p));
 }
 
 Tensor Dropout::forward(const Tensor& x) { return functional::dropout(x, p, is_training()); }

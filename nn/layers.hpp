@@ -76,7 +76,8 @@ public:
 /// Inverted dropout in training; the identity in eval. Masks come from the default generator.
 class Dropout : public Module {
 public:
-    /// `p` is the probability of zeroing an element, in [0, 1) (else xg::Error).
+    /// `p` is the probability of zeroing an element, in [0, 1] (else xg::Error); p = 1 zeroes
+    /// everything in training, as PyTorch.
     explicit Dropout(double p = 0.5);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;

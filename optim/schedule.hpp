@@ -1,9 +1,12 @@
-// Learning-rate schedules: each sets every group's lr = initial_lr * factor(step), like
-// torch.optim.lr_scheduler.LambdaLR (CosineAnnealingLR adds its eta_min floor). Construction
-// applies factor(0); call step() once per iteration (or epoch) after optimizer.step(). The exact
-// formulas are in tests/fixtures/README.md (sched_*). PyTorch's own LinearLR, StepLR,
-// MultiStepLR and CosineAnnealingLR update lr recursively; the closed forms here give the same
-// values up to rounding, and test_schedule.cpp checks them against PyTorch.
+// Learning-rate schedules, chainable as PyTorch's: step() scales each group's *current* lr (the
+// recursive `get_lr` of torch.optim.lr_scheduler 1.13, operation for operation), so two schedules
+// on one optimizer compose - a warm-up times a step decay - instead of the last one overwriting
+// the other. Alone, a schedule gives initial_lr * factor(step) up to rounding (factor() is its
+// closed form; step(epoch) jumps to it, as PyTorch's deprecated step(epoch) does). Construction
+// applies step 0; call step() once per iteration (or epoch) after optimizer.step(). LambdaLR is
+// the exception, as in PyTorch: it sets initial_lr * lambda(step), whatever others did.
+// docs/training.md ("Schedules") has the table; tests/unit/test_schedule.cpp and
+// test_parity_optim.cpp check single schedules and chains against PyTorch.
 #pragma once
 
 #include <cstdint>
@@ -14,34 +17,44 @@
 
 namespace xg::optim {
 
-/// The base of the schedules: every group's lr = initial_lr * factor(step), like LambdaLR.
+/// The base of the schedules. step() runs the chainable update on every group; factor() is the
+/// closed form, the multiplier of initial_lr when the schedule runs alone.
 class LRScheduler {
 public:
     virtual ~LRScheduler() = default;
-    /// Advances one iteration and sets each group's lr to initial_lr * factor(new step).
+    /// Advances one iteration and rescales each group's current lr (PyTorch's step()).
     void step();
-    /// The multiplier of initial_lr at iteration `step` (0-based).
+    /// Jumps to iteration `epoch` (>= 0) and sets each group's lr to the closed form from its
+    /// initial lr, discarding what other schedules did (PyTorch's deprecated step(epoch)).
+    void step(std::int64_t epoch);
+    /// The multiplier of initial_lr at iteration `step` (0-based) when this schedule runs alone.
     virtual double factor(std::int64_t step) const = 0;
-    /// Iterations done so far (the argument of the current factor).
+    /// Iterations done so far.
     std::int64_t last_step() const { return last_step_; }
     /// The current lr of group 0.
     double lr() const;
 
-    /// {"last_step"}: restoring it (after the optimizer's own state) recomputes every group's lr.
+    /// {"last_step"}. The lr itself is the optimizer's state (param_groups.<g>.lr), as in PyTorch:
+    /// restore the optimizer's state_dict too (Checkpoint does both).
     NamedArrays state_dict() const;
     /// Checks a state_dict() (one whole non-negative 'last_step') and throws xg::Error if it is not
     /// one; changes nothing.
     void validate_state_dict(const NamedArrays& state) const;
-    /// Validates, then restores last_step and recomputes every group's lr.
+    /// Validates, then restores last_step; leaves the groups' lr alone (they come from the
+    /// optimizer's state_dict), so a restored chain continues exactly where it was saved.
     void load_state_dict(const NamedArrays& state);
 
 protected:
     /// Binds `optimizer` (which must outlive the scheduler); throws xg::Error if it has no groups.
     explicit LRScheduler(Optimizer& optimizer);
-    /// Subclasses call this at the end of their constructor (factor() is virtual).
+    /// Subclasses call this at the end of their constructor (the step-0 update is virtual).
     void apply();
-    /// A group's lr at `step` from its initial lr: initial_lr * factor(step) unless overridden.
-    virtual double lr_at(std::int64_t step, double initial_lr) const { return initial_lr * factor(step); }
+    /// The chainable update (PyTorch's get_lr): a group's lr at last_step() from its current lr.
+    /// By default a multiplicative rescale, lr / factor(step - 1) * factor(step), which is
+    /// initial_lr * factor(step) exactly while the lr is still this schedule's closed form.
+    virtual double chained_lr(double lr, double initial_lr) const;
+    /// The closed form (PyTorch's _get_closed_form_lr): initial_lr * factor(last_step()).
+    virtual double closed_form_lr(double initial_lr) const { return initial_lr * factor(last_step_); }
 
 private:
     Optimizer& optimizer_;
@@ -51,9 +64,14 @@ private:
 /// factor = `factor` for the first total_iters steps, then 1 (torch's ConstantLR; defaults: always 1).
 class ConstantLR : public LRScheduler {
 public:
-    /// Throws xg::Error for a negative or non-finite factor or negative total_iters.
+    /// PyTorch's check: factor in [0, 1]; and factor 0 only with total_iters 0 (the chainable
+    /// update divides by the factor at total_iters, where PyTorch would divide by zero); total_iters
+    /// >= 0. Otherwise xg::Error naming ConstantLR and the value.
     explicit ConstantLR(Optimizer& optimizer, double factor = 1.0, std::int64_t total_iters = 0);
     double factor(std::int64_t step) const override;
+
+protected:
+    double chained_lr(double lr, double initial_lr) const override;
 
 private:
     double factor_;
@@ -101,13 +119,17 @@ private:
 };
 
 /// factor = lr_lambda(step) for any callable (torch's LambdaLR), e.g.
-/// `LambdaLR(opt, [](std::int64_t s) { return std::pow(0.95, s); })`.
+/// `LambdaLR(opt, [](std::int64_t s) { return std::pow(0.95, s); })`. Not chainable, as in
+/// PyTorch: every step sets lr = initial_lr * lr_lambda(step), overwriting other schedules.
 class LambdaLR : public LRScheduler {
 public:
     /// Throws xg::Error if lr_lambda is empty; factor() throws if it returns a negative or
     /// non-finite value.
     LambdaLR(Optimizer& optimizer, std::function<double(std::int64_t)> lr_lambda);
     double factor(std::int64_t step) const override;
+
+protected:
+    double chained_lr(double lr, double initial_lr) const override;
 
 private:
     std::function<double(std::int64_t)> lambda_;
@@ -123,6 +145,9 @@ public:
                       std::int64_t total_iters = 5);
     double factor(std::int64_t step) const override;
 
+protected:
+    double chained_lr(double lr, double initial_lr) const override;
+
 private:
     double start_, end_;
     std::int64_t total_;
@@ -134,6 +159,9 @@ public:
     /// Throws xg::Error unless step_size > 0 and gamma is finite and >= 0.
     StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma = 0.1);
     double factor(std::int64_t step) const override;
+
+protected:
+    double chained_lr(double lr, double initial_lr) const override;
 
 private:
     std::int64_t step_size_;
@@ -149,14 +177,18 @@ public:
     MultiStepLR(Optimizer& optimizer, std::vector<std::int64_t> milestones, double gamma = 0.1);
     double factor(std::int64_t step) const override;
 
+protected:
+    double chained_lr(double lr, double initial_lr) const override;
+
 private:
     std::vector<std::int64_t> milestones_;  // sorted
     double gamma_;
 };
 
 /// Half a cosine from each group's initial lr down to eta_min over T_max steps (torch's
-/// CosineAnnealingLR, which keeps following the cosine past T_max):
-///   lr = eta_min + (initial_lr - eta_min) * factor(step),  factor = (1 + cos(pi * step / T_max)) / 2.
+/// CosineAnnealingLR, which keeps following the cosine past T_max). Alone:
+///   lr = eta_min + (initial_lr - eta_min) * factor(step),  factor = (1 + cos(pi * step / T_max)) / 2;
+/// in a chain its update is PyTorch's recursive one, affine around eta_min.
 class CosineAnnealingLR : public LRScheduler {
 public:
     /// Throws xg::Error unless T_max > 0 and eta_min is finite and >= 0.
@@ -164,7 +196,8 @@ public:
     double factor(std::int64_t step) const override;
 
 protected:
-    double lr_at(std::int64_t step, double initial_lr) const override;
+    double chained_lr(double lr, double initial_lr) const override;
+    double closed_form_lr(double initial_lr) const override;
 
 private:
     std::int64_t t_max_;

@@ -1601,7 +1601,7 @@ def main():
                mini_model, optimizers, schedules,
                conv2d, conv1d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batchnorm_4d,
                group_norm, instance_norm, layernorm_chw,
-               lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell, layer_norm_double_backward) + ISSUE13_CASES + ISSUE17_CASES + (
+               lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell, layer_norm_double_backward) + ISSUE13_CASES + ISSUE17_CASES + ISSUE27_CASES + (
                double_backward_fused, mlp_hvp, distributed_sampler):
         fn()
     write_readme()
@@ -1740,6 +1740,114 @@ batch_first=True) does (checked here: without QK-norm it matches that module to 
 
 
 ISSUE17_CASES = (dyt, mha_qk_norm)
+
+
+# --------------------------------------------------------------------------
+# issue 27: chained schedulers and step(epoch) (self-contained block; main() runs ISSUE27_CASES)
+# --------------------------------------------------------------------------
+
+def _two_group_sgd():
+    a, b = torch.zeros(1, requires_grad=True), torch.zeros(1, requires_grad=True)
+    return torch.optim.SGD([{"params": [a], "lr": 0.5}, {"params": [b], "lr": 0.1}], lr=1.0)
+
+
+def sched_chain_issue27():
+    c = Case("sched_chain_issue27", 511, """
+The issue's example: `opt = SGD([w], lr=1.0)`, `LinearLR(opt, start_factor=0.25, end_factor=1.0,
+total_iters=4)` and `StepLR(opt, step_size=3, gamma=0.5)` on the same optimizer, constructed in
+that order. For step = 0..7: record the lr, then `opt.step()`, then both schedulers' `step()` in
+construction order. PyTorch's schedulers are chainable (each scales the group's current lr), so
+the two compose multiplicatively.""")
+    w = torch.zeros(1, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=1.0)
+    s = torch.optim.lr_scheduler
+    chain = [s.LinearLR(opt, start_factor=0.25, end_factor=1.0, total_iters=4), s.StepLR(opt, step_size=3, gamma=0.5)]
+    lrs = []
+    for _ in range(8):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        for sched in chain:
+            sched.step()
+    assert lrs == [0.25, 0.4375, 0.625, 0.40625, 0.5, 0.5, 0.25, 0.25], lrs
+    c.save("lr", np.array(lrs, dtype=np.float64), "lr at steps 0..7")
+
+
+SCHED_CHAINS = (
+    ("linear_step", "LinearLR(opt, 0.25, 1.0, total_iters=8); StepLR(opt, 7, 0.5)",
+     lambda o, s: [s.LinearLR(o, 0.25, 1.0, total_iters=8), s.StepLR(o, 7, 0.5)]),
+    ("multistep_cosine", "MultiStepLR(opt, [5, 12, 12], 0.5); CosineAnnealingLR(opt, T_max=10, eta_min=0.01)",
+     lambda o, s: [s.MultiStepLR(o, [5, 12, 12], 0.5), s.CosineAnnealingLR(o, T_max=10, eta_min=0.01)]),
+    ("cosine_multistep", "CosineAnnealingLR(opt, T_max=10, eta_min=0.01); MultiStepLR(opt, [5, 12, 12], 0.5)",
+     lambda o, s: [s.CosineAnnealingLR(o, T_max=10, eta_min=0.01), s.MultiStepLR(o, [5, 12, 12], 0.5)]),
+    ("constant_linear_step", "ConstantLR(opt, 0.5, total_iters=4); LinearLR(opt, 1.0, 0.2, total_iters=12); "
+     "StepLR(opt, 10, 0.3)",
+     lambda o, s: [s.ConstantLR(o, 0.5, total_iters=4), s.LinearLR(o, 1.0, 0.2, total_iters=12), s.StepLR(o, 10, 0.3)]),
+    ("lambda_step", "LambdaLR(opt, lambda s: 0.95 ** s); StepLR(opt, 7, 0.5)",
+     lambda o, s: [s.LambdaLR(o, lambda e: 0.95 ** e), s.StepLR(o, 7, 0.5)]),
+    ("step_lambda", "StepLR(opt, 7, 0.5); LambdaLR(opt, lambda s: 0.95 ** s)",
+     lambda o, s: [s.StepLR(o, 7, 0.5), s.LambdaLR(o, lambda e: 0.95 ** e)]),
+)
+
+
+def sched_chains():
+    doc = """
+Chains of torch.optim.lr_scheduler classes on one optimizer: `SGD` with two parameter groups,
+lr 0.5 and 0.1; the schedulers are constructed in the order listed (each constructor scales the
+lr its predecessors left). For step = 0..29: record both groups' lr, then `opt.step()`, then
+every scheduler's `step()` in construction order. `lr_<chain>.npy` (30, 2): column g = group g.
+LinearLR, StepLR, MultiStepLR, ConstantLR and CosineAnnealingLR are chainable (they scale the
+current lr; CosineAnnealingLR's update is affine, around eta_min); LambdaLR is not (it sets
+`initial_lr * lambda(step)`, discarding what the others did). Chains:
+""" + "".join("* `%s`: `%s`\n" % (name, src) for name, src, _ in SCHED_CHAINS)
+    c = Case("sched_chains", 512, doc)
+    for name, _, make in SCHED_CHAINS:
+        opt = _two_group_sgd()
+        chain = make(opt, torch.optim.lr_scheduler)
+        lrs = []
+        for _ in range(30):
+            lrs.append([g["lr"] for g in opt.param_groups])
+            opt.step()
+            for sched in chain:
+                sched.step()
+        c.save("lr_" + name, np.array(lrs, dtype=np.float64), "lr of groups 0 and 1 at steps 0..29 (30,2)")
+
+
+SCHED_EPOCHS = [3, 0, 7, 8, 20, 13, 40, 5]
+
+SCHED_CLOSED = (
+    ("constant", "ConstantLR(opt, 0.5, total_iters=4)", lambda o, s: s.ConstantLR(o, 0.5, total_iters=4)),
+    ("linear", "LinearLR(opt, 0.25, 1.0, total_iters=8)", lambda o, s: s.LinearLR(o, 0.25, 1.0, total_iters=8)),
+    ("step", "StepLR(opt, 7, 0.5)", lambda o, s: s.StepLR(o, 7, 0.5)),
+    ("multistep", "MultiStepLR(opt, [10, 3, 20, 10], 0.3)", lambda o, s: s.MultiStepLR(o, [10, 3, 20, 10], 0.3)),
+    ("cosine", "CosineAnnealingLR(opt, T_max=12, eta_min=0.01)",
+     lambda o, s: s.CosineAnnealingLR(o, T_max=12, eta_min=0.01)),
+    ("lambda", "LambdaLR(opt, lambda s: 0.95 ** s)", lambda o, s: s.LambdaLR(o, lambda e: 0.95 ** e)),
+)
+
+
+def sched_closed_form():
+    import warnings
+    doc = """
+`sched.step(epoch)` (deprecated in PyTorch, still supported): the lr jumps to the scheduler's
+closed form at `epoch` (`_get_closed_form_lr`; LambdaLR's `get_lr` is one), from `initial_lr`.
+`SGD` with two parameter groups, lr 0.5 and 0.1, one scheduler; for epoch in %s: `step(epoch)`,
+then record both groups' lr. `lr_<name>.npy` (%d, 2). Schedulers:
+""" % (SCHED_EPOCHS, len(SCHED_EPOCHS)) + "".join("* `%s`: `%s`\n" % (name, src) for name, src, _ in SCHED_CLOSED)
+    c = Case("sched_closed_form", 513, doc)
+    for name, _, make in SCHED_CLOSED:
+        opt = _two_group_sgd()
+        sched = make(opt, torch.optim.lr_scheduler)
+        lrs = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the EPOCH_DEPRECATION_WARNING
+            for epoch in SCHED_EPOCHS:
+                opt.step()
+                sched.step(epoch)
+                lrs.append([g["lr"] for g in opt.param_groups])
+        c.save("lr_" + name, np.array(lrs, dtype=np.float64), "lr of groups 0 and 1 after each step(epoch)")
+
+
+ISSUE27_CASES = (sched_chain_issue27, sched_chains, sched_closed_form)
 
 
 if __name__ == "__main__":

@@ -18,12 +18,14 @@
 #include "core/random.hpp"
 #include "core/tensor.hpp"
 #include "core/threads.hpp"
+#include "core/transforms.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 
 /// \namespace xg
 /// Core (core/): xg::Tensor and the autograd graph, primitive differentiable ops, gradcheck,
-/// random numbers, printing, file I/O (.npy/.npz/IDX) and graph pictures (to_dot).
+/// function transforms (vjp, jvp, jacobian, hessian, hvp), random numbers, printing, file I/O
+/// (.npy/.npz/IDX) and graph pictures (to_dot).
 
 /// \namespace xg::nn
 /// Modules and layers (nn/): Module, Sequential, Linear, LayerNorm, BatchNorm1d, RMSNorm, GELU,

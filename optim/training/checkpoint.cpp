@@ -97,7 +97,55 @@ void validate_model(const nn::Module& model, const NamedArrays& saved) {
 }  // namespace
 
 Checkpoint::Checkpoint(nn::Module& model, Optimizer& optimizer, LRScheduler* scheduler, DataLoader* loader)
-    : model_(model), optimizer_(optimizer), scheduler_(scheduler), loader_(loader) {}
+    : model_(model), optimizer_(optimizer), loader_(loader) {
+    if (scheduler) schedulers_.push_back(scheduler);
+}
+
+Checkpoint::Checkpoint(nn::Module& model, Optimizer& optimizer, std::vector<LRScheduler*> schedulers, DataLoader* loader)
+    : model_(model), optimizer_(optimizer), schedulers_(std::move(schedulers)), loader_(loader) {
+    for (std::size_t i = 0; i < schedulers_.size(); ++i) {
+        if (!schedulers_[i]) fail("Checkpoint", fmt::format("scheduler {} of {} is null", i, schedulers_.size()));
+    }
+}
+
+namespace {
+
+// A scheduler's keys: sched.<key> for one, sched.<i>.<key> for each of a chain.
+std::string sched_prefix(std::size_t i, std::size_t count) {
+    return count == 1 ? std::string("sched.") : fmt::format("sched.{}.", i);
+}
+
+// The 'sched.' entries (prefix stripped) split per bound scheduler; throws for an entry that
+// belongs to none and for a scheduler with no entries.
+std::vector<NamedArrays> split_schedulers(const NamedArrays& sched, std::size_t count) {
+    if (count == 0) {
+        if (!sched.empty()) fail(kOp, "the checkpoint holds scheduler state ('sched.') but no scheduler was given to restore it");
+        return {};
+    }
+    if (count == 1) {
+        if (sched.empty()) fail(kOp, "a scheduler was given but the checkpoint holds no 'sched.' state");
+        return {sched};
+    }
+    std::vector<NamedArrays> per(count);
+    for (const auto& [key, value] : sched) {
+        const std::size_t dot = key.find('.');
+        const std::string index = key.substr(0, dot);
+        const bool numbered = dot != std::string::npos && !index.empty() && index.size() < 6 &&
+                              index.find_first_not_of("0123456789") == std::string::npos;
+        const std::size_t i = numbered ? std::stoul(index) : count;
+        if (i >= count) {
+            fail(kOp, fmt::format("unexpected entry 'sched.{}' for a chain of {} schedulers (sched.<0..{}>.<key>)", key, count,
+                                  count - 1));
+        }
+        per[i].emplace_back(key.substr(dot + 1), value);
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+        if (per[i].empty()) fail(kOp, fmt::format("the checkpoint holds no state for scheduler {} of {} ('sched.{}.')", i, count, i));
+    }
+    return per;
+}
+
+}  // namespace
 
 NamedArrays Checkpoint::collect(const TrainingProgress& progress) const {
     if (progress.step < 0 || progress.epoch < 0) {
@@ -109,7 +157,9 @@ NamedArrays Checkpoint::collect(const TrainingProgress& progress) const {
     out.emplace_back("meta.epoch", scalar_array(static_cast<double>(progress.epoch)));
     append_prefixed(out, "model.", model_.state_dict());
     append_prefixed(out, "optim.", optimizer_.state_dict());
-    if (scheduler_) append_prefixed(out, "sched.", scheduler_->state_dict());
+    for (std::size_t i = 0; i < schedulers_.size(); ++i) {
+        append_prefixed(out, sched_prefix(i, schedulers_.size()), schedulers_[i]->state_dict());
+    }
     if (loader_) append_prefixed(out, "loader.", loader_->state_dict());
     out.emplace_back("rng.default", bytes_to_array(default_generator().state()));
     return out;
@@ -133,12 +183,8 @@ void Checkpoint::validate(const NamedArrays& state) const {
     }
     validate_model(model_, parts.model);
     optimizer_.validate_state_dict(parts.optim);
-    if (scheduler_) {
-        if (parts.sched.empty()) fail(kOp, "a scheduler was given but the checkpoint holds no 'sched.' state");
-        scheduler_->validate_state_dict(parts.sched);
-    } else if (!parts.sched.empty()) {
-        fail(kOp, "the checkpoint holds scheduler state ('sched.') but no scheduler was given to restore it");
-    }
+    const std::vector<NamedArrays> sched = split_schedulers(parts.sched, schedulers_.size());
+    for (std::size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->validate_state_dict(sched[i]);
     if (loader_) {
         if (parts.loader.empty()) fail(kOp, "a DataLoader was given but the checkpoint holds no 'loader.' state");
         loader_->validate_state_dict(parts.loader);
@@ -154,9 +200,11 @@ TrainingProgress Checkpoint::restore(const NamedArrays& state) {
     validate(state);
     const Parts parts = split(state);
     model_.load_state_dict(parts.model);
-    // Optimizer before scheduler: the schedule recomputes lr from the restored initial_lr.
+    // The groups' lr come back with the optimizer's state; the scheduler only restores its step
+    // count, so a chain of schedules continues from exactly the saved lr.
     optimizer_.load_state_dict(parts.optim);
-    if (scheduler_) scheduler_->load_state_dict(parts.sched);
+    const std::vector<NamedArrays> sched = split_schedulers(parts.sched, schedulers_.size());
+    for (std::size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(sched[i]);
     if (loader_) loader_->load_state_dict(parts.loader);
     default_generator().set_state(array_to_bytes(*parts.rng, "checkpoint entry 'rng.default'"));
     return TrainingProgress{static_cast<std::int64_t>(meta_value(parts, "meta.step")),

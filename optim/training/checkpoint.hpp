@@ -4,13 +4,15 @@
 // Keys (float64 arrays, except the model's int64 buffers such as num_batches_tracked; numpy.load
 // reads the file):
 //   meta.format (1), meta.step, meta.epoch   model.<state_dict key>   optim.<optimizer key>
-//   sched.<key> (if a scheduler is bound)    loader.<key> (if a loader is bound)
+//   sched.<key> (if a scheduler is bound; sched.<i>.<key> for each of a chain of schedulers)
+//   loader.<key> (if a loader is bound)
 //   rng.default: xg::default_generator()'s state as bytes (Dropout, init)
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "nn/module.hpp"
 #include "optim/training/data.hpp"
@@ -33,6 +35,10 @@ class Checkpoint {
 public:
     /// Binds the run's objects by reference; they must outlive the Checkpoint.
     Checkpoint(nn::Module& model, Optimizer& optimizer, LRScheduler* scheduler = nullptr, DataLoader* loader = nullptr);
+    /// Binds a chain of schedulers on the optimizer (in the order they are stepped), saved as
+    /// sched.<i>.<key>; a chain of one is saved as a single scheduler is. Throws xg::Error for a
+    /// null scheduler.
+    Checkpoint(nn::Module& model, Optimizer& optimizer, std::vector<LRScheduler*> schedulers, DataLoader* loader = nullptr);
 
     /// Everything as named arrays (the file's contents).
     NamedArrays collect(const TrainingProgress& progress) const;
@@ -53,7 +59,7 @@ public:
 private:
     nn::Module& model_;
     Optimizer& optimizer_;
-    LRScheduler* scheduler_;
+    std::vector<LRScheduler*> schedulers_;
     DataLoader* loader_;
 };
 

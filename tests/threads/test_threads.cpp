@@ -3,6 +3,7 @@
 // work at each thread count on fresh copies of the same inputs and compares outputs, gradients
 // and parameters byte for byte. Sizes are above the kernels' parallel thresholds (32 K elements)
 // and give reductions several fixed chunks, so the threads really split the work.
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -78,6 +79,23 @@ TEST_CASE("threads: set_num_threads sets the count and rejects counts below 1", 
     xg::set_num_threads(1);
     CHECK(xg::get_num_threads() == 1);
     CHECK_THROWS_WITH(xg::set_num_threads(0), Catch::Matchers::Contains("set_num_threads") && Catch::Matchers::Contains("got 0"));
+}
+
+// Hidden: ctest runs it as threads.bad_XGRAD_NUM_THREADS=<value>, in a process started with that
+// bad value (tests/CMakeLists.txt). Before the count is resolved, asking for it - directly or
+// through any op - throws naming the variable and the value; set_num_threads still works.
+TEST_CASE("threads: a bad XGRAD_NUM_THREADS is refused by name", "[.bad_env]") {
+    using Catch::Matchers::Contains;
+    const char* value = std::getenv("XGRAD_NUM_THREADS");
+    REQUIRE(value != nullptr);
+    const std::string quoted = std::string("'") + value + "'";
+    CHECK_THROWS_WITH(xg::get_num_threads(), Contains("XGRAD_NUM_THREADS") && Contains(quoted));
+    CHECK_THROWS_WITH(xg::get_num_threads(), Contains("XGRAD_NUM_THREADS"));  // every time, not only the first
+    const Tensor a(random_array({2, 3}, 1)), b(random_array({3, 2}, 2));
+    CHECK_THROWS_WITH(xg::matmul(a, b), Contains("XGRAD_NUM_THREADS") && Contains(quoted));
+    xg::set_num_threads(2);
+    CHECK(xg::get_num_threads() == 2);
+    CHECK(xg::matmul(a, b).shape() == Shape{2, 2});
 }
 
 TEST_CASE("threads: the normalisation kernels give the same bits at 1, 2 and 3 threads", "[threads]") {

@@ -244,7 +244,7 @@ TEST_CASE("Dropout: inverted scaling, eval identity, seeded, validated p", "[nn]
     drop.eval();
     CHECK(drop.forward(x).node() == x.node());
     CHECK(nn::Dropout(0.0).forward(x).node() == x.node());
-    CHECK_THROWS_WITH(nn::Dropout(1.0), Contains("Dropout: probability p must be in [0, 1), got 1"));
+    CHECK_THROWS_WITH(nn::Dropout(1.5), Contains("Dropout: probability p must be in [0, 1], got 1.5"));  // p = 1: test_issue27_bugs.cpp
     CHECK_THROWS_WITH(nn::functional::dropout(x, -0.1), Contains("dropout"));
 }
 

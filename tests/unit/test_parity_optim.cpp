@@ -103,10 +103,15 @@ TEST_CASE("the new schedules check their arguments and restore from state_dict",
     for (int i = 0; i < 4; ++i) cosine.step();
     const double lr_after_4 = cosine.lr();
     const auto state = cosine.state_dict();
-    CosineAnnealingLR fresh(opt, 10, 0.02);
+    // Restored as after a restart: a fresh optimizer and schedule, the optimizer's state (which
+    // holds the lr) and the schedule's step count. A second schedule on `opt` itself would chain.
+    SGD restored({w}, SGDOptions(0.2));
+    CosineAnnealingLR fresh(restored, 10, 0.02);
     CHECK(fresh.lr() == 0.2);
+    restored.load_state_dict(opt.state_dict());
     fresh.load_state_dict(state);
     CHECK(fresh.lr() == lr_after_4);
+    CHECK(fresh.last_step() == 4);
     CHECK(fresh.factor(10) == 0.0);  // lr reaches eta_min at T_max
     MultiStepLR steps(opt, {2, 2}, 0.5);
     CHECK(steps.factor(1) == 1.0);

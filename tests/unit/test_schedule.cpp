@@ -60,13 +60,22 @@ TEST_CASE("ConstantLR and scheduler state", "[schedule]") {
     constant.step();
     CHECK(constant.lr() == 0.2);
 
+    // The lr is the optimizer's state, as in PyTorch; the schedule restores its step count. (A
+    // second schedule on the same optimizer would compose with the first, so the restore goes to
+    // a fresh optimizer, as after a restart.)
     optim::LinearWarmup warm(opt, 10);
     for (int i = 0; i < 3; ++i) warm.step();
+    CHECK(opt.param_groups()[0].lr == 0.2 * 0.4);
     const auto state = warm.state_dict();
-    optim::LinearWarmup fresh(opt, 10);
+    optim::SGD restored({a}, optim::SGDOptions(0.2));
+    optim::LinearWarmup fresh(restored, 10);
+    restored.load_state_dict(opt.state_dict());
     fresh.load_state_dict(state);
     CHECK(fresh.last_step() == 3);
-    CHECK(opt.param_groups()[0].lr == 0.2 * 0.4);
+    CHECK(restored.param_groups()[0].lr == opt.param_groups()[0].lr);
+    warm.step();
+    fresh.step();
+    CHECK(restored.param_groups()[0].lr == opt.param_groups()[0].lr);
     CHECK_THROWS_WITH(fresh.load_state_dict({{"last_step", Array{-1.0}}}), Catch::Contains("last_step"));
     CHECK_THROWS_WITH(optim::WarmupCosine(opt, 10, 5), Catch::Contains("warmup_steps"));
     CHECK_THROWS_WITH(optim::LinearWarmup(opt, 0), Catch::Contains("warmup_steps must be positive"));

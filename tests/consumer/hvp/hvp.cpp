@@ -1,6 +1,7 @@
 // Hessian-vector products of a loss through layer_norm, from a program built against the
 // installed package: xg::grad with create_graph through the fused op, and through its composed
-// twin, must agree to 1e-10. Exits 1 (and says why) if they do not.
+// twin, must agree to 1e-10; and xg::hvp, declared by <xgrad/xgrad.hpp> alone, must give 6 x v
+// for sum(x^3). Exits 1 (and says why) if not.
 #include <cmath>
 #include <cstdio>
 
@@ -40,6 +41,15 @@ int main() {
     if (!(worst <= 1e-10) || scale == 0.0) {
         std::printf("FAILED: expected agreement to 1e-10 and a nonzero product\n");
         return 1;
+    }
+    // xg::hvp (core/transforms.hpp) through the umbrella header alone: H v of sum(x^3) is 6 x v.
+    const xg::Tensor x({1.0, -2.0, 0.5}), v({0.5, 1.0, -3.0});
+    const xg::Tensor hv = xg::hvp([](const xg::Tensor& t) { return xg::sum(t * t * t); }, x, v).second;
+    for (std::size_t k = 0; k < 3; ++k) {
+        if (std::fabs(hv(k) - 6.0 * x(k) * v(k)) > 1e-12) {
+            std::printf("FAILED: xg::hvp gave %.17g at %zu, expected %.17g\n", hv(k), k, 6.0 * x(k) * v(k));
+            return 1;
+        }
     }
     std::printf("hvp ok\n");
     return 0;
