@@ -207,6 +207,13 @@ std::string seeds_of_figure(const std::string& svg_path) {
 }
 
 std::string write_report(const std::vector<TutorialRun>& runs, const ReportInputs& in) {
+    // A fresh report: pages and figures of programs not in this run would be stale.
+    if (fs::is_directory(in.report_dir)) {
+        for (const auto& entry : fs::directory_iterator(in.report_dir)) {
+            if (entry.path().extension() == ".html") fs::remove(entry.path());
+        }
+        fs::remove_all(fs::path(in.report_dir) / "figures");
+    }
     fs::create_directories(fs::path(in.report_dir) / "figures");
     // The guides' own pictures (docs/tutorials/img, from --full runs) beside the pages, as the guides link them.
     const fs::path guide_images = fs::path(in.source_dir) / "docs/tutorials/img";
