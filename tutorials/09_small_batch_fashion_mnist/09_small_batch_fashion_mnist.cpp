@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
         plot += fmt::format("{}'{}' using 1:(100*${}) with linespoints lw 2 pt {} dt {} lc rgb '{}' title '{}'", i ? ", " : "",
                             csv_path, i + 2, bn ? 7 : 5, small ? 2 : 1, bn ? "#c0392b" : "#2471a3", rows[0][i + 1]);
     }
-    if (gnuplot(plot, png)) tut.say("plot: " + png);
+    if (gnuplot(plot, png, 900, 600, std::to_string(cfg.seeds.front()))) tut.say("plot: " + png);  // the first seed
     tut.say("csv: " + csv_path);
 
     tut.step(fmt::format("final test error{}", cfg.seeds.size() > 1 ? ", mean ± std over seeds " + seed_list : ""));
