@@ -114,6 +114,7 @@ code { background: #f6f6f6; }
 table { border-collapse: collapse; margin: 0.5rem 0; }
 td, th { border: 1px solid #ccc; padding: 0.2rem 0.5rem; vertical-align: top; font-size: 0.9rem; }
 th { background: #eee; text-align: left; }
+td.num { white-space: nowrap; text-align: right; }
 .verdict { font-family: monospace; }
 .failed { color: #b00; font-weight: bold; }
 .none { color: #777; font-style: italic; }
@@ -262,7 +263,8 @@ std::string write_report(const std::vector<TutorialRun>& runs, const ReportInput
         }
         write_file((fs::path(in.report_dir) / page_of(r.name)).string(), page(r.title, body));
 
-        rows += fmt::format("<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td></tr>\n",
+        rows += fmt::format("<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}{}</td><td class=\"num\">{}</td>"
+                            "<td class=\"num\">{}</td></tr>\n",
                             page_of(r.name), escape(r.title), escape(r.ids), status_html(r), verdicts_html(r), time_text(r),
                             figures.size());
     }
