@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian machine (run as root, or with sudo available):
-#   scripts/setup.sh run    install what is missing, build, run the tutorials (the main job)
+#   scripts/setup.sh run    install what is missing, build the tutorials, run them (the main job):
+#                           installs and the build go to <build>/setup.log (one line per phase
+#                           here, the whole log on failure); each tutorial's banner and verdicts,
+#                           a summary, and the HTML report <build>/tutorials/report/index.html
 #   scripts/setup.sh test   install what is missing, build, run the whole test suite, run it
 #                           again under a second OpenBLAS kernel (OPENBLAS_CORETYPE, see below),
 #                           then the sanitizer run below (skip it with XGRAD_SANITIZE_TESTS=0)
@@ -26,9 +29,10 @@ jobs="${JOBS:-$(nproc)}"
 packages=(cmake make g++ ccache
           xtensor-dev xtl-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev
           catch2 libfmt-dev libzip-dev zipcmp zipmerge ziptool zlib1g-dev pkg-config
-          gnuplot-nox dataset-fashion-mnist)
-# Graphviz draws tutorial 05's graph pictures (run); Doxygen only the API reference (docs).
-if [ "$mode" = run ] || [ "$mode" = docs ]; then packages+=(graphviz); fi
+          gnuplot-nox dataset-fashion-mnist libcmark-gfm-dev libcmark-gfm-extensions-dev)
+# Graphviz draws tutorial 05's graph pictures (run; test: the report checked in the browser shows
+# them); Doxygen only the API reference (docs). cmark-gfm (above) renders the guides in the report.
+if [ "$mode" = run ] || [ "$mode" = docs ] || [ "$mode" = test ]; then packages+=(graphviz); fi
 if [ "$mode" = docs ]; then packages+=(doxygen); fi
 if [ "$mode" = debug ]; then packages+=(gdb); fi
 # The tests that need PyTorch run on every machine the test command runs on: the interop test (a
@@ -37,6 +41,30 @@ if [ "$mode" = debug ]; then packages+=(gdb); fi
 if [ "$mode" = test ] || [ "$mode" = sanitize ]; then packages+=(python3-torch python3-numpy); fi
 # Open MPI: xg::distributed, SyncBatchNorm, DDP, their tests (ctest -L distributed) and tutorial 18.
 packages+=(openmpi-bin libopenmpi-dev)
+# ctest -L browser loads the tutorial report in headless Chromium, driven from Debian's python3.
+if [ "$mode" = test ]; then packages+=(chromium python3); fi
+
+# The main job (run) reads as a lesson: package installs and the build go to a log, one line per
+# phase here, and the whole log is printed when a phase fails. Other modes print everything.
+mkdir -p "$build_dir"
+log="$build_dir/setup.log"
+quiet=0
+if [ "$mode" = run ]; then
+  quiet=1
+  : > "$log"
+  echo "setup: installs and the build are logged to $log"
+fi
+phase() {  # phase "what it does" command...
+  local what="$1" start=$SECONDS rc=0
+  shift
+  if ((quiet == 0)); then "$@"; return; fi
+  printf 'setup: %s ... ' "$what"
+  "$@" >> "$log" 2>&1 || rc=$?
+  if ((rc == 0)); then echo "done ($((SECONDS - start)) s)"; return; fi
+  echo "FAILED (exit $rc); the whole log, $log:"
+  cat "$log"
+  exit "$rc"
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -46,8 +74,9 @@ if ((${#missing[@]})); then
   echo "setup: installing missing Debian packages: ${missing[*]}"
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  phase "apt-get update" "${sudo_cmd[@]}" apt-get update -qq
+  phase "installing ${#missing[@]} packages" \
+    "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
 export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
@@ -91,8 +120,12 @@ if [ "$mode" = sanitize ]; then
   exit 0
 fi
 
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type"
-cmake --build "$build_dir" -j "$jobs"
+phase "configuring (CMake, $build_type)" cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type"
+if [ "$mode" = run ]; then  # only the tutorial programs and their runner, not the test suites
+  phase "building the tutorials ($jobs jobs)" cmake --build "$build_dir" -j "$jobs" --target tutorial_programs
+else
+  cmake --build "$build_dir" -j "$jobs"
+fi
 
 # A second OpenBLAS kernel for the test suite's second pass. OpenBLAS picks its matrix-product
 # kernels per CPU, and each adds in its own order, so results after a matrix product differ in
@@ -110,7 +143,8 @@ second_kernel() {
 }
 
 case "$mode" in
-  run)   cmake --build "$build_dir" --target tutorials ;;
+  run)   echo "setup: running every tutorial (quick settings); each one's whole output goes to $build_dir/tutorials/out"
+         "$build_dir/tutorials/xgrad_run_tutorials" ;;
   test)  ctest_no_skips --test-dir "$build_dir" -j "$jobs" --output-on-failure --timeout 600
          kernel="$(second_kernel)"
          if [ "$kernel" != none ]; then

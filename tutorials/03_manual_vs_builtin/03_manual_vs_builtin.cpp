@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
     tut.conclude("same values and gradients to rounding (~1e-16 in double precision)");
 
     tut.section("A1.4", "the NumPy-style class: forward, backward(grad_output), update(lr); eps 1e-8");
+    // Where the articles disagree (claims.md): said here, where the eps is chosen.
+    tut.article_note("eps = 1e-8 (article 001's NumPy class)", "1e-8 here, to match; 1e-5 everywhere else",
+                     "articles 000, 002, 003, 004 and PyTorch use 1e-5; the articles disagree");
     const tv::NumpyStyleCheck c = tv::a1_4_numpy_style();
     tut.step(fmt::format("x {}, y {}, grad_input {}, grad_gamma {}", shape(c.x_shape), shape(c.y_shape),
                          shape(c.grad_input_shape), shape(c.grad_gamma_shape)));

@@ -48,6 +48,12 @@ int main(int argc, char** argv) {
     tut.say(gradcheck_line(b.pre_gradcheck, 1e-8, 1e-5));
     tut.say("the claim that Pre-LN trains without warm-up and tolerates larger learning rates");
     tut.say("is measured in tutorial 10");
+    // Where the articles disagree or overstate (claims.md): said here, next to the two blocks.
+    tut.article_note("BERT adopted Pre-LN (article 000)", "BERT is Post-LN (article 002)",
+                     "BERT adds the residual, then normalises: x = LN(x + F(x)), the Post-LN block");
+    tut.article_note("every Transformer now uses Pre-LN, GPT-4 has over a thousand layers (001)",
+                     "BERT and the models built on it are Post-LN; GPT-4's depth is unpublished",
+                     "overstated; for scale, GPT-3 (cited by article 004) has 96 layers");
 
     tut.section("A2.3 / A4.3", "placement: Post-LN y = LN(x + F(x)), Pre-LN y = x + F(LN(x)); 8 blocks, d 32");
     const tv::ResidualStream s = tv::a2_3_a2_5_residual_stream();

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
         plot += "\n";
     }
     plot += "unset multiplot\n";
-    if (gnuplot(plot, tut.out_path("10_grad_norms.png"), 1500, 560)) tut.say("plot: " + tut.out_path("10_grad_norms.png"));
+    if (gnuplot(plot, tut.out_path("10_grad_norms.png"), 1500, 560, "2020, 2021, 2022")) tut.say("plot: " + tut.out_path("10_grad_norms.png"));
 
     tut.section("A0.5 / A4.3", "learning rate x depth: Post-LN vs Pre-LN, warm-up and clipping on/off");
     tv::SweepConfig cfg;  // --full: the sweep the guide pastes
@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
         }
     }
     splot += "unset multiplot\n";
-    if (gnuplot(splot, tut.out_path("10_sweep.png"), 1600, 800)) tut.say("plot: " + tut.out_path("10_sweep.png"));
+    if (gnuplot(splot, tut.out_path("10_sweep.png"), 1600, 800, seed_list)) tut.say("plot: " + tut.out_path("10_sweep.png"));
     tut.say("csv: " + grad_csv + ", " + sweep_csv);
     return 0;
 }

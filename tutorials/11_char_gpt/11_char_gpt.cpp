@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
         "'{0}' using 1:2 smooth bezier with lines lw 3 lc rgb '#2471a3' title 'LayerNorm', "
         "'{0}' using 1:3 smooth bezier with lines lw 3 dt 2 lc rgb '#ca6f1e' title 'RMSNorm'",
         csv, cfg.seeds.front());
-    if (gnuplot(plot, png)) tut.say("plot: " + png);
+    if (gnuplot(plot, png, 900, 600, std::to_string(cfg.seeds.front()))) tut.say("plot: " + png);
     tut.say("csv: " + csv);
     return 0;
 }

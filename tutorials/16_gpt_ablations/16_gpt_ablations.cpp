@@ -74,7 +74,8 @@ double trains_up_to(const std::vector<tv::QkCell>& sweep, bool qk_norm) {
 // The first seed's largest attention logit per step, every learning rate, with and without
 // QK-norm: <stem>.csv and <stem>.png. The key goes right of the plot: the curves start together
 // in the top left, where a key inside would cover them.
-void plot_logits(const Tutorial& tut, const std::vector<tv::QkCell>& sweep, const std::string& stem, const std::string& title) {
+void plot_logits(const Tutorial& tut, const std::vector<tv::QkCell>& sweep, const std::string& stem, const std::string& title,
+                 const std::string& seed) {
     std::vector<std::string> header{"step"};
     std::size_t steps = 0;
     for (const auto& c : sweep) {
@@ -98,7 +99,7 @@ void plot_logits(const Tutorial& tut, const std::vector<tv::QkCell>& sweep, cons
                             sweep[i].qk_norm ? 2 : 1, colours[(i / 2) % 6], lr_text(sweep[i].lr),
                             sweep[i].qk_norm ? ", QK-norm" : "");
     }
-    if (gnuplot(plot, png, 1100, 600)) tut.say("plot: " + png);
+    if (gnuplot(plot, png, 1100, 600, seed)) tut.say("plot: " + png);
     tut.say("csv: " + csv);
 }
 
@@ -309,14 +310,16 @@ int main(int argc, char** argv) {
                                 a.clouds[l].layer, csv, l);
         }
         plot += "unset multiplot";
-        if (gnuplot(plot, png, 400 * static_cast<int>(columns), 400 * static_cast<int>(std::max<std::size_t>(grid_rows, 1))))
+        if (gnuplot(plot, png, 400 * static_cast<int>(columns), 400 * static_cast<int>(std::max<std::size_t>(grid_rows, 1)),
+                    std::to_string(cfg.seeds.front())))
             tut.say("plot: " + png);
         tut.say("csv: " + csv);
     }
     // The first seed's largest attention logit per step, every learning rate, with and without QK-norm.
-    plot_logits(tut, sweep, "16_gpt_ablations_logits", fmt::format("largest attention logit per step, seed {}", cfg.seeds.front()));
+    const std::string first_seed = std::to_string(cfg.seeds.front());
+    plot_logits(tut, sweep, "16_gpt_ablations_logits", "largest attention logit per step, seed " + first_seed, first_seed);
     plot_logits(tut, unclipped, "16_gpt_ablations_logits_unclipped",
-                fmt::format("largest attention logit per step without clipping, seed {}", cfg.seeds.front()));
+                "largest attention logit per step without clipping, seed " + first_seed, first_seed);
     return 0;
 }
 

@@ -295,11 +295,36 @@ void write_csv(const std::string& path, const std::vector<std::string>& header,
     }
 }
 
-bool gnuplot(const std::string& script, const std::string& png_path, int width, int height) {
-    const std::string gp_path = png_path.substr(0, png_path.rfind('.')) + ".gp";
+std::string commit_stamp() {
+    if (const char* env = std::getenv("XGRAD_COMMIT"); env != nullptr && *env != '\0') return env;
+#ifdef XGRAD_TUTORIAL_SOURCE_DIR
+    auto first_line = [](const std::string& cmd) {
+        std::string out;
+        if (FILE* pipe = popen(cmd.c_str(), "r")) {
+            char buf[256];
+            while (std::fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
+            pclose(pipe);
+        }
+        return out.substr(0, out.find('\n'));
+    };
+    const std::string git = "git -C '" XGRAD_TUTORIAL_SOURCE_DIR "' ";
+    const std::string head = first_line(git + "rev-parse --short HEAD 2>/dev/null");
+    if (!head.empty()) return head + (first_line(git + "status --porcelain --untracked-files=no 2>/dev/null").empty() ? "" : "-dirty");
+#endif
+    return "unknown";
+}
+
+bool gnuplot(const std::string& script, const std::string& png_path, int width, int height, const std::string& seeds) {
+    const std::string base = png_path.substr(0, png_path.rfind('.'));
+    const std::string gp_path = base + ".gp";
+    // The stamp: a small grey label in the lower right corner of the whole canvas.
+    const std::string stamp = fmt::format("seeds {} | commit {}", seeds.empty() ? "none (fixed inputs)" : seeds, commit_stamp());
+    const std::string body = fmt::format("# seeds: {}\nset label 9999 \"{}\" at screen 0.995, screen 0.012 right font \",9\" "
+                                         "textcolor rgb \"#808080\"\n{}\n",
+                                         seeds.empty() ? "none (fixed inputs)" : seeds, stamp, script);
     auto write = [&](const char* terminal) {
         std::ofstream out(gp_path);
-        out << fmt::format("set terminal {} size {},{} noenhanced\nset output '{}'\n{}\n", terminal, width, height, png_path, script);
+        out << fmt::format("set terminal {} size {},{} noenhanced\nset output '{}'\n{}", terminal, width, height, png_path, body);
     };
     // "plot:" lines are skipped by the guide-drift test: whether gnuplot is installed changes nothing compared.
     write("pngcairo");
@@ -313,6 +338,12 @@ bool gnuplot(const std::string& script, const std::string& png_path, int width, 
             fmt::print("  plot: skipped, gnuplot failed (the CSV is kept; script: {})\n", gp_path);
             return false;
         }
+    }
+    // The same script through the svg terminal, fed on stdin (the .gp file stays the PNG's script).
+    if (FILE* svg = popen("gnuplot 2>/dev/null", "w")) {
+        std::fputs(fmt::format("set terminal svg size {},{} noenhanced font 'sans,12' background '#ffffff'\nset output '{}.svg'\n{}",
+                               width, height, base, body).c_str(), svg);
+        if (pclose(svg) != 0) fmt::print("  plot: the SVG of {} failed (the PNG is kept)\n", png_path);
     }
     return true;
 }

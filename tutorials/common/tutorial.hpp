@@ -122,10 +122,16 @@ double max_abs_diff(const Array& a, const Array& b);
 /// Writes a CSV file (header + rows of numbers).
 void write_csv(const std::string& path, const std::vector<std::string>& header,
                const std::vector<std::vector<double>>& rows);
-/// Runs gnuplot on `script` (written next to `png_path` as .gp) for a `width` x `height` PNG.
+/// Runs gnuplot on `script` (written next to `png_path` as .gp) for a `width` x `height` PNG, and
+/// again for an SVG of it beside (the HTML report shows the SVG: it stays sharp). Both are stamped
+/// in a corner with `seeds` ("1, 2, 3"; empty: fixed inputs) and commit_stamp().
 /// Returns false, after printing why on a "plot:" line, when gnuplot is missing or fails; the
 /// CSV stays either way.
-bool gnuplot(const std::string& script, const std::string& png_path, int width = 900, int height = 600);
+bool gnuplot(const std::string& script, const std::string& png_path, int width = 900, int height = 600,
+             const std::string& seeds = "");
+/// The commit the figures come from: $XGRAD_COMMIT (the runner sets it), else `git rev-parse
+/// --short HEAD` of the checkout (with "-dirty" for uncommitted changes), else "unknown".
+std::string commit_stamp();
 
 /// Keeps glibc from handing freed memory back to the kernel (mallopt: mmap threshold 32 MiB, trim
 /// threshold 64 MiB) for the rest of the process. Without it, on the reference VM, a training
