@@ -436,7 +436,14 @@ TEST_CASE("create_graph: the comparison reaches every op the library records", "
 
     std::set<std::string> reached;
     for (const Case& c : all_cases()) compare_routes(c, reached);
+    // Ops this program cannot run. sync_batch_norm (nn/sync_batchnorm.cpp, built only with MPI)
+    // needs an mpirun launch; it has no create_graph path of its own (its gradients join the graph
+    // as numeric nodes that refuse a second differentiation), and ctest -L distributed compares
+    // its gradients with BatchNorm's on the concatenated batch.
+    const std::set<std::string> run_elsewhere{"sync_batch_norm"};
+    for (const std::string& op : run_elsewhere) CHECK(recorded.count(op) == 1);  // still recorded under that name
     for (const std::string& op : recorded) {
+        if (run_elsewhere.count(op) != 0) continue;
         INFO("op '" << op << "' is recorded in core/ or nn/ but no case of tests/gradgradcheck/test_create_graph_backward.cpp "
                        "runs it: add one to the case lists there");
         CHECK(reached.count(op) == 1);
