@@ -80,7 +80,10 @@ TEST_CASE("retain_grad under create_graph keeps a differentiable gradient, as a 
     sum(k * k).backward();
     CHECK_FALSE(k.grad().requires_grad());
     CHECK(k.grad()(1) == 8.0);
-    h.zero_grad();  // the retained graph holds a cycle through h until then, as a leaf's does
+    // Under create_graph a stored gradient's graph refers back to its tensor: a reference cycle
+    // through h (and through the leaf x) until zero_grad(), as in PyTorch (docs/autograd.md).
+    h.zero_grad();
+    x.zero_grad();
     CHECK_FALSE(h.has_grad());
 }
 
