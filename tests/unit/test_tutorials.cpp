@@ -351,6 +351,15 @@ TEST_CASE("A0.5 A4.3: the learning-rate x depth sweep runs and flags divergence 
         REQUIRE(c.final_loss.size() == 2);
         for (double v : c.initial_loss) CHECK(std::fabs(v - std::log(static_cast<double>(corpus.vocab_size()))) < 0.5);
         for (std::size_t s = 0; s < 2; ++s) CHECK(c.diverged[s] == !(c.final_loss[s] <= c.initial_loss[s]));
+        REQUIRE(c.losses.size() == 2);  // the loss curves: every step of every seed, step 1 = initial_loss
+        for (std::size_t s = 0; s < 2; ++s) {
+            REQUIRE(c.losses[s].size() == 3);
+            CHECK(c.losses[s][0] == c.initial_loss[s]);
+            CHECK(c.final_loss[s] == Approx((c.losses[s][1] + c.losses[s][2]) / 2));  // tail 2
+        }
+        std::vector<double> mean, sd;
+        tv::loss_curve(c, 3, mean, sd);
+        for (std::size_t t = 0; t < 3; ++t) CHECK(mean[t] == Approx((c.losses[0][t] + c.losses[1][t]) / 2));
     }
     tv::SweepCell c;  // the summary: mean and std over the seeds that did not diverge
     c.final_loss = {2.0, NAN, 4.0, 3.0};
@@ -358,6 +367,13 @@ TEST_CASE("A0.5 A4.3: the learning-rate x depth sweep runs and flags divergence 
     CHECK(c.n_diverged() == 1);
     CHECK(c.mean_final() == Approx(3.0));
     CHECK(c.sd_final() == Approx(1.0));
+    c.losses = {{4.0, 3.0, 2.0}, {4.0, 5.0}, {4.0, 3.0, 4.0}};  // the second run went NaN at step 3
+    std::vector<double> mean, sd;
+    tv::loss_curve(c, 4, mean, sd);
+    CHECK(mean[1] == Approx(11.0 / 3));
+    CHECK(mean[2] == Approx(3.0));  // over the two runs that reached step 3
+    CHECK(sd[2] == Approx(std::sqrt(2.0)));
+    CHECK(std::isnan(mean[3]));  // no run reached step 4
 }
 
 TEST_CASE("A3.4 A3.5 A2.5: the character GPT trains and samples with LayerNorm and RMSNorm, and without ln_f (tiny)",

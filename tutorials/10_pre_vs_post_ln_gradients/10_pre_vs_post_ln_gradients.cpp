@@ -42,6 +42,147 @@ std::string sweep_cell(const tv::SweepCell& c) {
 
 std::string lr_label(double lr) { return fmt::format("lr {:.0e}", lr); }
 
+const tv::SweepCell* find_cell(const std::vector<tv::SweepCell>& cells, bool pre, bool warmup, std::size_t depth, double lr) {
+    for (const auto& c : cells)
+        if (c.pre_ln == pre && c.warmup == warmup && !c.clip && c.depth == depth && c.lr == lr) return &c;
+    return nullptr;
+}
+
+// A2.4's last example: loss against step with and without warm-up, for both placements, read from
+// the sweep's own runs (clipping off, so that warm-up is the only help). The depth and learning
+// rate are the sweep's setting where warm-up lowers Post-LN's final loss most.
+void warmup_curves(Tutorial& tut, const tv::SweepConfig& cfg, const std::vector<tv::SweepCell>& cells,
+                   const std::string& seed_list) {
+    tut.section("A2.4", "training loss against step, with and without warm-up (the sweep's runs, clipping off)");
+    std::size_t depth = 0;
+    double lr = 0, best_gain = -INFINITY;
+    for (std::size_t d : cfg.depths) {
+        for (double l : cfg.lrs) {
+            const double gain = find_cell(cells, false, false, d, l)->mean_final() - find_cell(cells, false, true, d, l)->mean_final();
+            if (std::isfinite(gain) && gain > best_gain) best_gain = gain, depth = d, lr = l;
+        }
+    }
+    if (depth == 0) {
+        tut.say("no depth and learning rate where Post-LN kept a finite loss with and without warm-up: no curves");
+        return;
+    }
+    tut.say(fmt::format("depth {}, {}: of the sweep's settings (clipping off), the one where warm-up lowers Post-LN's",
+                        depth, lr_label(lr)));
+    tut.say(fmt::format("final loss most ({} -> {}), so the one where a difference can show. Picked as the",
+                        num(find_cell(cells, false, false, depth, lr)->mean_final(), 2),
+                        num(find_cell(cells, false, true, depth, lr)->mean_final(), 2)));
+    tut.say("largest of several, its gain is an upper estimate. Every setting of a seed sees the same");
+    tut.say(fmt::format("batches; warm-up: linear over {} steps. Loss of the step's batch, mean ± std over seeds {}.",
+                        cfg.warmup, seed_list));
+    struct Curve {
+        const char* name;
+        const tv::SweepCell* cell;
+        std::vector<double> mean, sd;
+    };
+    std::vector<Curve> curves{{"Post", find_cell(cells, false, false, depth, lr), {}, {}},
+                              {"Post", find_cell(cells, false, true, depth, lr), {}, {}},
+                              {"Pre", find_cell(cells, true, false, depth, lr), {}, {}},
+                              {"Pre", find_cell(cells, true, true, depth, lr), {}, {}}};
+    for (auto& c : curves) tv::loss_curve(*c.cell, cfg.steps, c.mean, c.sd);
+
+    // Step 1 comes before any update: the same for both warm-up settings, so it is printed once.
+    tut.step(fmt::format("loss at step 1 (before any update): Post-LN {}, Pre-LN {}", num(curves[0].mean[0], 2) + " ± " +
+                         num(curves[0].sd[0], 2), num(curves[2].mean[0], 2) + " ± " + num(curves[2].sd[0], 2)));
+    const std::vector<std::size_t> shown{cfg.warmup / 2, cfg.warmup, (cfg.warmup + cfg.steps) / 2, cfg.steps};
+    tut.say(fmt::format("then at steps {}, {}, {}, {}; final = mean of the last {} steps (the sweep's final loss):", shown[0],
+                        shown[1], shown[2], shown[3], cfg.tail));
+    std::vector<std::vector<std::string>> rows{{"LN", "warm-up"}};
+    for (std::size_t t : shown) rows[0].push_back(fmt::format("step {}", t));
+    rows[0].push_back("final");
+    auto cell_text = [](double mean, double sd) {
+        if (!std::isfinite(mean)) return std::string("div");
+        return std::isfinite(sd) ? num(mean, 2) + " ± " + num(sd, 2) : num(mean, 2);
+    };
+    for (const auto& c : curves) {
+        std::vector<std::string> row{c.name, c.cell->warmup ? "on" : "off"};
+        for (std::size_t t : shown) row.push_back(cell_text(c.mean[t - 1], c.sd[t - 1]));
+        row.push_back(c.cell->n_diverged() ? sweep_cell(*c.cell) : cell_text(c.cell->mean_final(), c.cell->sd_final()));
+        rows.push_back(row);
+    }
+    tut.show(table(rows));
+
+    // The verdict: warm-up minus no warm-up, seed by seed (the same seed: same init and batches).
+    tut.say("final loss, warm-up minus none, seed by seed:");
+    std::vector<tv::PairedDifference> diffs;
+    for (std::size_t k = 0; k < 4; k += 2) {
+        const tv::SweepCell &off = *curves[k].cell, &on = *curves[k + 1].cell;
+        if (off.n_diverged() || on.n_diverged() || off.final_loss.size() < 2) continue;
+        diffs.push_back(tv::paired_difference(off.final_loss, on.final_loss));
+        tut.say(tv::describe(diffs.back(), std::string(k ? "Pre-LN: " : "Post-LN: ") + "warm-up", "none", 2));
+    }
+    if (diffs.size() == 2) {
+        auto verdict = [](const tv::PairedDifference& d) {
+            return fmt::format("{} ± {} ({} the seed spread)", num(d.mean, 2), num(d.std, 2), d.significant ? "beyond" : "within");
+        };
+        tut.conclude("warm-up changes the final loss by " + verdict(diffs[0]) + " for Post-LN,");
+        tut.conclude("by " + verdict(diffs[1]) + " for Pre-LN;");
+    } else {
+        tut.conclude("some runs diverged: the table above says which; no paired comparison of the final losses");
+    }
+    tut.conclude(fmt::format("{} steps x {} seeds can say whether warm-up lowers the loss at this one setting; not",
+                             cfg.steps, cfg.seeds.size()));
+    std::size_t post_runs = 0, post_diverged = 0;
+    for (const auto& c : cells) {
+        if (c.pre_ln || c.warmup) continue;
+        post_runs += c.diverged.size();
+        post_diverged += c.n_diverged();
+    }
+    tut.conclude(fmt::format("whether Post-LN needs it to train ({} of its {} runs without it diverged) nor where", post_diverged,
+                             post_runs));
+    tut.conclude("longer runs end");
+
+    // CSV: per step, mean and std of each curve, then every seed's loss; the plot: one panel per
+    // placement, the mean as a line and mean ± std as a band, red without warm-up, green with it.
+    std::vector<std::string> header{"step"};
+    for (const char* k : {"post_nowarmup", "post_warmup", "pre_nowarmup", "pre_warmup"}) {
+        header.push_back(std::string(k) + "_mean");
+        header.push_back(std::string(k) + "_sd");
+    }
+    for (const char* k : {"post_nowarmup", "post_warmup", "pre_nowarmup", "pre_warmup"})
+        for (std::uint64_t seed : cfg.seeds) header.push_back(fmt::format("{}_seed{}", k, seed));
+    std::vector<std::vector<double>> rows_csv;
+    double lowest = INFINITY, highest = -INFINITY;
+    for (std::size_t t = 0; t < cfg.steps; ++t) {
+        std::vector<double> r{static_cast<double>(t + 1)};
+        for (const auto& c : curves) {
+            r.insert(r.end(), {c.mean[t], c.sd[t]});
+            const double sd = std::isfinite(c.sd[t]) ? c.sd[t] : 0.0;
+            if (std::isfinite(c.mean[t])) lowest = std::min(lowest, c.mean[t] - sd), highest = std::max(highest, c.mean[t] + sd);
+        }
+        for (const auto& c : curves)
+            for (const auto& run : c.cell->losses) r.push_back(t < run.size() ? run[t] : NAN);
+        rows_csv.push_back(r);
+    }
+    const std::string csv = tut.out_path("10_warmup_curves.csv");
+    write_csv(csv, header, rows_csv);
+    std::string plot = fmt::format("set datafile separator ','\nset grid\nset xlabel 'step'\nset ylabel 'training loss'\n"
+                                   "set xrange [1:{}]\nset yrange [{}:{}]\nset key top right\n"
+                                   "set arrow 1 from {}, graph 0 to {}, graph 1 nohead dt 3 lc rgb '#555555'\n"
+                                   "set multiplot layout 1,2 title 'training loss, {} blocks, {}, clipping off: mean and "
+                                   "± 1 std over seeds {} (dotted: end of warm-up)'\n",
+                                   cfg.steps, lowest - 0.02, highest + 0.02, cfg.warmup, cfg.warmup, depth, lr_label(lr), seed_list);
+    for (std::size_t p = 0; p < 2; ++p) {
+        plot += fmt::format("set title '{}'\nplot ", p ? "Pre-LN" : "Post-LN");
+        for (std::size_t w = 0; w < 2; ++w) {
+            const std::size_t mean_col = 2 + 2 * (2 * p + w);
+            const char* colour = w ? "#1e8449" : "#c0392b";
+            plot += fmt::format("{}'{}' using 1:(${}-${}):(${}+${}) with filledcurves fs transparent solid 0.2 noborder "
+                                "lc rgb '{}' notitle, '{}' using 1:{} with lines lw 2 lc rgb '{}' title '{}'",
+                                w ? ", " : "", csv, mean_col, mean_col + 1, mean_col, mean_col + 1, colour, csv, mean_col, colour,
+                                w ? "warm-up" : "no warm-up");
+        }
+        plot += "\n";
+    }
+    plot += "unset multiplot\n";
+    if (gnuplot(plot, tut.out_path("10_warmup_curves.png"), 1400, 560, seed_list)) tut.say("plot: " + tut.out_path("10_warmup_curves.png"));
+    tut.say("csv: " + csv);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,7 +190,7 @@ int main(int argc, char** argv) {
                  {"10 Pre-LN vs Post-LN: gradients at init, learning rate x depth", "A2.4 (A0.5, A4.3)",
                   "docs/tutorials/10-pre-vs-post-ln-gradients.md", "about 10 s of CPU (one thread)",
                   "the sweep at 4 learning rates x depths 2, 6, 12, 24, 120 steps per run (about 4 minutes of CPU)",
-                  "10_grad_norms.csv/.png, 10_sweep.csv/.png"});
+                  "10_grad_norms.csv/.png, 10_sweep.csv/.png, 10_warmup_curves.csv/.png"});
     const tv::CharCorpus corpus("/usr/share/common-licenses/GPL-3");
     const std::size_t L = 12, d = 32;
 
@@ -221,6 +362,7 @@ int main(int argc, char** argv) {
     splot += "unset multiplot\n";
     if (gnuplot(splot, tut.out_path("10_sweep.png"), 1600, 800, seed_list)) tut.say("plot: " + tut.out_path("10_sweep.png"));
     tut.say("csv: " + grad_csv + ", " + sweep_csv);
+    warmup_curves(tut, cfg, cells, seed_list);
     return 0;
 }
 
@@ -362,11 +504,11 @@ namespace {
 // One training run of the sweep: its loss at step 1, its final loss (mean of the last `tail`
 // steps; NaN when the loss went NaN/inf) and whether it diverged.
 void sweep_run(CharGPT& model, const CharCorpus& corpus, const SweepConfig& cfg, double lr, bool warmup, bool clip,
-               std::uint64_t seed, double& initial, double& final_loss, bool& diverged) {
+               std::uint64_t seed, double& initial, double& final_loss, bool& diverged, std::vector<double>& losses) {
     optim::AdamW opt(model.parameters(), optim::AdamWOptions(lr).betas(0.9, 0.95).weight_decay(0.01));
     optim::LinearWarmup schedule(opt, static_cast<std::int64_t>(warmup ? cfg.warmup : 1));
     Generator gen(seed + 1000);  // the same batches for every setting of a seed
-    std::vector<double> losses;
+    losses.clear();
     IndexArray x, y;
     initial = NAN;
     for (std::size_t step = 0; step < cfg.steps; ++step) {
@@ -428,7 +570,9 @@ std::vector<SweepCell> lr_depth_sweep(const CharCorpus& corpus, const SweepConfi
                             CharGPT model(gc);
                             double initial = NAN, final_loss = NAN;
                             bool diverged = false;
-                            sweep_run(model, corpus, cfg, lr, warmup, clip, seed, initial, final_loss, diverged);
+                            std::vector<double> losses;
+                            sweep_run(model, corpus, cfg, lr, warmup, clip, seed, initial, final_loss, diverged, losses);
+                            c.losses.push_back(losses);
                             c.initial_loss.push_back(initial);
                             c.final_loss.push_back(final_loss);
                             c.diverged.push_back(diverged);
@@ -442,6 +586,18 @@ std::vector<SweepCell> lr_depth_sweep(const CharCorpus& corpus, const SweepConfi
     }
     bar.finish();
     return cells;
+}
+
+void loss_curve(const SweepCell& cell, std::size_t steps, std::vector<double>& mean, std::vector<double>& sd) {
+    mean.assign(steps, NAN);
+    sd.assign(steps, NAN);
+    for (std::size_t t = 0; t < steps; ++t) {
+        std::vector<double> at_step;
+        for (const auto& run : cell.losses)
+            if (t < run.size()) at_step.push_back(run[t]);
+        if (!at_step.empty()) mean[t] = seed_mean(at_step);
+        if (at_step.size() > 1) sd[t] = seed_std(at_step);
+    }
 }
 
 }  // namespace tutorial_values

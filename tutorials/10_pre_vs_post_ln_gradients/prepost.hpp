@@ -54,6 +54,9 @@ struct SweepCell {
     std::size_t depth = 0;
     double lr = 0;
     std::vector<double> initial_loss, final_loss;  ///< per seed (final: NaN when the loss went NaN/inf)
+    /// Per seed, the training loss at every step (the loss curve); a run that went NaN/inf stops
+    /// at its last finite loss, so its curve is shorter than SweepConfig::steps.
+    std::vector<std::vector<double>> losses;
     std::vector<bool> diverged;                    ///< per seed
     std::size_t n_diverged() const;
     /// Mean and sample standard deviation of the final loss over the seeds that did not diverge
@@ -63,5 +66,9 @@ struct SweepCell {
 };
 
 std::vector<SweepCell> lr_depth_sweep(const CharCorpus& corpus, const SweepConfig& config);
+
+/// Mean and sample standard deviation over the seeds of the loss at each step (index 0 = step 1),
+/// over the seeds whose run reached that step (NaN where none did; std NaN where fewer than 2).
+void loss_curve(const SweepCell& cell, std::size_t steps, std::vector<double>& mean, std::vector<double>& sd);
 
 }  // namespace tutorial_values
