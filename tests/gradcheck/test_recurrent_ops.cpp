@@ -1,13 +1,15 @@
 // Finite-difference checks of the recurrent steps and modules: the fused step nodes
 // (lstm_next_c, lstm_next_h, gru_next_h), the cells and their composed twins, LSTM and GRU over
 // sequences (several layers, batch_first, given or zero initial states, unbatched), and
-// LayerNormLSTMCell unrolled through time - w.r.t. inputs, initial states and every parameter.
+// LayerNormLSTMCell unrolled through time - w.r.t. inputs, initial states and every parameter;
+// and tutorial 13's recurrent BatchNorm LSTM cell (tutorials/common/batch_norm_lstm.hpp).
 #include <functional>
 #include <string>
 
 #include <catch2/catch.hpp>
 
 #include "nn/recurrent.hpp"
+#include "tutorials/common/batch_norm_lstm.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
 namespace xg_test_recurrent_ops {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
@@ -143,6 +145,30 @@ TEST_CASE("gradcheck LSTMCell, GRUCell and LayerNormLSTMCell modules through 3 s
         point_slots(ln, ln_params, t, 1);
         return unrolled(t[0], [&](const Tensor& x, const nn::LSTMState& s) { return ln.forward(x, s); });
     }, with_slots({xs}, ln), "lstm LayerNormLSTMCell module, 3 steps");
+}
+
+TEST_CASE("gradcheck BatchNormLSTMCell of tutorial 13 through 3 steps, training and evaluation", "[gradcheck][recurrent]") {
+    // Batch 4: in training each step normalises over the batch, so every sample's gradient
+    // reaches every other's. Gains and biases moved off their initial values; a random initial
+    // state, so that BN(W_hh h) at step 0 is not the normalisation of a constant.
+    tutorial_values::BatchNormLSTMCell cell(3, 2, 2, 0.1);  // 2 steps of statistics: step 2 shares step 1's
+    for (Tensor& p : cell.parameters()) p.mutable_value() += randn_leaf(p.shape(), 28, 0.3).value();
+    const std::vector<std::string> params = slots(cell);
+    const auto unrolled = [&](const Inputs& t) {
+        point_slots(cell, params, t, 3);
+        nn::LSTMState s{t[1], t[2]};
+        std::vector<Tensor> hs;
+        for (std::size_t step = 0; step < 3; ++step) {
+            s = cell.forward(squeeze(narrow(t[0], 0, step, 1), 0), s, step);
+            hs.push_back(s.h);
+        }
+        hs.push_back(s.c);
+        return weighted(hs);
+    };
+    const Inputs inputs = with_slots({randn_leaf({3, 4, 3}, 29), randn_leaf({4, 2}, 30), randn_leaf({4, 2}, 31)}, cell);
+    check(unrolled, inputs, "BatchNormLSTMCell training (batch statistics), 3 steps");
+    cell.eval();  // now the running statistics each step accumulated above
+    check(unrolled, inputs, "BatchNormLSTMCell evaluation (running statistics), 3 steps");
 }
 
 }  // namespace xg_test_recurrent_ops

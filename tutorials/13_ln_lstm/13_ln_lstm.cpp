@@ -18,6 +18,7 @@
 #include "nn/nn.hpp"
 #include "optim/adam.hpp"
 #include "optim/clip.hpp"
+#include "tutorials/common/batch_norm_lstm.hpp"
 #include "tutorials/common/seed_stats.hpp"
 #include "tutorials/common/tutorial.hpp"
 
@@ -87,12 +88,26 @@ Windows windows(const std::vector<std::int64_t>& ids, const std::vector<std::siz
 
 // ---- the models: Embedding -> one recurrent cell unrolled over T -> Linear ----------------------
 
+// The four models compared: the cell, and for BN-LSTM the initial gain of its BatchNorms.
+struct Variant {
+    enum Cell { lstm, layer_norm, batch_norm } cell;
+    double gain;       // BN-LSTM only
+    const char* name;  // as the tables print it
+};
+const std::vector<Variant> kVariants{{Variant::lstm, 0, "LSTM"},
+                                     {Variant::layer_norm, 0, "LN-LSTM"},
+                                     {Variant::batch_norm, 0.1, "BN-LSTM g0.1"},
+                                     {Variant::batch_norm, 1.0, "BN-LSTM g1"}};
+
 class CharModel : public nn::Module {
 public:
-    CharModel(std::size_t vocab, const Config& c, bool layer_norm) : layer_norm_(layer_norm) {
+    CharModel(std::size_t vocab, const Config& c, const Variant& v) : kind_(v.cell) {
         embedding = register_module("embedding", std::make_shared<nn::Embedding>(vocab, c.embed));
-        if (layer_norm) {
+        if (v.cell == Variant::layer_norm) {
             ln_cell = register_module("cell", std::make_shared<nn::LayerNormLSTMCell>(c.embed, c.hidden));
+        } else if (v.cell == Variant::batch_norm) {
+            const auto steps = static_cast<std::int64_t>(c.context);
+            bn_cell = register_module("cell", std::make_shared<tutorial_values::BatchNormLSTMCell>(c.embed, c.hidden, steps, v.gain));
         } else {
             cell = register_module("cell", std::make_shared<nn::LSTMCell>(c.embed, c.hidden));
         }
@@ -102,9 +117,11 @@ public:
     Tensor forward_windows(const Windows& w) {
         std::optional<nn::LSTMState> state;
         std::vector<Tensor> hs;
-        for (const IndexArray& x : w.inputs) {
-            const Tensor e = embedding->forward(x);
-            state = layer_norm_ ? ln_cell->forward(e, state) : cell->forward(e, state);
+        for (std::size_t t = 0; t < w.inputs.size(); ++t) {
+            const Tensor e = embedding->forward(w.inputs[t]);
+            state = kind_ == Variant::layer_norm   ? ln_cell->forward(e, state)
+                    : kind_ == Variant::batch_norm ? bn_cell->forward(e, state, t)  // statistics of step t
+                                                   : cell->forward(e, state);
             hs.push_back(state->h);
         }
         return head->forward(cat(hs, 0));
@@ -112,16 +129,23 @@ public:
     std::shared_ptr<nn::Embedding> embedding;
     std::shared_ptr<nn::LSTMCell> cell;
     std::shared_ptr<nn::LayerNormLSTMCell> ln_cell;
+    std::shared_ptr<tutorial_values::BatchNormLSTMCell> bn_cell;
     std::shared_ptr<nn::Linear> head;
 
 private:
-    bool layer_norm_;
+    Variant::Cell kind_;
 };
 
 // Mean cross-entropy over the whole held-out part, cut into consecutive windows of T + 1
-// characters (each starting from a zero state).
+// characters (each starting from a zero state). In evaluation mode: BN-LSTM normalises with its
+// running statistics of each time step, not with the held-out batch's.
 double held_out_loss(CharModel& model, const Text& text, std::size_t T) {
     NoGradGuard no_grad;
+    model.eval();
+    struct BackToTraining {
+        CharModel& m;
+        ~BackToTraining() { m.train(); }
+    } back{model};
     std::vector<std::size_t> starts;
     for (std::size_t s = 0; s + T + 1 <= text.held.size(); s += T) starts.push_back(s);
     const Windows w = windows(text.held, starts, T);
@@ -134,11 +158,11 @@ struct Curve {
     double seconds = 0;
 };
 
-Curve train(const Text& text, const Config& c, bool layer_norm, std::uint64_t seed) {
+Curve train(const Text& text, const Config& c, const Variant& variant, std::uint64_t seed) {
     manual_seed(seed);
-    CharModel model(text.chars.size(), c, layer_norm);
+    CharModel model(text.chars.size(), c, variant);
     optim::Adam opt(model.parameters(), optim::AdamOptions(c.lr));
-    Generator order(seed + 1000);  // the same windows for both models of a seed
+    Generator order(seed + 1000);  // the same windows for every model of a seed
     Curve curve;
     const double start = now_seconds();
     curve.held.push_back(held_out_loss(model, text, c.context));
@@ -165,8 +189,8 @@ Curve train(const Text& text, const Config& c, bool layer_norm, std::uint64_t se
 int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"13 LSTM vs LayerNorm-LSTM on a character-level language model", "A1.5", "docs/tutorials/13-ln-lstm.md",
-                  "about 6 s of CPU (one thread)", "H 128, 600 steps of 16 x 64 characters, 3 seeds "
-                  "(about 14 minutes: guide 13's run took 812 s on 2 shared cores)",
+                  "about 17 s of CPU (one thread)", "H 128, 600 steps of 16 x 64 characters, 3 seeds "
+                  "(about 30 minutes: the run before BN-LSTM took 812 s on 2 shared cores)",
                   "13_ln_lstm.csv/.png (held-out loss against steps, mean and each seed)"});
     Config c;
     if (tut.full()) {
@@ -191,25 +215,31 @@ int main(int argc, char** argv) {
                          text.chars.size()));
     tut.say("LSTM: nn::LSTMCell, gates = W_ih x + b_ih + W_hh h + b_hh");
     tut.say("LN-LSTM: nn::LayerNormLSTMCell, gates = LN(W_hh h) + LN(W_ih x), h' = o * tanh(LN(c'))");
+    tut.say("BN-LSTM (Cooijmans et al. 2016): gates = BN_t(W_hh h) + BN_t(W_ih x) + b,");
+    tut.say("  h' = o * tanh(BN_t(c')); batch statistics of step t in training, running statistics");
+    tut.say("  of step t on the held-out part; every BN gain starts at g = 0.1 or g = 1");
     tut.say(fmt::format("training: Adam lr {}, clip 1.0, {} steps of {} random windows, seeds {}", c.lr, c.steps,
                         c.batch, fmt::join(c.seeds, ", ")));
 
-    std::vector<Curve> lstm, ln;
+    // runs[v][s]: variant v (kVariants), seed s.
+    std::vector<std::vector<Curve>> runs(kVariants.size());
     for (std::uint64_t seed : c.seeds) {
-        lstm.push_back(train(text, c, false, seed));
-        ln.push_back(train(text, c, true, seed));
+        for (std::size_t v = 0; v < kVariants.size(); ++v) runs[v].push_back(train(text, c, kVariants[v], seed));
     }
+    const std::vector<Curve>&lstm = runs[0], &ln = runs[1], &bn_small = runs[2], &bn_one = runs[3];
 
     const std::size_t points = lstm[0].held.size();
-    const auto column = [&](const std::vector<Curve>& runs, std::size_t i) {
+    const auto column = [&](const std::vector<Curve>& curves, std::size_t i) {
         std::vector<double> v;
-        for (const Curve& r : runs) v.push_back(r.held[i]);
+        for (const Curve& r : curves) v.push_back(r.held[i]);
         return v;
     };
     tut.step(fmt::format("held-out loss (nats per character), mean ± std over {} seeds", c.seeds.size()));
-    std::vector<std::vector<std::string>> rows{{"step", "LSTM", "LN-LSTM"}};
+    std::vector<std::vector<std::string>> rows{{"step"}};
+    for (const Variant& v : kVariants) rows[0].push_back(v.name);
     for (std::size_t i = 0; i < points; ++i) {
-        rows.push_back({std::to_string(i * c.eval_every), mean_pm_std(column(lstm, i), 3), mean_pm_std(column(ln, i), 3)});
+        rows.push_back({std::to_string(i * c.eval_every)});
+        for (const std::vector<Curve>& curves : runs) rows.back().push_back(mean_pm_std(column(curves, i), 3));
     }
     tut.show(table(rows));
     tut.say(fmt::format("step 0 is ln {} = {} for a uniform guess", text.chars.size(),
@@ -226,55 +256,67 @@ int main(int argc, char** argv) {
     std::vector<std::vector<std::string>> per_seed{
         {"seed", "model", "steps to target", "best held-out", "final held-out", "final train"}};
     for (std::size_t s = 0; s < c.seeds.size(); ++s) {
-        for (const auto& [name, runs] : {std::pair<const char*, const std::vector<Curve>*>{"LSTM", &lstm}, {"LN-LSTM", &ln}}) {
-            const Curve& r = (*runs)[s];
+        for (std::size_t v = 0; v < kVariants.size(); ++v) {
+            const Curve& r = runs[v][s];
             const double k = reached(r);
-            per_seed.push_back({std::to_string(c.seeds[s]), name, k < 0 ? "-" : num(k, 0),
+            per_seed.push_back({std::to_string(c.seeds[s]), kVariants[v].name, k < 0 ? "-" : num(k, 0),
                                 num(*std::min_element(r.held.begin(), r.held.end()), 3), num(r.held.back(), 3),
                                 num(r.train_tail, 3)});
         }
     }
     tut.show(table(per_seed));
     for (std::size_t s = 0; s < c.seeds.size(); ++s) {
-        fmt::print("  time: seed {}: LSTM {:.1f} s, LN-LSTM {:.1f} s\n", c.seeds[s], lstm[s].seconds, ln[s].seconds);
+        fmt::print("  time: seed {}: LSTM {:.1f} s, LN-LSTM {:.1f} s, BN-LSTM g0.1 {:.1f} s, g1 {:.1f} s\n", c.seeds[s],
+                   lstm[s].seconds, ln[s].seconds, bn_small[s].seconds, bn_one[s].seconds);
     }
 
-    const auto summary = [&](const std::vector<Curve>& runs) {
+    const auto summary = [&](const std::vector<Curve>& curves) {
         std::vector<double> steps_to, final_loss;
         std::size_t missed = 0;
-        for (const Curve& r : runs) {
+        for (const Curve& r : curves) {
             const double k = reached(r);
             if (k < 0) ++missed;
             else steps_to.push_back(k);
             final_loss.push_back(r.held.back());
         }
-        std::string reach = missed == runs.size() ? "target not reached"
+        std::string reach = missed == curves.size() ? "target not reached"
                             : steps_to.size() == 1 ? fmt::format("target at {} steps", num(steps_to[0], 0))
                                                    : fmt::format("target at {} steps", mean_pm_std(steps_to, 0));
-        if (missed > 0 && missed < runs.size()) reach += fmt::format(" ({} of {} seeds missed it)", missed, runs.size());
+        if (missed > 0 && missed < curves.size()) reach += fmt::format(" ({} of {} seeds missed it)", missed, curves.size());
         return fmt::format("{}; final held-out loss {}", reach, mean_pm_std(final_loss, 3));
     };
     tut.step("summary over the seeds");
-    tut.say("LSTM:    " + summary(lstm));
-    tut.say("LN-LSTM: " + summary(ln));
-    tut.say("the paper: LN-LSTM converged about twice as fast as its baselines (there BN-LSTM) and");
-    tut.say("to a lower validation error.");
-    // The two halves of the claim, read from the seeds: steps to the target (a seed that missed it
-    // counts as the whole run), and the final held-out loss seed by seed.
-    const auto steps_to_target = [&](const std::vector<Curve>& runs) {
+    for (std::size_t v = 0; v < kVariants.size(); ++v) tut.say(fmt::format("{:<13} {}", kVariants[v].name, summary(runs[v])));
+    tut.say("the paper: LN-LSTM converged about twice as fast as BN-LSTM and to a lower validation");
+    tut.say("error; BN-LSTM needed its gain initialised to 0.1, LN-LSTM worked with gain 1.");
+    // The claims, read from the seeds: steps to the target (a seed that missed it counts as the
+    // whole run, so a ratio against such a model is a lower bound), and the final held-out loss
+    // compared seed by seed.
+    const auto steps_to_target = [&](const std::vector<Curve>& curves) {
         std::vector<double> steps;
-        for (const Curve& r : runs) steps.push_back(reached(r) < 0 ? static_cast<double>(c.steps) : reached(r));
+        for (const Curve& r : curves) steps.push_back(reached(r) < 0 ? static_cast<double>(c.steps) : reached(r));
         return steps;
     };
-    const auto final_held = [](const std::vector<Curve>& runs) {
+    const auto missed_any = [&](const std::vector<Curve>& curves) {
+        return std::any_of(curves.begin(), curves.end(), [&](const Curve& r) { return reached(r) < 0; });
+    };
+    const auto final_held = [](const std::vector<Curve>& curves) {
         std::vector<double> loss;
-        for (const Curve& r : runs) loss.push_back(r.held.back());
+        for (const Curve& r : curves) loss.push_back(r.held.back());
         return loss;
     };
-    const std::vector<double> lstm_steps = steps_to_target(lstm), ln_steps = steps_to_target(ln);
+    // The same, rounded as Step 4 prints them (3 decimals). BN-LSTM at gain 0.1 and 1 end within
+    // 0.04 of each other: the spread of such small differences moves with the last digits of the
+    // BLAS kernel (0.005 or 0.006), the printed per-seed values do not.
+    const auto final_printed = [&](const std::vector<Curve>& curves) {
+        std::vector<double> loss = final_held(curves);
+        for (double& v : loss) v = std::round(v * 1000) / 1000;
+        return loss;
+    };
     tut.conclude(fmt::format("faster: the LSTM needs {} times the steps of LN-LSTM to reach {} ({} vs {})",
-                             num(seed_mean(lstm_steps) / seed_mean(ln_steps), 1), num(c.target, 2), mean_pm_std(lstm_steps, 0),
-                             mean_pm_std(ln_steps, 0)));
+                             num(seed_mean(steps_to_target(lstm)) / seed_mean(steps_to_target(ln)), 1),
+                             num(c.target, 2), mean_pm_std(steps_to_target(lstm), 0),
+                             mean_pm_std(steps_to_target(ln), 0)));
     const auto lower = tutorial_values::paired_difference(final_held(lstm), final_held(ln));
     tut.conclude("final held-out loss, seed by seed:");
     tut.say("   " + tutorial_values::describe(lower, "LN-LSTM", "LSTM", 3));
@@ -283,34 +325,84 @@ int main(int argc, char** argv) {
         tut.say("   --full (600 steps) ends at LN-LSTM 1.938 ± 0.017, LSTM 1.939 ± 0.022: not lower");
     }
 
+    // "LN about twice as fast as BN": the evaluations above resolve steps to eval_every only, so
+    // here the crossing of the target is interpolated linearly between the two evaluations around
+    // it (a seed that never crosses counts as the whole run: then the ratio is a lower bound).
+    const auto crossing = [&](const Curve& r) {
+        for (std::size_t i = 1; i < r.held.size(); ++i) {
+            if (r.held[i] <= c.target) {
+                const double before = r.held[i - 1], after = r.held[i];
+                return (static_cast<double>(i - 1) + (before - c.target) / (before - after)) * static_cast<double>(c.eval_every);
+            }
+        }
+        return static_cast<double>(c.steps);
+    };
+    const auto crossings = [&](const std::vector<Curve>& curves) {
+        std::vector<double> steps;
+        for (const Curve& r : curves) steps.push_back(crossing(r));
+        return steps;
+    };
+    const std::vector<double> ln_cross = crossings(ln);
+    std::vector<double> ratios;
+    tut.conclude(fmt::format("LN twice as fast as BN? steps to {}, interpolated between evaluations:", num(c.target, 2)));
+    for (std::size_t v : {2, 3}) {
+        const std::vector<Curve>* bn = &runs[v];
+        const std::vector<double> bn_cross = crossings(*bn);
+        ratios.push_back(seed_mean(bn_cross) / seed_mean(ln_cross));
+        tut.say(fmt::format("   {} {} vs LN-LSTM {}: {}{} times", kVariants[v].name, mean_pm_std(bn_cross, 0),
+                            mean_pm_std(ln_cross, 0), missed_any(*bn) ? "at least " : "", num(ratios.back(), 1)));
+    }
+    tut.say("   final held-out loss as printed in Step 4, seed by seed:");
+    tut.say("   " + tutorial_values::describe(tutorial_values::paired_difference(final_printed(bn_small), final_printed(ln)),
+                                              "LN-LSTM", "BN-LSTM g0.1", 3));
+    const double fastest = std::min(ratios[0], ratios[1]);
+    const std::string when = tut.full() ? "" : " to this early target (the quick run stops at 150 steps)";
+    tut.say("   " + (fastest >= 1.7  ? "about twice as fast" + when
+                     : fastest > 1.0 ? fmt::format("faster, but {} times, not twice,{}", num(fastest, 1), when)
+                                     : "not faster" + when));
+    // "BN needed gain 0.1": gain 1 against gain 0.1, same seeds, same windows.
+    const auto gain = tutorial_values::paired_difference(final_printed(bn_small), final_printed(bn_one));
+    tut.conclude("BN needed gain 0.1? final held-out loss as printed in Step 4, seed by seed:");
+    tut.say("   " + tutorial_values::describe(gain, "BN-LSTM g1", "BN-LSTM g0.1", 3));
+    tut.say("   " + std::string(!gain.significant ? "within the spread: this run cannot tell that gain 1 hurts BN-LSTM"
+                                : gain.mean > 0   ? "gain 1 ends higher than gain 0.1: as the paper reports"
+                                                  : "gain 1 ends lower: not needed here (32-step windows, 150 steps)"));
+
     std::vector<std::vector<double>> csv;
-    std::vector<std::string> header{"step", "lstm_mean", "ln_lstm_mean"};
+    const std::vector<std::string> keys{"lstm", "ln_lstm", "bn_lstm_g01", "bn_lstm_g1"};
+    std::vector<std::string> header{"step"};
+    for (const std::string& k : keys) header.push_back(k + "_mean");
     for (std::uint64_t seed : c.seeds) {
-        header.push_back(fmt::format("lstm_seed{}", seed));
-        header.push_back(fmt::format("ln_lstm_seed{}", seed));
+        for (const std::string& k : keys) header.push_back(fmt::format("{}_seed{}", k, seed));
     }
     for (std::size_t i = 0; i < points; ++i) {
-        std::vector<double> row{static_cast<double>(i * c.eval_every), seed_mean(column(lstm, i)), seed_mean(column(ln, i))};
+        std::vector<double> row{static_cast<double>(i * c.eval_every)};
+        for (const std::vector<Curve>& curves : runs) row.push_back(seed_mean(column(curves, i)));
         for (std::size_t s = 0; s < c.seeds.size(); ++s) {
-            row.push_back(lstm[s].held[i]);
-            row.push_back(ln[s].held[i]);
+            for (const std::vector<Curve>& curves : runs) row.push_back(curves[s].held[i]);
         }
         csv.push_back(row);
     }
     const std::string csv_path = tut.out_path("13_ln_lstm.csv"), png = tut.out_path("13_ln_lstm.png");
     write_csv(csv_path, header, csv);
-    // Thick: the mean over the seeds; thin: each seed. Red LSTM, blue LN-LSTM; the target dotted.
+    // Thick: the mean over the seeds; thin: each seed. Red LSTM, blue LN-LSTM, green BN-LSTM g0.1,
+    // orange BN-LSTM g1; the target dotted.
+    const std::vector<std::string> strong{"#c0392b", "#2471a3", "#1e8449", "#d68910"},
+        pale{"#f5b7b1", "#a9cce3", "#a9dfbf", "#fad7a0"}, points_type{"7", "5", "9", "11"};
     std::string plot = fmt::format(
         "set title 'char model of GPL-3: held-out loss ({} seeds; thick: mean)'\nset xlabel 'training step'\n"
         "set ylabel 'held-out cross-entropy (nats/char)'\nset grid\nset key top right\nset datafile separator ','\n"
-        "plot {} with lines dt 3 lc rgb '#555555' title 'target {}', "
-        "'{}' using 1:2 with linespoints lw 3 pt 7 lc rgb '#c0392b' title 'LSTM', "
-        "'{}' using 1:3 with linespoints lw 3 pt 5 lc rgb '#2471a3' title 'LN-LSTM'",
-        c.seeds.size(), c.target, num(c.target, 2), csv_path, csv_path);
+        "plot {} with lines dt 3 lc rgb '#555555' title 'target {}'",
+        c.seeds.size(), c.target, num(c.target, 2));
+    for (std::size_t v = 0; v < kVariants.size(); ++v) {
+        plot += fmt::format(", '{}' using 1:{} with linespoints lw 3 pt {} lc rgb '{}' title '{}'", csv_path, 2 + v,
+                            points_type[v], strong[v], kVariants[v].name);
+    }
     for (std::size_t s = 0; s < c.seeds.size(); ++s) {
-        plot += fmt::format(", '{0}' using 1:{1} with lines lw 1 lc rgb '#f5b7b1' notitle, '{0}' using 1:{2} with lines lw 1 "
-                            "lc rgb '#a9cce3' notitle",
-                            csv_path, 4 + 2 * s, 5 + 2 * s);
+        for (std::size_t v = 0; v < kVariants.size(); ++v) {
+            plot += fmt::format(", '{}' using 1:{} with lines lw 1 lc rgb '{}' notitle", csv_path,
+                                2 + kVariants.size() * (1 + s) + v, pale[v]);
+        }
     }
     if (gnuplot(plot, png, 900, 600, fmt::format("{}", fmt::join(c.seeds, ", ")))) tut.say("plot: " + png);
     tut.say("csv: " + csv_path);
