@@ -2,16 +2,16 @@
 // recurrent layers, attention, losses, initialisers and the functional ops.
 #pragma once
 
-#include "nn/activation.hpp"
-#include "nn/attention.hpp"
-#include "nn/conv.hpp"
-#include "nn/dyt.hpp"
-#include "nn/functional.hpp"
-#include "nn/image_norm.hpp"
-#include "nn/init.hpp"
-#include "nn/layers.hpp"
-#include "nn/losses.hpp"
-#include "nn/module.hpp"
-#include "nn/norm_layers.hpp"
-#include "nn/recurrent.hpp"
+#include "nn/modules/activation.hpp"
+#include "nn/modules/attention.hpp"
+#include "nn/modules/conv.hpp"
+#include "nn/modules/dyt.hpp"
+#include "nn/functional/functional.hpp"
+#include "nn/modules/image_norm.hpp"
+#include "nn/modules/init.hpp"
+#include "nn/modules/layers.hpp"
+#include "nn/functional/losses.hpp"
+#include "nn/modules/module.hpp"
+#include "nn/modules/norm_layers.hpp"
+#include "nn/modules/recurrent.hpp"
 

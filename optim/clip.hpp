@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/tensor.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace xg::optim {
 

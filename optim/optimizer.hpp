@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/io.hpp"
-#include "core/tensor.hpp"
+#include "core/io/io.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace xg::optim {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "core/parallel.hpp"
+#include "core/fast/parallel.hpp"
 
 namespace xg::optim {
 

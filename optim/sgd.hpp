@@ -2,7 +2,7 @@
 // torch.optim.SGD (1.13) exactly.
 #pragma once
 
-#include "core/arg.hpp"
+#include "core/engine/arg.hpp"
 #include "optim/optimizer.hpp"
 
 namespace xg::optim {

@@ -1,5 +1,5 @@
 # Prints the gradient checks that the last ctest run performed, one line each (see
-# XGRAD_GRADCHECK_LOG in core/gradcheck.cpp). Silent when no gradcheck ran.
+# XGRAD_GRADCHECK_LOG in core/tools/gradcheck.cpp). Silent when no gradcheck ran.
 if(NOT EXISTS "${LOG}")
   return()
 endif()

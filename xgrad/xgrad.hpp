@@ -10,15 +10,16 @@
 // libraries, which keeps a script including this file quick to compile.
 #pragma once
 
-#include "core/dot.hpp"
-#include "core/format.hpp"
-#include "core/gradcheck.hpp"
-#include "core/io.hpp"
-#include "core/ops.hpp"
-#include "core/random.hpp"
-#include "core/tensor.hpp"
-#include "core/threads.hpp"
-#include "core/transforms.hpp"
+#include "core/tools/graphviz.hpp"
+#include "core/io/format.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/io/io.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
+#include "core/engine/tensor.hpp"
+#include "core/engine/kernel_tier.hpp"
+#include "core/engine/threads.hpp"
+#include "core/tools/transforms.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "core/io.hpp"
-#include "core/random.hpp"
+#include "core/io/io.hpp"
+#include "core/engine/random.hpp"
 
 namespace xg::optim {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/module.hpp"
+#include "nn/modules/module.hpp"
 #include "optim/training/data.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/schedule.hpp"

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "core/io.hpp"
+#include "core/io/io.hpp"
 
 namespace xg::optim {
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/arg.hpp"
-#include "core/io.hpp"
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/engine/arg.hpp"
+#include "core/io/io.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 
 namespace xg::optim {
 

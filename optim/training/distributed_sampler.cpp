@@ -5,8 +5,8 @@
 #include <numeric>
 #include <utility>
 
-#include "core/random.hpp"
-#include "core/tensor.hpp"
+#include "core/engine/random.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace xg::optim {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/tensor.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace xg::optim {
 

@@ -36,7 +36,7 @@
 
 #include <fmt/format.h>
 
-#include "core/threads.hpp"
+#include "core/engine/threads.hpp"
 #include "tests/bench/bench.hpp"
 
 #ifndef XGRAD_BENCH_FLAGS

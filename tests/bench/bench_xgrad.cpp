@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <memory>
 
-#include "nn/conv.hpp"
+#include "nn/modules/conv.hpp"
 #include "nn/nn.hpp"
-#include "nn/recurrent.hpp"
+#include "nn/modules/recurrent.hpp"
 #include "optim/optim.hpp"
 #include "tests/bench/bench.hpp"
 

@@ -1,12 +1,12 @@
 // Writes the outputs and gradients of the kernels that have AVX2 clones (layer_norm, rms_norm,
-// batch_norm, group_norm; nn/kernel_primitives.hpp) to the file named by argv[1], as raw doubles.
+// batch_norm, group_norm; nn/fast/kernel_primitives.hpp) to the file named by argv[1], as raw doubles.
 // Built twice - against the library as it is, and with those kernels compiled without clones - so
 // that compare_dumps.cmake can show that both versions round identically (ctest kernels.*).
 #include <cstdint>
 #include <cstdio>
 
-#include "core/random.hpp"
-#include "nn/functional.hpp"
+#include "core/engine/random.hpp"
+#include "nn/functional/functional.hpp"
 
 namespace F = xg::nn::functional;
 using xg::Array;

@@ -26,7 +26,7 @@ function(run_step what)
 endfunction()
 
 run_step("install to ${prefix}" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-foreach(f include/xgrad/xgrad.hpp include/xgrad/core/tensor.hpp include/xgrad/nn/nn.hpp
+foreach(f include/xgrad/xgrad.hpp include/xgrad/core/engine/tensor.hpp include/xgrad/nn/nn.hpp
           include/xgrad/optim/optim.hpp lib/cmake/xgrad/xgradConfig.cmake
           lib/cmake/xgrad/xgradConfigVersion.cmake lib/cmake/xgrad/xgradTargets.cmake)
   if(NOT EXISTS ${prefix}/${f})

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "core/distributed.hpp"
-#include "core/random.hpp"
-#include "core/threads.hpp"
-#include "nn/distributed_data_parallel.hpp"
-#include "nn/layers.hpp"
-#include "nn/losses.hpp"
-#include "nn/norm_layers.hpp"
-#include "nn/sync_batchnorm.hpp"
+#include "core/distributed/collectives.hpp"
+#include "core/engine/random.hpp"
+#include "core/engine/threads.hpp"
+#include "nn/modules/distributed_data_parallel.hpp"
+#include "nn/modules/layers.hpp"
+#include "nn/functional/losses.hpp"
+#include "nn/modules/norm_layers.hpp"
+#include "nn/modules/sync_batchnorm.hpp"
 #include "optim/adam.hpp"
 
 using namespace xg;

@@ -8,9 +8,9 @@
 #include <cstddef>
 #include <vector>
 
-#include "core/distributed.hpp"
-#include "core/random.hpp"
-#include "core/tensor.hpp"
+#include "core/distributed/collectives.hpp"
+#include "core/engine/random.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace xg::test {
 

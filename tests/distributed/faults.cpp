@@ -15,12 +15,12 @@
 
 #include <fmt/format.h>
 
-#include "core/distributed.hpp"
-#include "core/io.hpp"
-#include "nn/distributed_data_parallel.hpp"
-#include "nn/layers.hpp"
-#include "nn/losses.hpp"
-#include "nn/sync_batchnorm.hpp"
+#include "core/distributed/collectives.hpp"
+#include "core/io/io.hpp"
+#include "nn/modules/distributed_data_parallel.hpp"
+#include "nn/modules/layers.hpp"
+#include "nn/functional/losses.hpp"
+#include "nn/modules/sync_batchnorm.hpp"
 #include "optim/sgd.hpp"
 #include "optim/training/checkpoint.hpp"
 #include "optim/training/distributed_sampler.hpp"

@@ -3,7 +3,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
-#include "core/distributed.hpp"
+#include "core/distributed/collectives.hpp"
 
 int main(int argc, char** argv) {
     xg::distributed::init();

@@ -4,12 +4,12 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/distributed.hpp"
-#include "nn/distributed_data_parallel.hpp"
-#include "nn/layers.hpp"
-#include "nn/losses.hpp"
-#include "nn/norm_layers.hpp"
-#include "nn/sync_batchnorm.hpp"
+#include "core/distributed/collectives.hpp"
+#include "nn/modules/distributed_data_parallel.hpp"
+#include "nn/modules/layers.hpp"
+#include "nn/functional/losses.hpp"
+#include "nn/modules/norm_layers.hpp"
+#include "nn/modules/sync_batchnorm.hpp"
 #include "optim/sgd.hpp"
 #include "optim/training/distributed_sampler.hpp"
 #include "tests/distributed/distributed_support.hpp"

@@ -5,11 +5,11 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/distributed.hpp"
-#include "nn/image_norm.hpp"
-#include "nn/layers.hpp"
-#include "nn/norm_layers.hpp"
-#include "nn/sync_batchnorm.hpp"
+#include "core/distributed/collectives.hpp"
+#include "nn/modules/image_norm.hpp"
+#include "nn/modules/layers.hpp"
+#include "nn/modules/norm_layers.hpp"
+#include "nn/modules/sync_batchnorm.hpp"
 #include "tests/distributed/distributed_support.hpp"
 
 namespace xg_test_sync_batchnorm {

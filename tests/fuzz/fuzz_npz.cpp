@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/io.hpp"
+#include "core/io/io.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string bytes(reinterpret_cast<const char*>(data), size);

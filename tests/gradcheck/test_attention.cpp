@@ -2,9 +2,9 @@
 // evaluation draws the same masks) and of the attention weights it returns.
 #include <catch2/catch.hpp>
 
-#include "core/gradcheck.hpp"
-#include "core/random.hpp"
-#include "nn/attention.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/engine/random.hpp"
+#include "nn/modules/attention.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
 namespace xg_test_attention {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

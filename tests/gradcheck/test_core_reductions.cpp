@@ -6,9 +6,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/gradcheck.hpp"
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
 namespace xg_test_core_reductions {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

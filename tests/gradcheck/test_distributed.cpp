@@ -11,10 +11,10 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/distributed.hpp"
-#include "nn/distributed_data_parallel.hpp"
-#include "nn/layers.hpp"
-#include "nn/sync_batchnorm.hpp"
+#include "core/distributed/collectives.hpp"
+#include "nn/modules/distributed_data_parallel.hpp"
+#include "nn/modules/layers.hpp"
+#include "nn/modules/sync_batchnorm.hpp"
 #include "tests/distributed/distributed_support.hpp"
 
 namespace xg_test_distributed {

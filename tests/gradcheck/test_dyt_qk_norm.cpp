@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/gradcheck.hpp"
+#include "core/tools/gradcheck.hpp"
 #include "nn/nn.hpp"
 #include "tests/support/gradcheck_support.hpp"
 

@@ -5,9 +5,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/gradcheck.hpp"
-#include "core/random.hpp"
-#include "nn/functional.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/engine/random.hpp"
+#include "nn/functional/functional.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
 namespace xg_test_fused_ops {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "nn/image_norm.hpp"
+#include "nn/modules/image_norm.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
 namespace xg_test_image_norm_ops {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

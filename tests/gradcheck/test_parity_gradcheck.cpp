@@ -8,8 +8,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/gradcheck.hpp"
-#include "core/ops.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/ops/ops.hpp"
 #include "nn/nn.hpp"
 #include "tests/support/gradcheck_support.hpp"
 

@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "nn/recurrent.hpp"
+#include "nn/modules/recurrent.hpp"
 #include "tutorials/common/batch_norm_lstm.hpp"
 #include "tests/support/gradcheck_support.hpp"
 

@@ -1,6 +1,6 @@
 // Under create_graph every op runs a second backward of its own: a core op its GraphGradContext
-// closure, a selection op a scatter node (core/linear_map.hpp), a fused op the gradient of its
-// composed twin (core/composed_backward.hpp). gradgradcheck cannot tell when that path is wrong
+// closure, a selection op a scatter node (core/ops/linear_map.hpp), a fused op the gradient of its
+// composed twin (core/engine/composed_backward.hpp). gradgradcheck cannot tell when that path is wrong
 // but consistent with itself (a twin reading the wrong gate differentiates just as well), so here
 // each op's create_graph gradients are compared with its ordinary backward's, to 1e-12, at first
 // order and once more at second order (the gradient graph's own nodes, scatter nodes included).
@@ -21,13 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "core/ops.hpp"
-#include "core/random.hpp"
-#include "nn/conv.hpp"
-#include "nn/dyt.hpp"
-#include "nn/functional.hpp"
-#include "nn/losses.hpp"
-#include "nn/recurrent.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
+#include "nn/modules/conv.hpp"
+#include "nn/modules/dyt.hpp"
+#include "nn/functional/functional.hpp"
+#include "nn/functional/losses.hpp"
+#include "nn/modules/recurrent.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
 namespace xg_test_create_graph_backward {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
@@ -366,20 +366,20 @@ std::vector<std::string> record_first_arguments(const std::string& text) {
 std::set<std::string> recorded_op_names(std::vector<std::string>& unknown_sites) {
     // record(op, ...) sites whose op comes from the caller: the names their callers pass.
     const std::map<std::string, std::set<std::string>> names_from_callers = {
-        {"core/ops_elementwise.cpp: op", {"maximum", "minimum"}},
-        {"nn/functional_groupnorm.cpp: op", {"group_norm", "instance_norm"}},
-        {"core/linear_map.cpp: adjoint ? m->op + \"_backward\" : m->op", {}},  // the FlatGather names below
+        {"core/ops/elementwise.cpp: op", {"maximum", "minimum"}},
+        {"nn/functional/group_norm.cpp: op", {"group_norm", "instance_norm"}},
+        {"core/ops/linear_map.cpp: adjoint ? m->op + \"_backward\" : m->op", {}},  // the FlatGather names below
         // ops without a double backward get numeric "<op>_backward" nodes that refuse to be
         // differentiated: no create_graph path of their own to compare
-        {"core/tensor.cpp: op + \"_backward\"", {}},
+        {"core/engine/tensor.cpp: op + \"_backward\"", {}},
     };
     static const std::regex literal(R"re("(\w+)")re"), only_literals(R"re(^("\w+"|[\w.]+ \? "\w+" : "\w+")$)re");
     static const std::regex flat_gather(R"re(FlatGather\{"(\w+)")re");
     std::set<std::string> names;
     for (const char* folder : {"core", "nn"}) {
-        for (const auto& entry : fs::directory_iterator(fs::path(XGRAD_SOURCE_DIR) / folder)) {
+        for (const auto& entry : fs::recursive_directory_iterator(fs::path(XGRAD_SOURCE_DIR) / folder)) {
             if (entry.path().extension() != ".cpp") continue;
-            const std::string file = std::string(folder) + "/" + entry.path().filename().string();
+            const std::string file = fs::relative(entry.path(), fs::path(XGRAD_SOURCE_DIR)).generic_string();
             const std::string text = read_text(entry.path());
             for (const std::string& arg : record_first_arguments(text)) {
                 if (std::regex_match(arg, only_literals)) {
@@ -436,7 +436,7 @@ TEST_CASE("create_graph: the comparison reaches every op the library records", "
 
     std::set<std::string> reached;
     for (const Case& c : all_cases()) compare_routes(c, reached);
-    // Ops this program cannot run. sync_batch_norm (nn/sync_batchnorm.cpp, built only with MPI)
+    // Ops this program cannot run. sync_batch_norm (nn/modules/sync_batchnorm.cpp, built only with MPI)
     // needs an mpirun launch; it has no create_graph path of its own (its gradients join the graph
     // as numeric nodes that refuse a second differentiation), and ctest -L distributed compares
     // its gradients with BatchNorm's on the concatenated batch.

@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "core/gradcheck.hpp"
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
 namespace xg_test_elementary_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

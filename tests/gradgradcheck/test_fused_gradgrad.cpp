@@ -4,14 +4,14 @@
 
 #include <cmath>
 
-#include "core/gradcheck.hpp"
-#include "core/ops.hpp"
-#include "core/random.hpp"
-#include "nn/conv.hpp"
-#include "nn/dyt.hpp"
-#include "nn/functional.hpp"
-#include "nn/losses.hpp"
-#include "nn/recurrent.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
+#include "nn/modules/conv.hpp"
+#include "nn/modules/dyt.hpp"
+#include "nn/functional/functional.hpp"
+#include "nn/functional/losses.hpp"
+#include "nn/modules/recurrent.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
 namespace xg_test_fused_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

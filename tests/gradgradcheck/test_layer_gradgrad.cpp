@@ -5,18 +5,18 @@
 // (docs/derivatives.md), so these also check that the twin and the fused kernel are one function.
 #include <catch2/catch.hpp>
 
-#include "core/gradcheck.hpp"
-#include "core/ops.hpp"
-#include "core/random.hpp"
-#include "nn/attention.hpp"
-#include "nn/conv.hpp"
-#include "nn/dyt.hpp"
-#include "nn/functional.hpp"
-#include "nn/layers.hpp"
-#include "nn/activation.hpp"
-#include "nn/losses.hpp"
-#include "nn/module.hpp"
-#include "nn/recurrent.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
+#include "nn/modules/attention.hpp"
+#include "nn/modules/conv.hpp"
+#include "nn/modules/dyt.hpp"
+#include "nn/functional/functional.hpp"
+#include "nn/modules/layers.hpp"
+#include "nn/modules/activation.hpp"
+#include "nn/functional/losses.hpp"
+#include "nn/modules/module.hpp"
+#include "nn/modules/recurrent.hpp"
 #include "tests/support/gradcheck_support.hpp"
 
 namespace xg_test_layer_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

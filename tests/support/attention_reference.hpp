@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace xg::test {
 

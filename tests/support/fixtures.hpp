@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 #include <xtensor/xnpy.hpp>
 
-#include "core/ops.hpp"
+#include "core/ops/ops.hpp"
 
 namespace xg::test {
 

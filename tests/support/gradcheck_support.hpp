@@ -8,8 +8,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/gradcheck.hpp"
-#include "core/random.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/engine/random.hpp"
 
 namespace xg::test {
 

@@ -1,5 +1,5 @@
 // `ctest -L threads`: every multi-threaded kernel gives the same bits at 1, 2 and 3 threads
-// (core/parallel.hpp; docs/performance.md, "Threads and determinism"). Each case runs the same
+// (core/fast/parallel.hpp; docs/performance.md, "Threads and determinism"). Each case runs the same
 // work at each thread count on fresh copies of the same inputs and compares outputs, gradients
 // and parameters byte for byte. Sizes are above the kernels' parallel thresholds (32 K elements)
 // and give reductions several fixed chunks, so the threads really split the work.
@@ -12,8 +12,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/random.hpp"
-#include "core/threads.hpp"
+#include "core/engine/random.hpp"
+#include "core/engine/threads.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 

@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/random.hpp"
-#include "nn/attention.hpp"
+#include "core/engine/random.hpp"
+#include "nn/modules/attention.hpp"
 #include "tests/support/attention_reference.hpp"
 
 namespace xg_test_attention {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

@@ -12,7 +12,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/io.hpp"
+#include "core/io/io.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 

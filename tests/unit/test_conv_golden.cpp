@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "nn/conv.hpp"
+#include "nn/modules/conv.hpp"
 #include "tests/support/fixtures.hpp"
 
 namespace xg_test_conv_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

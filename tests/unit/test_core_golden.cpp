@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/ops.hpp"
+#include "core/ops/ops.hpp"
 #include "tests/support/fixtures.hpp"
 
 namespace xg_test_core_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

@@ -12,8 +12,8 @@
 #include <catch2/catch.hpp>
 #include <xtensor/xsort.hpp>
 
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 
 namespace xg_test_creation {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 

@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/random.hpp"
+#include "core/engine/random.hpp"
 #include "nn/nn.hpp"
 #include "tests/support/fixtures.hpp"
 

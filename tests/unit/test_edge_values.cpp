@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/ops.hpp"
+#include "core/ops/ops.hpp"
 #include "tests/support/fixtures.hpp"
 
 namespace xg_test_edge_values {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

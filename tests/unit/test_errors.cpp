@@ -18,9 +18,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/io.hpp"
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/io/io.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 

@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "core/dot.hpp"
-#include "core/format.hpp"
-#include "core/ops.hpp"
+#include "core/tools/graphviz.hpp"
+#include "core/io/format.hpp"
+#include "core/ops/ops.hpp"
 
 namespace xg_test_format {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 

@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "nn/functional.hpp"
+#include "nn/functional/functional.hpp"
 #include "tests/support/fixtures.hpp"
 
 namespace xg_test_fused_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

@@ -12,10 +12,10 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/random.hpp"
-#include "nn/functional.hpp"
-#include "nn/gate_math.hpp"
-#include "nn/kernel_primitives.hpp"
+#include "core/engine/random.hpp"
+#include "nn/functional/functional.hpp"
+#include "nn/fast/gate_math.hpp"
+#include "nn/fast/kernel_primitives.hpp"
 #include "tests/support/fixtures.hpp"
 
 namespace xg_test_fused_invariants {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
@@ -100,7 +100,7 @@ TEST_CASE("fused ops agree with their composed twins in value and gradient", "[f
                        {x3, randn({3, 4}), randn({3, 4})}, "layer_norm over (3, 4)");
 }
 
-// Outputs of 4 MiB and more take the streaming-store path of the kernels (nn/kernel_primitives.hpp);
+// Outputs of 4 MiB and more take the streaming-store path of the kernels (nn/fast/kernel_primitives.hpp);
 // these shapes cover it with row and column tails (widths not a multiple of 8, row counts not a
 // multiple of 4) and the ordinary path for an odd width at the same size; BatchNorm's short rows
 // ((8195, 130): 1040 bytes, walked from the end in blocks of 8) with a column tail of 2.

@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/ops.hpp"
+#include "core/ops/ops.hpp"
 
 namespace xg_test_graph {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 

@@ -1,6 +1,6 @@
 // After backward() without retain_graph, the graph keeps no closure and no saved array while
 // the loss is still alive (a hole found by mutation testing: dropping `node->backward = nullptr`
-// in core/tensor.cpp went unnoticed). The nodes themselves stay linked, so a second backward can
+// in core/engine/tensor.cpp went unnoticed). The nodes themselves stay linked, so a second backward can
 // name the freed op; only what the closures captured is released.
 #include <memory>
 #include <unordered_set>

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "core/ops.hpp"
-#include "core/tensor.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace xg_test_higher_order {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "core/ops.hpp"
-#include "nn/functional.hpp"
-#include "nn/losses.hpp"
+#include "core/ops/ops.hpp"
+#include "nn/functional/functional.hpp"
+#include "nn/functional/losses.hpp"
 #include "tests/support/fixtures.hpp"
 
 namespace xg_test_higher_order_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

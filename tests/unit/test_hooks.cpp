@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "core/ops.hpp"
-#include "core/random.hpp"
-#include "core/tensor.hpp"
-#include "nn/activation.hpp"
-#include "nn/layers.hpp"
-#include "nn/module.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
+#include "core/engine/tensor.hpp"
+#include "nn/modules/activation.hpp"
+#include "nn/modules/layers.hpp"
+#include "nn/modules/module.hpp"
 
 namespace xg_test_hooks {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 

@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 #include <xtensor/xview.hpp>
 
-#include "core/random.hpp"
+#include "core/engine/random.hpp"
 #include "nn/nn.hpp"
 
 namespace xg_test_image_and_sequence_layers {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

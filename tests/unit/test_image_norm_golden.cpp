@@ -7,9 +7,9 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/random.hpp"
-#include "nn/image_norm.hpp"
-#include "nn/norm_layers.hpp"
+#include "core/engine/random.hpp"
+#include "nn/modules/image_norm.hpp"
+#include "nn/modules/norm_layers.hpp"
 #include "tests/support/fixtures.hpp"
 
 namespace xg_test_image_norm_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/io.hpp"
+#include "core/io/io.hpp"
 
 namespace xg_test_io {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 

@@ -10,7 +10,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/ops.hpp"
+#include "core/ops/ops.hpp"
 #include "nn/nn.hpp"
 #include "optim/training/data.hpp"
 #include "tests/support/fixtures.hpp"

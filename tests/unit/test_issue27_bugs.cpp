@@ -8,9 +8,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/ops.hpp"
-#include "core/random.hpp"
-#include "core/threads.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
+#include "core/engine/threads.hpp"
 #include "nn/nn.hpp"
 
 namespace xg_test_issue27_bugs {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 

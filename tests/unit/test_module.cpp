@@ -7,7 +7,7 @@
 
 #include <unistd.h>
 
-#include "core/io.hpp"
+#include "core/io/io.hpp"
 #include "nn/nn.hpp"
 
 namespace xg_test_module {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

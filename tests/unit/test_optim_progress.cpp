@@ -10,7 +10,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/ops.hpp"
+#include "core/ops/ops.hpp"
 #include "optim/clip.hpp"
 #include "optim/training/progress.hpp"
 

@@ -9,7 +9,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/ops.hpp"
+#include "core/ops/ops.hpp"
 #include "optim/adam.hpp"
 #include "optim/sgd.hpp"
 

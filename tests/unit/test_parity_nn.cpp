@@ -14,8 +14,8 @@
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xview.hpp>
 
-#include "core/io.hpp"
-#include "core/random.hpp"
+#include "core/io/io.hpp"
+#include "core/engine/random.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 #include "tests/support/fixtures.hpp"

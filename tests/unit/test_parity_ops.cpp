@@ -11,9 +11,9 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/format.hpp"
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/io/format.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 #include "nn/nn.hpp"
 #include "tests/support/fixtures.hpp"
 

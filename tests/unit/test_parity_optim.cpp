@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "nn/losses.hpp"
+#include "nn/functional/losses.hpp"
 #include "optim/optim.hpp"
 #include "tests/support/fixtures.hpp"
 

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "nn/recurrent.hpp"
+#include "nn/modules/recurrent.hpp"
 #include "tests/support/fixtures.hpp"
 
 namespace xg_test_recurrent_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

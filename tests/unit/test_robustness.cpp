@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 #include "nn/nn.hpp"
 
 namespace xg_test_robustness {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)

@@ -12,7 +12,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "nn/layers.hpp"
+#include "nn/modules/layers.hpp"
 #include "optim/schedule.hpp"
 #include "optim/sgd.hpp"
 #include "optim/training/checkpoint.hpp"

@@ -3,7 +3,7 @@
 // which a forward and backward that were wrong in matching ways would pass too.
 #include <catch2/catch.hpp>
 
-#include "core/ops.hpp"
+#include "core/ops/ops.hpp"
 
 namespace xg_test_shape_values {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 

@@ -1,4 +1,4 @@
-// The vectorised erfc, exp and tanh of nn/simd_math.hpp, and GELU built on them, against long
+// The vectorised erfc, exp and tanh of nn/fast/simd_math.hpp, and GELU built on them, against long
 // double (11 more bits on x86-64) over wide ranges, the tails and the special values.
 //
 // The bound is glibc's documented one for its vector math functions, 4 ulp; the test prints what
@@ -14,9 +14,9 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "nn/functional.hpp"
-#include "nn/kernel_primitives.hpp"
-#include "nn/simd_math.hpp"
+#include "nn/functional/functional.hpp"
+#include "nn/fast/kernel_primitives.hpp"
+#include "nn/fast/simd_math.hpp"
 
 namespace xg_test_simd_math {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 

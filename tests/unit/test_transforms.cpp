@@ -3,10 +3,10 @@
 
 #include <cmath>
 
-#include "core/ops.hpp"
-#include "core/random.hpp"
-#include "core/transforms.hpp"
-#include "nn/functional.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
+#include "core/tools/transforms.hpp"
+#include "nn/functional/functional.hpp"
 
 namespace xg_test_transforms {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 

@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 #include "tutorials/17_norm_placement/norm_placement.hpp"
 #include "tutorials/common/tutorial.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/ops.hpp"
+#include "core/ops/ops.hpp"
 #include "nn/nn.hpp"
 #include "optim/sgd.hpp"
 

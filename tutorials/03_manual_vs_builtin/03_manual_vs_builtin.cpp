@@ -11,11 +11,11 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
-#include "core/gradcheck.hpp"
-#include "core/ops.hpp"
-#include "core/random.hpp"
-#include "nn/functional.hpp"
-#include "nn/norm_layers.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
+#include "nn/functional/functional.hpp"
+#include "nn/modules/norm_layers.hpp"
 #include "optim/sgd.hpp"
 #include "tutorials/common/graph_dump.hpp"
 #include "tutorials/common/tutorial.hpp"

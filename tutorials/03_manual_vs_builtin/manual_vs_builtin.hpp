@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "core/gradcheck.hpp"
-#include "core/tensor.hpp"
-#include "nn/module.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/engine/tensor.hpp"
+#include "nn/modules/module.hpp"
 
 namespace tutorial_values {
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "core/tensor.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace tutorial_values {
 

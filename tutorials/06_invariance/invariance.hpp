@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace tutorial_values {
 

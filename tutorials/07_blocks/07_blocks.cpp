@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 #include <xtensor/xmath.hpp>
 
-#include "core/gradcheck.hpp"
-#include "core/io.hpp"
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/io/io.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 #include "optim/clip.hpp"
 #include "tutorials/common/blocks.hpp"
 #include "tutorials/common/tutorial.hpp"

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/gradcheck.hpp"
-#include "core/tensor.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace tutorial_values {
 

@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <xtensor/xview.hpp>
 
-#include "core/ops.hpp"
-#include "core/random.hpp"
-#include "nn/norm_layers.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
+#include "nn/modules/norm_layers.hpp"
 #include "tutorials/common/tutorial.hpp"
 
 #ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/tensor.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace tutorial_values {
 

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 #include "optim/adam.hpp"
 #include "optim/training/data.hpp"
 #include "optim/training/progress.hpp"

@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "core/ops.hpp"
-#include "nn/init.hpp"
+#include "core/ops/ops.hpp"
+#include "nn/modules/init.hpp"
 #include "optim/adam.hpp"
 #include "optim/clip.hpp"
 #include "optim/schedule.hpp"

@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 #include "nn/nn.hpp"
 #include "optim/adam.hpp"
 #include "optim/clip.hpp"

@@ -13,9 +13,9 @@
 
 #include <fmt/format.h>
 
-#include "core/ops.hpp"
-#include "core/transforms.hpp"
-#include "nn/functional.hpp"
+#include "core/ops/ops.hpp"
+#include "core/tools/transforms.hpp"
+#include "nn/functional/functional.hpp"
 #include "tutorials/15_layernorm_curvature/layernorm_curvature.hpp"
 #include "tutorials/common/tutorial.hpp"
 

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "core/ops.hpp"
+#include "core/ops/ops.hpp"
 #include "tutorials/common/seed_stats.hpp"
 #include "tutorials/common/tutorial.hpp"
 

@@ -14,9 +14,9 @@
 
 #include <fmt/format.h>
 
-#include "core/gradcheck.hpp"
-#include "core/ops.hpp"
-#include "core/random.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
 #include "optim/adam.hpp"
 #include "tutorials/common/char_gpt.hpp"
 #include "tutorials/common/seed_stats.hpp"

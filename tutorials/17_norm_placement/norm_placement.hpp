@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/gradcheck.hpp"
+#include "core/tools/gradcheck.hpp"
 #include "nn/nn.hpp"
 #include "tutorials/common/blocks.hpp"
 

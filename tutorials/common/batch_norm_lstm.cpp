@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "core/ops.hpp"
-#include "nn/functional.hpp"
-#include "nn/init.hpp"
+#include "core/ops/ops.hpp"
+#include "nn/functional/functional.hpp"
+#include "nn/modules/init.hpp"
 
 namespace tutorial_values {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "nn/module.hpp"
-#include "nn/recurrent.hpp"
+#include "nn/modules/module.hpp"
+#include "nn/modules/recurrent.hpp"
 
 namespace tutorial_values {
 

@@ -4,7 +4,7 @@
 
 #include <xtensor/xview.hpp>
 
-#include "core/ops.hpp"
+#include "core/ops/ops.hpp"
 
 namespace tutorial_values {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/io.hpp"
-#include "core/ops.hpp"
+#include "core/io/io.hpp"
+#include "core/ops/ops.hpp"
 #include "optim/adam.hpp"
 #include "optim/clip.hpp"
 #include "optim/training/progress.hpp"

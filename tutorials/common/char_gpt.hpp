@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/random.hpp"
+#include "core/engine/random.hpp"
 #include "nn/nn.hpp"
 #include "tutorials/common/blocks.hpp"
 

@@ -7,11 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "core/dot.hpp"
-#include "core/gradcheck.hpp"
-#include "core/ops.hpp"
-#include "core/random.hpp"
-#include "nn/functional.hpp"
+#include "core/tools/graphviz.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/ops/ops.hpp"
+#include "core/engine/random.hpp"
+#include "nn/functional/functional.hpp"
 #include "tutorials/common/tutorial.hpp"
 
 namespace tutorial_values {

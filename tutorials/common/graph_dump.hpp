@@ -6,8 +6,8 @@
 #include <map>
 #include <string>
 
-#include "core/gradcheck.hpp"
-#include "core/tensor.hpp"
+#include "core/tools/gradcheck.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace tutorial_values {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/tensor.hpp"
+#include "core/engine/tensor.hpp"
 #include "tutorials/common/tutorial.hpp"
 
 namespace tutorial_values {

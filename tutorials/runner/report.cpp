@@ -14,7 +14,7 @@
 #include <cmark-gfm.h>
 #endif
 
-#include "core/tensor.hpp"
+#include "core/engine/tensor.hpp"
 
 namespace fs = std::filesystem;
 

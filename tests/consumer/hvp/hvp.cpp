@@ -42,7 +42,7 @@ int main() {
         std::printf("FAILED: expected agreement to 1e-10 and a nonzero product\n");
         return 1;
     }
-    // xg::hvp (core/transforms.hpp) through the umbrella header alone: H v of sum(x^3) is 6 x v.
+    // xg::hvp (core/tools/transforms.hpp) through the umbrella header alone: H v of sum(x^3) is 6 x v.
     const xg::Tensor x({1.0, -2.0, 0.5}), v({0.5, 1.0, -3.0});
     const xg::Tensor hv = xg::hvp([](const xg::Tensor& t) { return xg::sum(t * t * t); }, x, v).second;
     for (std::size_t k = 0; k < 3; ++k) {

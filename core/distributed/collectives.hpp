@@ -1,0 +1,72 @@
+// xg::distributed: the processes of an `mpirun` launch as one training job, with the names of
+// torch.distributed (init, rank, world_size, barrier, all_reduce, all_gather, broadcast).
+//
+// Built only when CMake finds MPI (Debian's Open MPI), into the library xgrad::distributed; the
+// rest of xgrad never depends on it, and this header includes no MPI header. Every collective is
+// called by every rank in the same order (as in MPI and torch.distributed), outside the graph:
+// it reads and writes values, never records a node.
+//
+// Determinism: all_reduce reduces each slice of the payload on exactly one rank
+// (MPI_Reduce_scatter_block) and then hands the reduced slices to everyone (MPI_Allgather), so
+// every rank gets the same bits, and the same launch gives the same bits every run: Open MPI
+// picks its algorithms by message size and process count, never by timing.
+//
+// Faults: init() installs a terminate handler, so an exception that leaves main() on one rank
+// prints "rank r: <what()>" and calls MPI_Abort, which stops every rank of the job within seconds
+// instead of leaving the others waiting in a collective. A rank killed by a signal is noticed by
+// mpirun, which stops the rest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/engine/tensor.hpp"
+
+namespace xg::distributed {
+
+/// How all_reduce combines the ranks' values (torch.distributed.ReduceOp).
+enum class ReduceOp { SUM, AVG, MAX, MIN };
+
+/// Joins the job launched by mpirun (MPI_Init_thread; a plain program run alone is a job of one).
+/// Calling it again is a no-op. MPI is finalised at exit. Installs the abort-on-exception handler.
+void init();
+/// True between init() and the program's exit.
+bool is_initialized();
+/// This process's rank, 0 .. world_size() - 1; throws xg::Error naming the call before init().
+int rank();
+/// The number of processes in the job.
+int world_size();
+/// Waits until every rank has called it.
+void barrier();
+
+/// Combines `tensor`'s values over the ranks in place (every rank gets the same bits). The
+/// shapes must agree on every rank; a mismatch throws xg::Error on every rank, naming both shapes.
+void all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::SUM);
+/// all_reduce of a plain array.
+void all_reduce(Array& values, ReduceOp op = ReduceOp::SUM);
+/// Every rank's `tensor`, in rank order; the shapes may differ between ranks.
+std::vector<Array> all_gather(const Tensor& tensor);
+/// all_gather of a plain array.
+std::vector<Array> all_gather(const Array& values);
+/// The ranks' arrays concatenated along axis 0 (their other axes must agree), e.g. the global
+/// batch from each rank's share.
+Array all_gather_rows(const Array& values);
+/// Copies rank `src`'s values into `tensor` on every rank (the shapes must agree).
+void broadcast(Tensor& tensor, int src = 0);
+/// broadcast of a plain array.
+void broadcast(Array& values, int src = 0);
+/// Rank `src`'s string on every rank (e.g. a file name chosen by rank 0).
+std::string broadcast_string(const std::string& text, int src = 0);
+
+/// Prints "rank r: message" to stderr and stops every rank of the job with `code` (MPI_Abort).
+[[noreturn]] void abort(const std::string& message, int code = 1);
+
+/// Bytes of payload this rank has handed to collectives since the last reset: all_reduce and
+/// broadcast count their array, all_gather this rank's part. What an algorithm moves on the
+/// wire is a multiple of this (docs/distributed.md, "What a step sends").
+std::uint64_t bytes_sent();
+/// Sets bytes_sent() back to 0.
+void reset_bytes_sent();
+
+}  // namespace xg::distributed

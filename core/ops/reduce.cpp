@@ -1,0 +1,216 @@
+// Reductions over axes. Each reduction computes in the keepdim shape (so outputs broadcast back
+// against the input with plain strided loops) and drops the axes at the end when asked.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "core/ops/ops.hpp"
+#include "core/fast/strided.hpp"
+
+namespace xg {
+
+namespace {
+
+
+struct Reduction {
+    Shape in;       // input shape
+    Shape kept;     // output shape with reduced axes set to 1
+    Shape out;      // output shape as returned (kept, or without the reduced axes)
+    Strides to_out; // strides reading the kept-shape output while walking the input
+    std::size_t count = 1; // elements reduced into each output
+};
+
+Reduction plan(const Shape& in, const Axes& axes, bool keepdim, const char* op) {
+    Reduction r;
+    r.in = in;
+    r.kept = in;
+    std::vector<bool> reduce(in.size(), axes.empty());
+    for (int a : axes) {
+        const std::size_t ax = normalize_axis(a, in.size(), op);
+        if (reduce[ax] && !axes.empty()) {
+            fail(op, fmt::format("axis {} appears twice in the axes list of input {}", a, shape_str(in)));
+        }
+        reduce[ax] = true;
+    }
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        if (reduce[i]) {
+            r.count *= in[i];
+            r.kept[i] = 1;
+        } else {
+            r.out.push_back(in[i]);
+        }
+    }
+    if (keepdim) r.out = r.kept;
+    r.to_out = broadcast_strides(r.kept, in);
+    return r;
+}
+
+Array sum_into_kept(const Array& a, const Reduction& r) {
+    Array out = xt::zeros<double>(r.kept);
+    const double* pa = a.data();
+    double* po = out.data();
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { po[io] += pa[i]; });
+    return out;
+}
+
+// Expands a gradient of the output (returned shape) back over the input: g_in[i] = s * g_out[i's slot].
+Array expand_grad(const Array& g, const Reduction& r, double scale) {
+    Array out = Array::from_shape(r.in);
+    const double* pg = g.data();  // same memory order as the kept shape
+    double* po = out.data();
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { po[i] = scale * pg[io]; });
+    return out;
+}
+
+Array reshaped(Array a, const Shape& shape) {
+    a.reshape(shape);
+    return a;
+}
+
+bool is_max_of(double x, double m) { return x == m || (std::isnan(x) && std::isnan(m)); }
+bool is_min_of(double x, double m) { return std::isnan(m) ? std::isnan(x) : x == m; }
+
+// 1/k at the k elements of each reduced slice that equal its extreme `kept`, 0 elsewhere.
+template <class IsExtreme>
+Array tie_weights(const Array& x, const Array& kept, const Reduction& r, IsExtreme is_extreme) {
+    const double *px = x.data(), *pm = kept.data();
+    Array ties = xt::zeros<double>(r.kept);
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { ties.data()[io] += is_extreme(px[i], pm[io]) ? 1.0 : 0.0; });
+    Array w = Array::from_shape(r.in);
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { w.data()[i] = is_extreme(px[i], pm[io]) ? 1.0 / ties.data()[io] : 0.0; });
+    return w;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& a) { return sum(a, {}, false); }
+
+Tensor sum(const Tensor& a, const Axes& axes, bool keepdim) {
+    const Reduction r = plan(a.shape(), axes, keepdim, "sum");
+    Array out = reshaped(sum_into_kept(a.value(), r), r.out);
+    // d(sum x)/dx_i = 1: the output gradient is copied to every reduced element
+    return record("sum", std::move(out), {a}, [r](const GradContext& c) -> Grads { return {expand_grad(c.grad, r, 1.0)}; }, {},
+                  [r](const GraphGradContext& c) -> std::vector<Tensor> {
+                      return {expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in)};
+                  });
+}
+
+Tensor mean(const Tensor& a) { return mean(a, {}, false); }
+
+Tensor mean(const Tensor& a, const Axes& axes, bool keepdim) {
+    const Reduction r = plan(a.shape(), axes, keepdim, "mean");
+    if (r.count == 0) fail("mean", "cannot average over an empty axis of shape " + shape_str(r.in));
+    Array out = sum_into_kept(a.value(), r);
+    out /= static_cast<double>(r.count);
+    // d(mean x)/dx_i = 1/N
+    return record("mean", reshaped(std::move(out), r.out), {a}, [r](const GradContext& c) -> Grads {
+        return {expand_grad(c.grad, r, 1.0 / static_cast<double>(r.count))};
+    }, {}, [r](const GraphGradContext& c) -> std::vector<Tensor> {
+        return {expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in) / static_cast<double>(r.count)};
+    });
+}
+
+Tensor var(const Tensor& a, const Axes& axes, bool unbiased, bool keepdim) {
+    const Reduction r = plan(a.shape(), axes, keepdim, "var");
+    const double denom = static_cast<double>(r.count) - (unbiased ? 1.0 : 0.0);
+    if (denom <= 0) {
+        fail("var", fmt::format("needs more than {} element(s) per reduction, got {} (shape {})", unbiased ? 1 : 0,
+                                r.count, shape_str(r.in)));
+    }
+    // Two passes (mean, then squared deviations): E[x^2]-E[x]^2 loses all digits for large means.
+    Array mu = sum_into_kept(a.value(), r);
+    mu /= static_cast<double>(r.count);
+    Array out = xt::zeros<double>(r.kept);
+    const double *pa = a.value().data(), *pm = mu.data();
+    double* po = out.data();
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+        const double d = pa[i] - pm[io];
+        po[io] += d * d;
+    });
+    out /= denom;
+    // d var/dx_i = 2 (x_i - mean) / (N - ddof)
+    return record("var", reshaped(std::move(out), r.out), {a}, [r, mu = std::move(mu), denom](const GradContext& c) -> Grads {
+        Array g = Array::from_shape(r.in);
+        const double *px = c.input(0).data(), *pg = c.grad.data(), *pm = mu.data();
+        double* pr = g.data();
+        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = 2.0 * (px[i] - pm[io]) / denom * pg[io]; });
+        return {std::move(g)};
+    }, {{"mean", r.kept}}, [r, denom](const GraphGradContext& c) -> std::vector<Tensor> {
+        Axes reduced;  // the kept shape's 1s: mean over them (an axis that was 1 already changes nothing)
+        for (std::size_t i = 0; i < r.kept.size(); ++i) {
+            if (r.kept[i] == 1) reduced.push_back(static_cast<int>(i));
+        }
+        const Tensor x = c.input(0);
+        const Tensor g = expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in);
+        return {g * (x - mean(x, reduced, true)) * (2.0 / denom)};
+    });
+}
+
+Tensor max(const Tensor& a) { return max(a, {}, false); }
+
+Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
+    const Reduction r = plan(a.shape(), axes, keepdim, "max");
+    if (r.count == 0) fail("max", "cannot take the maximum over an empty axis of shape " + shape_str(r.in));
+    Array out = Array::from_shape(r.kept);
+    out.fill(-std::numeric_limits<double>::infinity());
+    const double* pa = a.value().data();
+    double* po = out.data();
+    // A NaN is the maximum of its slice and stays so (std::max would drop it), as in PyTorch.
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+        if (!(po[io] >= pa[i]) && !std::isnan(po[io])) po[io] = pa[i];
+    });
+    auto kept_max = std::make_shared<const Array>(out);  // shared by both backwards
+    // d max/dx_i = 1/k for the k elements equal to the maximum (NaNs when it is NaN), 0 elsewhere
+    return record("max", reshaped(std::move(out), r.out), {a}, [r, kept_max](const GradContext& c) -> Grads {
+        const double *px = c.input(0).data(), *pm = kept_max->data(), *pg = c.grad.data();
+        const auto is_max = [](double x, double m) { return x == m || (std::isnan(x) && std::isnan(m)); };
+        Array ties = xt::zeros<double>(r.kept);
+        double* pt = ties.data();
+        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pt[io] += is_max(px[i], pm[io]) ? 1.0 : 0.0; });
+        Array g = Array::from_shape(r.in);
+        double* pr = g.data();
+        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = is_max(px[i], pm[io]) ? pg[io] / pt[io] : 0.0; });
+        return {std::move(g)};
+    }, {{"max", r.kept}}, [r, kept_max](const GraphGradContext& c) -> std::vector<Tensor> {
+        // create_graph: g spread over the kept axes times the constant 1/k weights at the k ties
+        return {expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in) *
+                Tensor(tie_weights(c.input(0).value(), *kept_max, r, is_max_of))};
+    });
+}
+
+Tensor min(const Tensor& a) { return min(a, {}, false); }
+
+Tensor min(const Tensor& a, const Axes& axes, bool keepdim) {
+    const Reduction r = plan(a.shape(), axes, keepdim, "min");
+    if (r.count == 0) fail("min", "cannot take the minimum over an empty axis of shape " + shape_str(r.in));
+    Array out = Array::from_shape(r.kept);
+    out.fill(std::numeric_limits<double>::infinity());
+    const double* pa = a.value().data();
+    double* po = out.data();
+    // a NaN anywhere in the reduced set is the result (as torch.amin), never skipped
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+        if (std::isnan(pa[i]) || pa[i] < po[io]) po[io] = std::isnan(po[io]) ? po[io] : pa[i];
+    });
+    auto kept_min = std::make_shared<const Array>(out);  // shared by both backwards
+    // d min/dx_i = 1/k for the k elements equal to the minimum (the k NaNs if it is NaN), 0 elsewhere
+    return record("min", reshaped(std::move(out), r.out), {a}, [r, kept_min](const GradContext& c) -> Grads {
+        const double *px = c.input(0).data(), *pm = kept_min->data(), *pg = c.grad.data();
+        const auto is_min = [](double x, double m) { return std::isnan(m) ? std::isnan(x) : x == m; };
+        Array ties = xt::zeros<double>(r.kept);
+        double* pt = ties.data();
+        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pt[io] += is_min(px[i], pm[io]) ? 1.0 : 0.0; });
+        Array g = Array::from_shape(r.in);
+        double* pr = g.data();
+        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = is_min(px[i], pm[io]) ? pg[io] / pt[io] : 0.0; });
+        return {std::move(g)};
+    }, {{"min", r.kept}}, [r, kept_min](const GraphGradContext& c) -> std::vector<Tensor> {
+        // create_graph: g spread over the kept axes times the constant 1/k weights at the k ties
+        return {expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in) *
+                Tensor(tie_weights(c.input(0).value(), *kept_min, r, is_min_of))};
+    });
+}
+
+}  // namespace xg

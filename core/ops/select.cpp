@@ -1,0 +1,218 @@
+// Selection: where, index_select, argmax/argmin, and the checked conversion of doubles into
+// indices (xg::Indices). Forward and backward side by side.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/ops/linear_map.hpp"
+#include "core/ops/ops.hpp"
+#include "core/fast/strided.hpp"
+
+namespace xg {
+
+namespace {
+
+Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
+
+// 2^63 is the first double past the int64 range; every double below it in magnitude is exact.
+constexpr double kInt64Limit = 9223372036854775808.0;
+
+IndexArray checked_indices(const Array& values, const std::string& op) {
+    IndexArray out = IndexArray::from_shape(values.shape());
+    const double* v = values.data();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (!(std::isfinite(v[i]) && v[i] == std::floor(v[i]) && v[i] >= -kInt64Limit && v[i] < kInt64Limit)) {
+            fail(op, fmt::format("index array of shape {} holds {} at flat position {}, which is not a whole number "
+                                 "in the int64 range; indices are never rounded or truncated",
+                                 shape_str(shape_of(values)), v[i], i));
+        }
+        out.data()[i] = static_cast<std::int64_t>(v[i]);
+    }
+    return out;
+}
+
+// The tensor seen as (outer, len, inner) around `axis`: element (o, j, i) sits at
+// (o * len + j) * inner + i.
+struct AxisView {
+    std::size_t outer = 1, len = 1, inner = 1;
+};
+
+AxisView axis_view(const Shape& s, std::size_t ax) {
+    AxisView v;
+    for (std::size_t d = 0; d < ax; ++d) v.outer *= s[d];
+    v.len = s[ax];
+    for (std::size_t d = ax + 1; d < s.size(); ++d) v.inner *= s[d];
+    return v;
+}
+
+// Whether `candidate` replaces `best` as the extreme value: strictly beyond it (so the first of
+// equal values stays), and a NaN wins over every number and stays (torch.argmax / argmin).
+bool replaces(double candidate, double best, bool largest) {
+    if (std::isnan(best)) return false;
+    if (std::isnan(candidate)) return true;
+    return largest ? candidate > best : candidate < best;
+}
+
+IndexArray arg_extreme_flat(const Tensor& a, bool largest, const char* op) {
+    const Array& v = a.value();
+    if (v.size() == 0) fail(op, fmt::format("cannot take the {} of an empty tensor of shape {}", op, shape_str(a.shape())));
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < v.size(); ++i) {
+        if (replaces(v.data()[i], v.data()[best], largest)) best = i;
+    }
+    IndexArray out = IndexArray::from_shape({});
+    out() = static_cast<std::int64_t>(best);
+    return out;
+}
+
+IndexArray arg_extreme(const Tensor& a, int axis, bool keepdim, bool largest, const char* op) {
+    const Shape in = a.shape();
+    if (in.empty()) {  // a 0-D tensor has one element, at index 0, for axis 0 or -1 (as PyTorch)
+        normalize_axis(axis, 1, op);
+        return arg_extreme_flat(a, largest, op);
+    }
+    const std::size_t ax = normalize_axis(axis, in.size(), op);
+    if (in[ax] == 0) fail(op, fmt::format("cannot reduce the empty axis {} of shape {}", axis, shape_str(in)));
+    const AxisView view = axis_view(in, ax);
+    Shape out_shape = in;
+    if (keepdim) {
+        out_shape[ax] = 1;
+    } else {
+        out_shape.erase(out_shape.begin() + static_cast<long>(ax));
+    }
+    IndexArray out = IndexArray::from_shape(out_shape);
+    const double* x = a.value().data();
+    for (std::size_t o = 0; o < view.outer; ++o) {
+        for (std::size_t i = 0; i < view.inner; ++i) {
+            const double* row = x + o * view.len * view.inner + i;
+            std::size_t best = 0;
+            for (std::size_t j = 1; j < view.len; ++j) {
+                if (replaces(row[j * view.inner], row[best * view.inner], largest)) best = j;
+            }
+            out.data()[o * view.inner + i] = static_cast<std::int64_t>(best);
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+// ---- indices from doubles ---------------------------------------------------------------------
+
+Indices::Indices(const Indices& other)
+    : owned_(other.owned_), indices_(other.owned_ ? &*owned_ : other.indices_), values_(other.values_) {}
+
+IndexArray Indices::get(const std::string& op) const {
+    if (indices_) return *indices_;
+    return checked_indices(*values_, op);
+}
+
+IndexArray to_indices(const Tensor& values) { return checked_indices(values.value(), "to_indices"); }
+IndexArray to_indices(const Array& values) { return checked_indices(values, "to_indices"); }
+
+// ---- where ----------------------------------------------------------------------------------
+
+Tensor where(const Mask& cond, const Tensor& a, const Tensor& b) {
+    const Shape sc(cond.shape().begin(), cond.shape().end()), sa = a.shape(), sb = b.shape();
+    const Shape out_shape = broadcast_shapes(broadcast_shapes(sc, sa, "where"), sb, "where");
+    // Which output elements take a; kept for backward (the mask may be a temporary).
+    std::size_t count = 1;
+    for (std::size_t d : out_shape) count *= d;
+    std::vector<char> take_a(count);
+    const bool* pc = cond.data();
+    for_each_index(out_shape, broadcast_strides(sc, out_shape), [&](std::size_t i, std::size_t ic) { take_a[i] = pc[ic]; });
+    Array out = empty_array(out_shape);
+    const double *pa = a.value().data(), *pb = b.value().data();
+    parallel_for_each_index2(out_shape, broadcast_strides(sa, out_shape), broadcast_strides(sb, out_shape),
+                             [&](std::size_t i, std::size_t ia, std::size_t ib) { out.data()[i] = take_a[i] ? pa[ia] : pb[ib]; });
+    // d where/da = 1 where cond, d where/db = 1 where !cond; each summed over its broadcast axes
+    auto taken = std::make_shared<const std::vector<char>>(std::move(take_a));  // shared by both backwards
+    return record("where", std::move(out), {a, b}, [taken](const GradContext& c) -> Grads {
+        Grads g(2);
+        const std::vector<char>& take_a = *taken;
+        for (std::size_t k = 0; k < 2; ++k) {
+            if (!c.needs_grad(k)) continue;
+            const bool want = k == 0;
+            Array part = empty_like(c.grad);
+            for (std::size_t i = 0; i < part.size(); ++i) part.data()[i] = (take_a[i] != 0) == want ? c.grad.data()[i] : 0.0;
+            g[k] = sum_to(std::move(part), c.input_shape(k));
+        }
+        return g;
+    }, {{"cond", sc}}, [taken](const GraphGradContext& c) -> std::vector<Tensor> {
+        // create_graph: the same selection as a product with constant 0/1 masks, then sum_to
+        std::vector<Tensor> g(2);
+        for (std::size_t k = 0; k < 2; ++k) {
+            if (!c.needs_grad(k)) continue;
+            Array keep = Array::from_shape(c.grad.shape());
+            for (std::size_t i = 0; i < keep.size(); ++i) keep.data()[i] = ((*taken)[i] != 0) == (k == 0) ? 1.0 : 0.0;
+            g[k] = sum_to(mul(c.grad, Tensor(std::move(keep))), c.input_shape(k));
+        }
+        return g;
+    });
+}
+
+// ---- index_select ---------------------------------------------------------------------------
+
+Tensor index_select(const Tensor& a, int axis, const Indices& index_arg) {
+    const IndexArray index = index_arg.get("index_select");
+    const Shape in = a.shape();
+    const Shape is(index.shape().begin(), index.shape().end());
+    if (in.empty()) fail("index_select", "cannot select from a 0-D tensor");
+    const std::size_t ax = normalize_axis(axis, in.size(), "index_select");
+    if (is.size() != 1) {
+        fail("index_select", fmt::format("index must be 1-D, got shape {} (input {})", shape_str(is), shape_str(in)));
+    }
+    const AxisView view = axis_view(in, ax);
+    std::vector<std::size_t> rows(index.size());
+    for (std::size_t k = 0; k < index.size(); ++k) {
+        if (index(k) < 0 || index(k) >= static_cast<std::int64_t>(view.len)) {
+            fail("index_select", fmt::format("index {} at position {} is out of range for axis {} of extent {} (input {})",
+                                             index(k), k, axis, view.len, shape_str(in)));
+        }
+        rows[k] = static_cast<std::size_t>(index(k));
+    }
+    Shape out_shape = in;
+    out_shape[ax] = rows.size();
+    Array out = empty_array(out_shape);
+    const double* x = a.value().data();
+    for (std::size_t o = 0; o < view.outer; ++o) {
+        for (std::size_t k = 0; k < rows.size(); ++k) {
+            const double* src = x + (o * view.len + rows[k]) * view.inner;
+            std::copy(src, src + view.inner, out.data() + (o * rows.size() + k) * view.inner);
+        }
+    }
+    // d out[.., k, ..] / d a[.., index[k], ..] = 1: add each selected slice's gradient back (repeats accumulate)
+    auto picked = std::make_shared<const std::vector<std::size_t>>(std::move(rows));  // shared by both backwards
+    return record("index_select", std::move(out), {a}, [in, view, picked](const GradContext& c) -> Grads {
+        const std::vector<std::size_t>& rows = *picked;
+        Array g = xt::zeros<double>(in);
+        for (std::size_t o = 0; o < view.outer; ++o) {
+            for (std::size_t k = 0; k < rows.size(); ++k) {
+                const double* src = c.grad.data() + (o * rows.size() + k) * view.inner;
+                double* dst = g.data() + (o * view.len + rows[k]) * view.inner;
+                for (std::size_t i = 0; i < view.inner; ++i) dst[i] += src[i];
+            }
+        }
+        return {std::move(g)};
+    }, {{"index", is}}, [in, view, picked, out_shape](const GraphGradContext& c) -> std::vector<Tensor> {
+        const std::vector<std::size_t>& rows = *picked;
+        auto m = std::make_shared<FlatGather>(FlatGather{"index_select", in, out_shape, {}});
+        m->offsets.reserve(view.outer * rows.size() * view.inner);
+        for (std::size_t o = 0; o < view.outer; ++o) {
+            for (std::size_t row : rows) {
+                for (std::size_t i = 0; i < view.inner; ++i) m->offsets.push_back((o * view.len + row) * view.inner + i);
+            }
+        }
+        return {scatter_in_graph(c.grad, std::move(m))};
+    });
+}
+
+// ---- argmax / argmin --------------------------------------------------------------------------
+
+IndexArray argmax(const Tensor& a) { return arg_extreme_flat(a, true, "argmax"); }
+IndexArray argmax(const Tensor& a, int axis, bool keepdim) { return arg_extreme(a, axis, keepdim, true, "argmax"); }
+IndexArray argmin(const Tensor& a) { return arg_extreme_flat(a, false, "argmin"); }
+IndexArray argmin(const Tensor& a, int axis, bool keepdim) { return arg_extreme(a, axis, keepdim, false, "argmin"); }
+
+}  // namespace xg

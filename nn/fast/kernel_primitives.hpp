@@ -1,0 +1,329 @@
+// The speed machinery of the normalisation kernels (nn/functional/layer_norm.cpp, _rmsnorm,
+// _batchnorm, _groupnorm), as a few named primitives, so that each kernel body reads like its
+// derivation (docs/derivations/). A learner can skip this file: every primitive does what its
+// one-line description says, with plain-loop semantics. What each one bought, measured:
+// docs/performance.md, "The figures behind nn/fast/kernel_primitives.hpp".
+//
+//   XG_KERNEL_CLONES     compile a kernel for SSE2 and for AVX2; the loader picks one per CPU
+//   row_sum, row_sums    sum of n terms (one or two at once), in kLanes fixed partial sums
+//   row_mean_var         mean and biased variance of a row (corrected two-pass)
+//   OutputStore          out[j] = value(j) for j < n; large outputs bypass the cache, and
+//                        long rows fetch the kernel's next input rows (NextRow) meanwhile
+//   ChannelLayout        (N, C, L): BatchNorm's channels, each in N segments of length L
+//   channel_sums         per channel, the sums of terms over its N L values
+//   channel_map          out[k] = value(c, k) for every element k of every channel c (rows last to first)
+//
+// The clones must round like the plain build: nothing here contracts into an FMA (the clone has
+// none, and ISO -std=c++17 means -ffp-contract=off), and every sum keeps kLanes partial sums
+// whatever the vector width; a `#pragma omp simd reduction` would not. tests/clones checks it
+// (ctest -L kernels).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "core/fast/parallel.hpp"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+// A kernel marked XG_KERNEL_CLONES is compiled twice, for baseline x86-64 (SSE2) and for AVX2,
+// and the dynamic loader picks one per machine (GCC function multi-versioning, an ifunc).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(XGRAD_NO_KERNEL_CLONES)
+#define XG_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define XG_KERNEL_CLONES
+#endif
+// For the loops below, which the clones call: GCC does not inline a large default-target
+// function into an AVX2 clone by itself, and an out-of-line copy runs with SSE2 only.
+#if defined(__GNUC__)
+#define XG_KERNEL_INLINE inline __attribute__((always_inline))
+#else
+#define XG_KERNEL_INLINE inline
+#endif
+
+namespace xg::nn::detail {
+
+// ---- sums -------------------------------------------------------------------------------------
+
+// A single accumulator is one dependency chain, bound by the latency of an add.
+constexpr std::size_t kLanes = 8;
+
+inline double combine(const double (&acc)[kLanes]) {
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/// {sum_j a_j, sum_j b_j} for j < n, where term(j) returns the pair {a_j, b_j} (and may write
+/// element j elsewhere).
+template <class Term>
+XG_KERNEL_INLINE std::pair<double, double> row_sums(std::size_t n, Term&& term) {
+    double a[kLanes] = {}, b[kLanes] = {};
+    std::size_t j = 0;
+    for (; j + kLanes <= n; j += kLanes) {
+#pragma omp simd
+        for (std::size_t k = 0; k < kLanes; ++k) {
+            const std::pair<double, double> t = term(j + k);
+            a[k] += t.first;
+            b[k] += t.second;
+        }
+    }
+    double tail_a = 0.0, tail_b = 0.0;
+    for (; j < n; ++j) {
+        const std::pair<double, double> t = term(j);
+        tail_a += t.first;
+        tail_b += t.second;
+    }
+    return {combine(a) + tail_a, combine(b) + tail_b};
+}
+
+/// sum_j a_j for j < n, where term(j) returns a_j.
+template <class Term>
+XG_KERNEL_INLINE double row_sum(std::size_t n, Term&& term) {
+    return row_sums(n, [&term](std::size_t j) { return std::pair<double, double>{term(j), 0.0}; }).first;
+}
+
+/// Mean and biased variance of the n values at x, by the corrected two-pass algorithm
+/// (docs/derivations/layernorm.md, Numerics): m = sum(x)/n, then the deviations d = x - m give
+/// mean = m + sum(d)/n and var = (sum(d^2) - sum(d)^2/n)/n.
+XG_KERNEL_INLINE void row_mean_var(const double* x, std::size_t n, double& mean, double& var) {
+    const double count = static_cast<double>(n);
+    const double m = row_sum(n, [x](std::size_t j) { return x[j]; }) / count;
+    const auto [sum_d, sum_d2] = row_sums(n, [x, m](std::size_t j) {
+        const double d = x[j] - m;
+        return std::pair{d, d * d};
+    });
+    var = std::max(0.0, (sum_d2 - sum_d * sum_d / count) / count);
+    mean = m + sum_d / count;
+}
+
+/// Rows of at most this many bytes are short: channel_sums and channel_map walk them one at a time,
+/// in memory order (several short rows at once are several short streams, one row at a time is one
+/// long stream: measured faster for rows of 2 KiB, not for rows of 6 KiB: docs/performance.md), and
+/// OutputStore does not fetch the next one ahead.
+constexpr std::size_t kShortRowBytes = std::size_t{4} << 10;
+
+// ---- stores -----------------------------------------------------------------------------------
+
+// Outputs of at least kStreamBytes are written with non-temporal (streaming) stores, which skip
+// the read-for-ownership of every destination line; above a few MiB the output would not stay in
+// cache for its consumer anyway. Smaller outputs (an MLP's activations) keep ordinary stores,
+// which leave them in L1/L2 for the next op.
+constexpr std::size_t kStreamBytes = std::size_t{4} << 20;
+
+/// Whether an output of `total` elements, written in pieces of `piece` elements, streams: large
+/// enough, and every piece starts 16-byte aligned (an SSE2 streaming store needs that; glibc's
+/// malloc gives it for the array, an even piece for every piece).
+inline bool streams(const double* out, std::size_t total, std::size_t piece) {
+#if defined(__SSE2__)
+    return out != nullptr && total * sizeof(double) >= kStreamBytes && piece % 2 == 0 &&
+           reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+#else
+    (void)out, (void)total, (void)piece;
+    return false;
+#endif
+}
+
+/// The next rows of a row kernel's inputs (up to two arrays, null for none), for OutputStore to
+/// fetch while it writes the current row. LayerNorm's backward passes them; its forward and
+/// RMSNorm's kernels do not (measured no faster, or slower: docs/performance.md).
+struct NextRow {
+    const double* a = nullptr;
+    const double* b = nullptr;
+};
+
+/// Row r + 1 of x and of g in rows of width D, or none when r is the last of the rows [.., end).
+inline NextRow next_row(const double* x, const double* g, std::size_t r, std::size_t end, std::size_t D) {
+    return r + 1 < end ? NextRow{x + (r + 1) * D, g + (r + 1) * D} : NextRow{};
+}
+
+/// Writes a kernel's output, `total` elements starting at `out`, in pieces of `piece` elements:
+/// store(p, n, value) sets p[j] = value(j) for j < n. Streams large outputs past the cache (see
+/// streams()) and orders those stores before whatever follows when it goes out of scope.
+/// store(p, n, value, next) also fetches the rows at next.a and next.b (n elements each), one
+/// 64-byte line per 8 values stored, when the output streams and its pieces are longer than
+/// kShortRowBytes: a row kernel reads memory only in its first pass over a row, and while its
+/// last pass writes from the cache the hardware prefetcher does not run a whole row ahead, so
+/// memory would sit idle (measured: docs/performance.md; shorter or cache-resident rows were
+/// slower with it).
+class OutputStore {
+public:
+    OutputStore(double* out, std::size_t total, std::size_t piece)
+        : stream_(streams(out, total, piece)), prefetch_(stream_ && piece * sizeof(double) > kShortRowBytes) {}
+    OutputStore(const OutputStore&) = delete;
+    OutputStore& operator=(const OutputStore&) = delete;
+    ~OutputStore() {
+#if defined(__SSE2__)
+        if (stream_) _mm_sfence();
+#endif
+    }
+
+    template <class F>
+    XG_KERNEL_INLINE void operator()(double* p, std::size_t n, F&& value, NextRow next = {}) const {
+        rows<1>(p, n, n, [&value](std::size_t, std::size_t j) { return value(j); }, next);
+    }
+
+    /// kRows rows of n elements, row q at p + q * stride: p[q * stride + j] = value(q, j). All
+    /// kRows values of a column are computed before any is stored, so value's per-column loads
+    /// (a channel's statistics) are shared by the rows.
+    template <std::size_t kRows, class F>
+    XG_KERNEL_INLINE void rows(double* p, std::size_t stride, std::size_t n, F&& value, NextRow next = {}) const {
+        std::size_t j0 = 0;
+#if defined(__SSE2__)
+        if (stream_) {
+            if (!prefetch_) next = {};
+            for (; j0 + 8 <= n; j0 += 8) {
+                if (next.a != nullptr) __builtin_prefetch(next.a + j0);
+                if (next.b != nullptr) __builtin_prefetch(next.b + j0);
+                double v[kRows][8];
+#pragma omp simd
+                for (std::size_t k = 0; k < 8; ++k) {
+                    for (std::size_t q = 0; q < kRows; ++q) v[q][k] = value(q, j0 + k);
+                }
+                for (std::size_t q = 0; q < kRows; ++q) {
+                    for (std::size_t k = 0; k < 8; k += 2) _mm_stream_pd(p + q * stride + j0 + k, _mm_loadu_pd(&v[q][k]));
+                }
+            }
+        }
+#else
+        (void)next;
+#endif
+#pragma omp simd
+        for (std::size_t j = j0; j < n; ++j) {
+            double v[kRows];
+            for (std::size_t q = 0; q < kRows; ++q) v[q] = value(q, j);
+            for (std::size_t q = 0; q < kRows; ++q) p[q * stride + j] = v[q];
+        }
+    }
+
+private:
+    bool stream_, prefetch_;
+};
+
+// ---- BatchNorm's channels -----------------------------------------------------------------------
+
+/// (N, C, L): channel c's N L values sit in N contiguous segments of length L, element
+/// k = (n C + c) L + l. A 2-D input (N, C) has L = 1.
+/// A share of the input (one thread's rows, core/fast/parallel.hpp) is the rows [first, first + n) of
+/// an input of `total` rows (total = 0: the layout is the whole input).
+struct ChannelLayout {
+    std::size_t n = 0, channels = 0, length = 1;
+    std::size_t first = 0, total = 0;
+    std::size_t per_channel() const { return n * length; }
+    std::size_t input_size() const { return (total != 0 ? total : n) * channels * length; }  // elements of the whole input
+    ChannelLayout rows(std::size_t begin, std::size_t end) const {
+        return {end - begin, channels, length, first + begin, total != 0 ? total : n};
+    }
+};
+
+/// sum_a[c] += sum of a_k, sum_b[c] += sum of b_k over the elements k of channel c, where
+/// term(c, k) returns {a_k, b_k}. With L > 1 only the channels [c_begin, c_end) (a thread's share;
+/// each channel's sum still runs over its segments in order). Walks memory in order: with L = 1 across a row's channels,
+/// kRowsAtOnce rows per update of the sums (callers pick it so that about eight rows stream in:
+/// 8 for a term over x, 4 over x and dy) unless the rows are short (one at a time); otherwise
+/// segment by segment along L.
+inline bool short_rows(std::size_t channels) { return channels * sizeof(double) <= kShortRowBytes; }
+
+template <std::size_t kRowsAtOnce, class Term>
+XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double* sum_b, Term&& term, std::size_t c_begin = 0,
+                                   std::size_t c_end = SIZE_MAX) {
+    const std::size_t C = l.channels, L = l.length;
+    if (L == 1) {
+        std::size_t i = 0;
+        for (; !short_rows(C) && i + kRowsAtOnce <= l.n; i += kRowsAtOnce) {
+            const std::size_t row = (l.first + i) * C;
+#pragma omp simd
+            for (std::size_t c = 0; c < C; ++c) {
+                double a = 0.0, b = 0.0;
+                for (std::size_t q = 0; q < kRowsAtOnce; ++q) {
+                    const std::pair<double, double> t = term(c, row + q * C + c);
+                    a += t.first;
+                    b += t.second;
+                }
+                sum_a[c] += a;
+                sum_b[c] += b;
+            }
+        }
+        for (; i < l.n; ++i) {
+            const std::size_t row = (l.first + i) * C;
+#pragma omp simd
+            for (std::size_t c = 0; c < C; ++c) {
+                const std::pair<double, double> t = term(c, row + c);
+                sum_a[c] += t.first;
+                sum_b[c] += t.second;
+            }
+        }
+        return;
+    }
+    for (std::size_t i = 0; i < l.n; ++i) {
+        for (std::size_t c = c_begin; c < std::min(c_end, C); ++c) {
+            const std::size_t segment = ((l.first + i) * C + c) * L;
+            const auto [a, b] = row_sums(L, [&term, c, segment](std::size_t j) { return term(c, segment + j); });
+            sum_a[c] += a;
+            sum_b[c] += b;
+        }
+    }
+}
+
+/// store(p, n, value), walking the row from its end in blocks of 8.
+template <class F>
+XG_KERNEL_INLINE void store_from_the_end(const OutputStore& store, double* p, std::size_t n, F&& value) {
+    std::size_t j0 = n;
+    for (; j0 >= 8; j0 -= 8) store(p + j0 - 8, 8, [&value, j0](std::size_t j) { return value(j0 - 8 + j); });
+    if (j0 > 0) store(p, j0, value);
+}
+
+/// channel_map's walk for L = 1: l's rows from the last to the first, kRows at a time (each row
+/// from its start) and the rows left over one at a time (each from its end).
+template <std::size_t kRows, class F>
+XG_KERNEL_INLINE void map_rows_from_the_last(const OutputStore& store, const ChannelLayout& l, double* out, F&& value) {
+    const std::size_t C = l.channels;
+    std::size_t i = l.n;
+    for (; kRows > 1 && i >= kRows; i -= kRows) {
+        const std::size_t row = (l.first + i - kRows) * C;
+        store.rows<kRows>(out + row, C, C, [&](std::size_t q, std::size_t c) { return value(c, row + q * C + c); });
+    }
+    for (; i > 0; --i) {
+        const std::size_t row = (l.first + i - 1) * C;
+        store_from_the_end(store, out + row, C, [&](std::size_t c) { return value(c, row + c); });
+    }
+}
+
+/// out[k] = value(c, k) for every element k of every channel c of l's rows (out is the whole
+/// output), through an OutputStore. With L = 1 the rows go from the last to the first: a map
+/// follows a channel_sums pass over the same rows, which walked forwards, so it begins on the rows
+/// that pass left in the cache (BatchNorm's arrays are about the L3's size; measured 1-9 % faster:
+/// docs/performance.md). Long rows go several at a time, so that value's per-channel loads are
+/// shared by them (with C of them per array they otherwise compete with the rows for L1); but each
+/// row is a stream of its own, and with both cores walking, four rows each ran 1.4-1.9x slower than two
+/// (docs/performance.md): four rows when this thread walks alone, two when it is one of two, one
+/// with more. Short rows go one at a time and each from its end, so that the walk is one
+/// descending stream (short ascending pieces in descending order ran 2x slower). Whichever walk,
+/// every element gets the same bits.
+template <class F>
+XG_KERNEL_INLINE void channel_map(const ChannelLayout& l, double* out, F&& value) {
+    const std::size_t C = l.channels, L = l.length;
+    const OutputStore store(out, l.input_size(), L == 1 ? C : L);
+    if (L == 1) {
+        const int walkers = xg::detail::threads_in_this_region();
+        if (short_rows(C) || walkers > 2) {
+            map_rows_from_the_last<1>(store, l, out, value);
+        } else if (walkers == 2) {
+            map_rows_from_the_last<2>(store, l, out, value);
+        } else {
+            map_rows_from_the_last<4>(store, l, out, value);
+        }
+        return;
+    }
+    for (std::size_t i = 0; i < l.n; ++i) {
+        for (std::size_t c = 0; c < C; ++c) {
+            const std::size_t segment = ((l.first + i) * C + c) * L;
+            store(out + segment, L, [&](std::size_t j) { return value(c, segment + j); });
+        }
+    }
+}
+
+}  // namespace xg::nn::detail

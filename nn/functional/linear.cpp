@@ -1,0 +1,92 @@
+// Linear: y = x W^T + b as one graph node over (rows, in) @ (in, out) through BLAS dgemm.
+// Derivation of the backward: docs/derivations/linear.md.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/engine/composed_backward.hpp"
+#include "core/ops/gemm.hpp"
+#include "nn/functional/functional.hpp"
+
+namespace xg::nn::functional {
+
+namespace {
+
+using xg::detail::gemm;
+
+struct LinearDims {
+    std::size_t rows, in, out;
+    Shape out_shape;
+};
+
+LinearDims check_linear(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    if (!x.defined() || !weight.defined()) fail(op, "input and weight must be defined tensors");
+    const Shape sx = x.shape(), sw = weight.shape();
+    if (sw.size() != 2) fail(op, fmt::format("weight must be 2-D (out_features, in_features), got {}", shape_str(sw)));
+    if (sx.empty()) fail(op, fmt::format("input must have at least 1 dimension, got a 0-D tensor (weight {})", shape_str(sw)));
+    if (sx.back() != sw[1]) {
+        fail(op, fmt::format("input {} has {} features in its last axis but weight {} expects in_features = {}",
+                             shape_str(sx), sx.back(), shape_str(sw), sw[1]));
+    }
+    if (bias.defined() && bias.shape() != Shape{sw[0]}) {
+        fail(op, fmt::format("bias must have shape ({},) to match weight {}, got {}", sw[0], shape_str(sw),
+                             shape_str(bias.shape())));
+    }
+    LinearDims d{1, sw[1], sw[0], sx};
+    for (std::size_t i = 0; i + 1 < sx.size(); ++i) d.rows *= sx[i];
+    d.out_shape.back() = d.out;
+    return d;
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    const LinearDims d = check_linear("linear", x, weight, bias);
+    Array y = empty_array(d.out_shape);
+    if (bias.defined()) {
+        // Seed every row with the bias so a single gemm with beta = 1 finishes the job.
+        const double* pb = bias.data();
+        double* py = y.data();
+        for (std::size_t r = 0; r < d.rows; ++r) std::copy(pb, pb + d.out, py + r * d.out);
+    }
+    gemm(x.data(), d.rows, d.in, false, weight.data(), d.out, d.in, true, y.data(), bias.defined() ? 1.0 : 0.0);
+
+    std::vector<Tensor> inputs{x, weight};
+    if (bias.defined()) inputs.push_back(bias);
+    // dx = dy W, dW = dy^T x, db = sum of dy over rows
+    return record("linear", std::move(y), std::move(inputs), [d](const GradContext& c) -> Grads {
+        Grads g(c.num_inputs());
+        const double* pg = c.grad.data();
+        if (c.needs_grad(0)) {
+            Array gx = empty_array(c.input_shape(0));
+            gemm(pg, d.rows, d.out, false, c.input(1).data(), d.out, d.in, false, gx.data(), 0.0);
+            g[0] = std::move(gx);
+        }
+        if (c.needs_grad(1)) {
+            Array gw = Array::from_shape({d.out, d.in});
+            gemm(pg, d.rows, d.out, true, c.input(0).data(), d.rows, d.in, false, gw.data(), 0.0);
+            g[1] = std::move(gw);
+        }
+        if (c.num_inputs() > 2 && c.needs_grad(2)) {
+            Array gb = xt::zeros<double>({d.out});
+            double* pb = gb.data();
+            for (std::size_t r = 0; r < d.rows; ++r) {
+                const double* row = pg + r * d.out;
+#pragma omp simd
+                for (std::size_t j = 0; j < d.out; ++j) pb[j] += row[j];
+            }
+            g[2] = std::move(gb);
+        }
+        return g;
+    }, {}, through_composed([](const std::vector<Tensor>& in) { return linear_composed(in[0], in[1], in.size() > 2 ? in[2] : Tensor()); }));
+}
+
+Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    check_linear("linear_composed", x, weight, bias);
+    const bool vector_input = x.dim() == 1;  // matmul needs a matrix: treat (in,) as (1, in)
+    Tensor y = matmul(vector_input ? unsqueeze(x, 0) : x, transpose(weight, 0, 1));
+    if (vector_input) y = squeeze(y, 0);
+    return bias.defined() ? y + bias : y;
+}
+
+}  // namespace xg::nn::functional

@@ -1,0 +1,322 @@
+#include "nn/functional/losses.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include <fmt/format.h>
+#include <xtensor/xmanipulation.hpp>
+#include <xtensor/xview.hpp>
+
+#include "core/engine/composed_backward.hpp"
+
+namespace xg::nn {
+
+namespace {
+
+// Checks the (N, C) case's arguments and returns the class weights (empty when unweighted, so
+// that path keeps exactly the unweighted arithmetic). Errors name the caller's logits shape
+// `shown` (and a flat position in the targets).
+std::vector<double> check_cross_entropy(const Shape& s, const IndexArray& targets, const CrossEntropyFuncOptions& options,
+                                        const Shape& shown) {
+    const std::size_t n = s[0], classes = s[1];
+    const double label_smoothing = options.label_smoothing();
+    const std::int64_t ignore_index = options.ignore_index();
+    if (classes == 0) fail("cross_entropy", fmt::format("logits {} have no classes", shape_str(shown)));
+    if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0)) {
+        fail("cross_entropy", fmt::format("label_smoothing must be in [0, 1], got {}", label_smoothing));
+    }
+    if (options.reduction() == Reduction::mean && n == 0) {
+        fail("cross_entropy", "mean over an empty batch (N = 0) is undefined");
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        if (targets(i) == ignore_index) continue;
+        if (targets(i) < 0 || targets(i) >= static_cast<std::int64_t>(classes)) {
+            fail("cross_entropy",
+                 fmt::format("target {} at position {} is out of range for C = {} classes (logits {}) and is not "
+                             "ignore_index = {}",
+                             targets(i), i, classes, shape_str(shown), ignore_index));
+        }
+    }
+    std::vector<double> weight;
+    if (options.weight().defined()) {
+        const Array& w = options.weight().value();
+        const Shape ws(w.shape().begin(), w.shape().end());
+        if (ws != Shape{classes}) {
+            fail("cross_entropy", fmt::format("weight must have shape (C,) = ({},) for logits {}, got weight {}",
+                                              classes, shape_str(shown), shape_str(ws)));
+        }
+        weight.assign(w.data(), w.data() + classes);
+        for (std::size_t j = 0; j < classes; ++j) {
+            if (!std::isfinite(weight[j])) {
+                fail("cross_entropy",
+                     fmt::format("weight[{}] = {} is not finite (weight {})", j, weight[j], shape_str(ws)));
+            }
+        }
+    }
+    return weight;
+}
+
+// What the forward leaves for the reduction and the backward.
+struct CrossEntropyRows {
+    Array log_probs;           // (N, C); zero rows where the target is ignore_index
+    Array per_row;             // (N): loss_i, 0 where ignored
+    double denominator = 0.0;  // of mean: sum of w[t] (count when unweighted) over counted rows
+    std::size_t counted = 0;   // rows whose target is not ignore_index
+};
+
+// loss_i = -(1 - ls) w_t log p_it - (ls / C) sum_j w_j log p_ij, p = softmax(x_i); one pass per
+// row for the max, one for sum(exp), one for sum(w * log p): the loss needs only these.
+CrossEntropyRows cross_entropy_forward(const Array& logits, const IndexArray& targets, const std::vector<double>& weight,
+                                       double label_smoothing, std::int64_t ignore_index) {
+    const std::size_t n = logits.shape()[0], classes = logits.shape()[1];
+    const bool weighted = !weight.empty();
+    CrossEntropyRows r{Array::from_shape({n, classes}), Array::from_shape({n})};
+    const double* x = logits.data();
+    const double smooth = label_smoothing / static_cast<double>(classes);
+    for (std::size_t i = 0; i < n; ++i) {
+        double* lp = r.log_probs.data() + i * classes;
+        if (targets(i) == ignore_index) {
+            // Never read by backward; zeroed so the saved array holds no uninitialised memory.
+            std::fill(lp, lp + classes, 0.0);
+            r.per_row(i) = 0.0;
+            continue;
+        }
+        const double* row = x + i * classes;
+        double m = row[0];
+        for (std::size_t j = 1; j < classes; ++j) m = std::max(m, row[j]);
+        double sum_exp = 0.0;
+#pragma omp simd reduction(+ : sum_exp)
+        for (std::size_t j = 0; j < classes; ++j) sum_exp += std::exp(row[j] - m);
+        // (x - m) - log(sum) rather than x - (m + log(sum)): at |x| ~ 1000 the rounded m + log(sum)
+        // would cost ~1e-13 absolute in every log-probability (as in core log_softmax).
+        const double log_sum = std::log(sum_exp);
+        for (std::size_t j = 0; j < classes; ++j) lp[j] = (row[j] - m) - log_sum;
+        // Without smoothing the term is absent, not 0 * sum: a masked (-inf) logit makes the sum
+        // -inf, and 0 * -inf would turn the whole loss into NaN (PyTorch skips the term too).
+        double smooth_sum = 0.0;
+        if (label_smoothing > 0.0 && weighted) {
+#pragma omp simd reduction(+ : smooth_sum)
+            for (std::size_t j = 0; j < classes; ++j) smooth_sum += weight[j] * lp[j];
+        } else if (label_smoothing > 0.0) {
+#pragma omp simd reduction(+ : smooth_sum)
+            for (std::size_t j = 0; j < classes; ++j) smooth_sum += lp[j];
+        }
+        const auto t = static_cast<std::size_t>(targets(i));
+        const double wt = weighted ? weight[t] : 1.0;
+        const double smooth_term = label_smoothing > 0.0 ? smooth * smooth_sum : 0.0;
+        r.per_row(i) = -(1.0 - label_smoothing) * wt * lp[t] - smooth_term;
+        r.denominator += wt;
+        ++r.counted;
+    }
+    return r;
+}
+
+// gx_ij = up_i ((1 - ls) w_t (p_ij - [j == t]) + (ls / C) (p_ij sum_k w_k - w_j)), 0 on ignored
+// rows; up_i is the upstream gradient of row i (already scaled for mean).
+Array cross_entropy_backward(const Array& log_probs, const IndexArray& targets, std::int64_t ignore_index,
+                             const std::vector<double>& weight, double label_smoothing,
+                             const std::function<double(std::size_t)>& upstream) {
+    const std::size_t rows = log_probs.shape()[0], cols = log_probs.shape()[1];
+    const double smooth = label_smoothing / static_cast<double>(cols);
+    double weight_sum = 0.0;  // sum_j w_j, which scales softmax in the smoothed gradient
+    for (double wj : weight) weight_sum += wj;
+    Array g = Array::from_shape({rows, cols});
+    for (std::size_t i = 0; i < rows; ++i) {
+        double* gi = g.data() + i * cols;
+        if (targets(i) == ignore_index) {
+            std::fill(gi, gi + cols, 0.0);
+            continue;
+        }
+        const double up = upstream(i);
+        const double* lp = log_probs.data() + i * cols;
+        const auto t = static_cast<std::size_t>(targets(i));
+        if (weight.empty()) {
+            for (std::size_t j = 0; j < cols; ++j) gi[j] = up * (std::exp(lp[j]) - smooth);
+            gi[t] -= up * (1.0 - label_smoothing);
+        } else {
+            const double p_coef = (1.0 - label_smoothing) * weight[t] + smooth * weight_sum;
+            for (std::size_t j = 0; j < cols; ++j) gi[j] = up * (p_coef * std::exp(lp[j]) - smooth * weight[j]);
+            gi[t] -= up * (1.0 - label_smoothing) * weight[t];
+        }
+    }
+    return g;
+}
+
+// The class weights as the coefficients of cross_entropy_composed need them (empty: all 1).
+std::vector<double> cross_entropy_coefficients_weight(const CrossEntropyFuncOptions& options, std::size_t classes) {
+    std::vector<double> w;
+    if (options.weight().defined()) w.assign(options.weight().data(), options.weight().data() + classes);
+    return w;
+}
+
+// The composed twin of cross_entropy_rows for its create_graph backward: with the constant
+// coefficients A_ij = (1 - ls) w_t [j = t_i] + (ls / C) w_j (rows with t_i = ignore_index all 0),
+// loss_i = -sum_j A_ij log_softmax(x)_ij, then reduced (mean: times the forward's 1 / sum w_t).
+Tensor cross_entropy_composed(const Tensor& logits, const IndexArray& targets, std::int64_t ignore_index,
+                              const std::vector<double>& weight, double label_smoothing, Reduction reduction, double scale) {
+    const std::size_t n = logits.size(0), classes = logits.size(1);
+    const double smooth = label_smoothing / static_cast<double>(classes);
+    Array coef = xt::zeros<double>({n, classes});
+    for (std::size_t i = 0; i < n; ++i) {
+        if (targets(i) == ignore_index) continue;
+        double* row = coef.data() + i * classes;
+        for (std::size_t j = 0; j < classes; ++j) row[j] = smooth * (weight.empty() ? 1.0 : weight[j]);
+        const auto t = static_cast<std::size_t>(targets(i));
+        row[t] += (1.0 - label_smoothing) * (weight.empty() ? 1.0 : weight[t]);
+    }
+    const Tensor per_row = -sum(Tensor(std::move(coef)) * log_softmax(logits, 1), {1});
+    if (reduction == Reduction::none) return per_row;
+    return reduction == Reduction::mean ? sum(per_row) * scale : sum(per_row);
+}
+
+// The (N, C) case, which every other layout is brought to; errors name the caller's logits shape
+// `shown`. Derivation: docs/derivations/losses.md.
+Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const CrossEntropyFuncOptions& options,
+                          const Shape& shown) {
+    const Shape s = logits.shape();
+    const std::size_t n = s[0], classes = s[1];
+    const Reduction reduction = options.reduction();
+    const double label_smoothing = options.label_smoothing();
+    const std::int64_t ignore_index = options.ignore_index();
+    std::vector<double> weight = check_cross_entropy(s, targets, options, shown);
+    CrossEntropyRows r = cross_entropy_forward(logits.value(), targets, weight, label_smoothing, ignore_index);
+
+    Array out;
+    double scale = 1.0;  // d out / d per_row (for mean and sum)
+    if (reduction == Reduction::none) {
+        out = std::move(r.per_row);
+    } else {
+        double total = 0.0;
+        for (std::size_t i = 0; i < n; ++i) total += r.per_row(i);
+        if (reduction == Reduction::mean) {
+            if (r.counted == 0) {
+                fail("cross_entropy", fmt::format("mean over no rows: all {} targets equal ignore_index = {} (PyTorch "
+                                                  "would return NaN; use reduction sum to get 0)",
+                                                  n, ignore_index));
+            }
+            if (r.denominator == 0.0) {
+                fail("cross_entropy", fmt::format("mean divides by the sum of weight[target] over the {} non-ignored "
+                                                  "rows, which is 0",
+                                                  r.counted));
+            }
+            scale = 1.0 / r.denominator;
+        }
+        out = Array(total * scale);
+    }
+    std::vector<SavedInfo> saved{{"log_probs", {n, classes}}};
+    if (!weight.empty()) saved.push_back({"weight", {classes}});
+    // d loss_i / d x_ij = (1 - ls) w_t (p_ij - [j == t]) + (ls / C) (p_ij sum_k w_k - w_j); 0 if ignored
+    return record("cross_entropy", std::move(out), {logits},
+                  [log_probs = std::move(r.log_probs), targets, ignore_index, weight = std::move(weight), reduction,
+                   scale, label_smoothing](const GradContext& c) -> Grads {
+                      const auto upstream = [&](std::size_t i) {
+                          return reduction == Reduction::none ? c.grad(i) : c.grad() * scale;
+                      };
+                      return {cross_entropy_backward(log_probs, targets, ignore_index, weight, label_smoothing, upstream)};
+                  },
+                  std::move(saved),
+                  // create_graph: the double backward differentiates the composed twin (docs/derivatives.md)
+                  through_composed([targets, ignore_index, weight = cross_entropy_coefficients_weight(options, classes),
+                                    reduction, scale, label_smoothing](const std::vector<Tensor>& in) {
+                      return cross_entropy_composed(in[0], targets, ignore_index, weight, label_smoothing, reduction, scale);
+                  }));
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Indices& target_arg, const CrossEntropyFuncOptions& options) {
+    const IndexArray targets = target_arg.get("cross_entropy");
+    const Shape s = logits.shape();
+    const Shape ts(targets.shape().begin(), targets.shape().end());
+    // PyTorch's layouts: (N, C) with (N,); (N, C, d1, ..., dk) with (N, d1, ..., dk); (C,) with ().
+    Shape expected;
+    if (s.size() == 1) {
+        expected = {};
+    } else if (s.size() >= 2) {
+        expected = s;
+        expected.erase(expected.begin() + 1);
+    }
+    if (s.empty() || ts != expected) {
+        fail("cross_entropy", fmt::format("expects logits (N, C) with targets (N,), (N, C, d1, ...) with targets (N, d1, "
+                                          "...) or (C,) with a 0-D target; got logits {} and targets {}",
+                                          shape_str(s), shape_str(ts)));
+    }
+    if (s.size() == 2) return cross_entropy_rows(logits, targets, options, s);
+    const std::size_t classes = s.size() == 1 ? s[0] : s[1];
+    if (s.size() == 1) {
+        const Tensor loss = cross_entropy_rows(unsqueeze(logits, 0), IndexArray(xt::reshape_view(targets, {1})), options, s);
+        return options.reduction() == Reduction::none ? squeeze(loss, 0) : loss;
+    }
+    // Classes last, then one row per position: (N, d1, ..., dk, C) -> (N * d1 * ... * dk, C).
+    Axes order{0};
+    for (std::size_t d = 2; d < s.size(); ++d) order.push_back(static_cast<int>(d));
+    order.push_back(1);
+    const Tensor rows = reshape(permute(logits, order), {-1, static_cast<long>(classes)});
+    const IndexArray flat = xt::flatten(targets);
+    const Tensor loss = cross_entropy_rows(rows, flat, options, s);
+    if (options.reduction() != Reduction::none) return loss;
+    return reshape(loss, std::vector<long>(ts.begin(), ts.end()));
+}
+
+Tensor cross_entropy(const Tensor& logits, const Indices& targets, Reduction reduction, double label_smoothing) {
+    return cross_entropy(logits, targets,
+                         CrossEntropyFuncOptions().reduction(reduction).label_smoothing(label_smoothing));
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+    const Shape s = input.shape();
+    if (s != target.shape()) {
+        fail("mse_loss", fmt::format("input {} and target {} must have the same shape", shape_str(s),
+                                     shape_str(target.shape())));
+    }
+    const std::size_t n = input.numel();
+    if (reduction == Reduction::mean && n == 0) fail("mse_loss", "mean over an empty input is undefined");
+    const double *x = input.value().data(), *t = target.value().data();
+    Array out;
+    double scale = 1.0;
+    if (reduction == Reduction::none) {
+        out = Array::from_shape(s);
+        for (std::size_t i = 0; i < n; ++i) out.data()[i] = (x[i] - t[i]) * (x[i] - t[i]);
+    } else {
+        double total = 0.0;
+#pragma omp simd reduction(+ : total)
+        for (std::size_t i = 0; i < n; ++i) total += (x[i] - t[i]) * (x[i] - t[i]);
+        if (reduction == Reduction::mean) scale = 1.0 / static_cast<double>(n);
+        out = Array(total * scale);
+    }
+    // d/dx (x - t)^2 = 2 (x - t), d/dt = -2 (x - t)
+    return record("mse_loss", std::move(out), {input, target}, [reduction, scale](const GradContext& c) -> Grads {
+        const Array& xv = c.input(0);
+        const Array& tv = c.input(1);
+        Array dx = Array::from_shape(xv.shape());
+        const double *px = xv.data(), *pt = tv.data(), *pg = c.grad.data();
+        for (std::size_t i = 0, n = xv.size(); i < n; ++i) {
+            const double up = reduction == Reduction::none ? pg[i] : pg[0] * scale;
+            dx.data()[i] = 2.0 * up * (px[i] - pt[i]);
+        }
+        Grads g(2);
+        if (c.needs_grad(1)) {
+            Array dt = Array::from_shape(xv.shape());
+            for (std::size_t i = 0; i < dx.size(); ++i) dt.data()[i] = -dx.data()[i];
+            g[1] = std::move(dt);
+        }
+        if (c.needs_grad(0)) g[0] = std::move(dx);
+        return g;
+    }, {}, through_composed([reduction, scale](const std::vector<Tensor>& in) {  // create_graph: the composed twin
+        const Tensor d = in[0] - in[1];
+        if (reduction == Reduction::none) return d * d;
+        return reduction == Reduction::mean ? sum(d * d) * scale : sum(d * d);
+    }));
+}
+
+// ---- loss modules ---------------------------------------------------------------------------
+
+Tensor CrossEntropyLoss::forward(const Tensor& logits, const Indices& targets) {
+    return cross_entropy(logits, targets, options);
+}
+
+Tensor MSELoss::forward(const Tensor& input, const Tensor& target) { return mse_loss(input, target, reduction); }
+
+}  // namespace xg::nn

@@ -1,0 +1,46 @@
+// Internal to nn/: the geometry of a 2-D sliding window (convolution, pooling, unfold) and the
+// argument checks that produce it, so every op computes output sizes and reports bad arguments
+// the same way.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "core/engine/tensor.hpp"
+#include "nn/modules/conv.hpp"
+
+namespace xg::nn::detail {
+
+/// One plane of H x W inputs seen through a KH x KW window: output cell (oh, ow) at kernel
+/// offset (i, j) reads input (oh sh - ph + i dh, ow sw - pw + j dw), which may lie in the padding.
+struct Window2d {
+    std::size_t kh = 1, kw = 1;  ///< kernel
+    std::size_t sh = 1, sw = 1;  ///< stride
+    std::size_t ph = 0, pw = 0;  ///< padding (each side)
+    std::size_t dh = 1, dw = 1;  ///< dilation
+    std::size_t H = 0, W = 0;    ///< input plane
+    std::size_t OH = 0, OW = 0;  ///< output plane
+
+    /// Input row read by output row oh at kernel row i; negative or >= H in the padding.
+    long row(std::size_t oh, std::size_t i) const { return static_cast<long>(oh * sh + i * dh) - static_cast<long>(ph); }
+    /// Input column read by output column ow at kernel column j.
+    long col(std::size_t ow, std::size_t j) const { return static_cast<long>(ow * sw + j * dw) - static_cast<long>(pw); }
+    bool inside(long r, long c) const { return r >= 0 && c >= 0 && r < static_cast<long>(H) && c < static_cast<long>(W); }
+    std::size_t kernel_area() const { return kh * kw; }
+    std::size_t out_area() const { return OH * OW; }
+};
+
+/// The window over x's last two axes for kernel/stride/padding/dilation, after checking them:
+/// kernel, stride and dilation positive, padding non-negative (and, for pooling, at most half the
+/// kernel), and a non-empty output. ceil_mode rounds the output size up as PyTorch's pooling does.
+/// Errors name `op`, the argument and x's shape.
+Window2d make_window(const char* op, const Shape& x, Size2 kernel, Size2 stride, Size2 padding, Size2 dilation,
+                     bool ceil_mode = false, bool pooling = false);
+
+/// "(a, b)" for error messages.
+std::string size2_str(Size2 s);
+
+/// Checks that x is (N, C, H, W); throws naming `op` and x's shape otherwise.
+void check_image(const char* op, const Tensor& x);
+
+}  // namespace xg::nn::detail
