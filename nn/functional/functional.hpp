@@ -1,109 +1,12 @@
-// The headline computations as functions (torch::nn::functional's names): linear, embedding,
-// dropout, gelu and the normalisations. Each is ONE graph node whose backward is hand-derived
-// (docs/derivations/<name>.md) and written as plain loops over contiguous rows. The fused
-// kernels (linear, gelu, the norms) each have a *_composed twin built from core primitive ops, so
-// tests and tutorials can show that the fused node and the composed graph agree in value and
-// gradient. (Convolution and pooling are declared in nn/modules/conv.hpp, the recurrent cells in
-// nn/modules/recurrent.hpp, the losses in nn/functional/losses.hpp.)
+// Every function of xg::nn::functional (torch::nn::functional's names), one header per area.
+// Each fused op is ONE graph node with a hand-derived backward (docs/derivations/<name>.md) and a
+// *_composed twin built from core ops.
 #pragma once
 
-#include <cstdint>
-#include <optional>
-#include <type_traits>
-
-#include "core/ops/ops.hpp"
-#include "core/engine/random.hpp"
-
-namespace xg::nn::functional {
-
-// The core activations and softmax under their torch::nn::functional names, so code written
-// against `namespace F = xg::nn::functional` finds them next to gelu and the norms.
-using xg::log_softmax;
-using xg::relu;
-using xg::softmax;
-
-/// y = x W^T + b for x (..., in), weight (out, in), bias (out) or undefined: any leading dims.
-/// Output (..., out). Throws xg::Error naming the shapes when weight is not 2-D, x's last axis is
-/// not `in` or bias is not (out).
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
-/// linear() built from core ops (matmul, transpose, add): same value and gradient, several nodes.
-Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
-
-/// out[..., :] = weight[indices[...], :]: shape indices.shape + (dim,). One graph node; backward
-/// scatter-adds rows so repeated indices accumulate, except into row padding_idx (if given; a
-/// negative value counts from the end, as PyTorch), whose gradient stays zero. Indices may be an
-/// IndexArray, a braced list or a Tensor/Array of whole numbers; out-of-range indices, fractional
-/// values and a padding_idx outside [-num_embeddings, num_embeddings) throw.
-Tensor embedding(const Indices& indices, const Tensor& weight, std::optional<std::int64_t> padding_idx = std::nullopt);
-/// Not with a floating-point padding_idx: it would be truncated silently.
-template <class F, class = std::enable_if_t<std::is_floating_point<F>::value>>
-Tensor embedding(const Indices& indices, const Tensor& weight, F padding_idx) = delete;
-
-/// Zeroes each element with probability p and scales survivors by 1 / (1 - p) (inverted
-/// dropout); the identity when !training or p == 0; zeros (x * 0, gradient 0, no draw) when
-/// p == 1, as PyTorch. p must be in [0, 1].
-Tensor dropout(const Tensor& x, double p, bool training = true, Generator& gen = default_generator());
-
-/// Which GELU formula: none = exact x * Phi(x) with erf; tanh = PyTorch's tanh approximation.
-enum class GeluApproximate { none, tanh };
-
-/// GELU: x * Phi(x) with the exact erf form, or PyTorch's tanh approximation. Any shape, kept.
-Tensor gelu(const Tensor& x, GeluApproximate approximate = GeluApproximate::none);
-/// gelu() built from core ops (erf or tanh, mul, add).
-Tensor gelu_composed(const Tensor& x, GeluApproximate approximate = GeluApproximate::none);
-
-/// LayerNorm over the trailing axes given by normalized_shape (jointly), biased variance, eps
-/// inside the square root; weight/bias of shape normalized_shape, or undefined for no affine.
-/// Output has x's shape. Throws xg::Error naming the shapes when normalized_shape is empty or not
-/// x's trailing axes, or weight/bias do not have shape normalized_shape.
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
-                  const Tensor& bias = Tensor(), double eps = 1e-5);
-/// layer_norm() built from core ops (mean, sub, var, add, sqrt, div, mul, add); same errors.
-Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
-                           const Tensor& bias = Tensor(), double eps = 1e-5);
-
-/// BatchNorm over (N, C), (N, C, L), (N, C, H, W) or any (N, C, *) input, one statistic per
-/// channel C (over N and the trailing axes).
-/// training: normalise with the biased batch variance; if running_mean/running_var are defined,
-/// update them in place as (1 - momentum) * running + momentum * batch_stat, with the UNBIASED
-/// batch variance for running_var. Not training: normalise with the running statistics.
-/// Throws "Expected more than 1 value per channel when training" like PyTorch.
-Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight, const Tensor& bias,
-                  bool training, double momentum = 0.1, double eps = 1e-5);
-/// batch_norm() built from core ops; same running-statistics update and errors.
-Tensor batch_norm_composed(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight,
-                           const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5);
-
-/// GroupNorm over (N, C, *): the C channels split into num_groups groups of C / num_groups, each
-/// sample's group normalised jointly (biased variance, eps inside the square root), then a
-/// per-channel weight (C) and bias (C), either undefined for none. num_groups = 1 is LayerNorm
-/// over (C, *) with a per-channel affine; num_groups = C is InstanceNorm. Throws xg::Error naming
-/// the shapes when num_groups does not divide C or weight/bias are not (C).
-Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
-                  double eps = 1e-5);
-/// group_norm() built from core ops (reshape, mean, var, sub, div, sqrt, mul, add); same errors.
-Tensor group_norm_composed(const Tensor& x, std::int64_t num_groups, const Tensor& weight = Tensor(),
-                           const Tensor& bias = Tensor(), double eps = 1e-5);
-
-/// InstanceNorm over (N, C, *) with at least one spatial axis: each (sample, channel) normalised
-/// over its spatial values (group_norm with num_groups = C), then the per-channel affine. If the
-/// running statistics are defined they are updated in place with the average over N of the
-/// instances' means and unbiased variances (factor momentum). use_input_stats = false normalises
-/// with the running statistics instead (batch_norm in evaluation mode). Throws "Expected more than
-/// 1 spatial element when training" like PyTorch, and xg::Error naming the shapes otherwise.
-Tensor instance_norm(const Tensor& x, Tensor running_mean = Tensor(), Tensor running_var = Tensor(),
-                     const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool use_input_stats = true,
-                     double momentum = 0.1, double eps = 1e-5);
-/// instance_norm() built from core ops; same running-statistics update and errors.
-Tensor instance_norm_composed(const Tensor& x, Tensor running_mean = Tensor(), Tensor running_var = Tensor(),
-                              const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool use_input_stats = true,
-                              double momentum = 0.1, double eps = 1e-5);
-
-/// RMSNorm: x / sqrt(mean(x^2 over normalized_shape) + eps) * weight (weight may be undefined).
-/// Output has x's shape; shape errors as layer_norm.
-Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(), double eps = 1e-6);
-/// rms_norm() built from core ops (mul, mean, add, sqrt, div, mul); same errors.
-Tensor rms_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
-                         double eps = 1e-6);
-
-}  // namespace xg::nn::functional
+#include "nn/functional/activation.hpp"     // gelu, relu, softmax, log_softmax
+#include "nn/functional/conv.hpp"           // conv2d, conv1d, unfold, pad, the poolings
+#include "nn/functional/dyt.hpp"            // dyt
+#include "nn/functional/linear.hpp"         // linear, embedding, dropout
+#include "nn/functional/losses.hpp"         // cross_entropy, mse_loss
+#include "nn/functional/normalization.hpp"  // layer_norm, batch_norm, group_norm, instance_norm, rms_norm
+#include "nn/functional/recurrent.hpp"      // lstm_cell, gru_cell and their parts

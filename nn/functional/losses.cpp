@@ -311,12 +311,4 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
     }));
 }
 
-// ---- loss modules ---------------------------------------------------------------------------
-
-Tensor CrossEntropyLoss::forward(const Tensor& logits, const Indices& targets) {
-    return cross_entropy(logits, targets, options);
-}
-
-Tensor MSELoss::forward(const Tensor& input, const Tensor& target) { return mse_loss(input, target, reduction); }
-
 }  // namespace xg::nn

@@ -1,4 +1,4 @@
-// Loss functions (torch.nn.functional names). Each is one fused graph node with a hand-derived
+// Loss functions (torch.nn.functional names; the modules are in nn/modules/losses.hpp). Each is one fused graph node with a hand-derived
 // backward; derivations in docs/derivations/losses.md (cross_entropy: softmax minus the
 // smoothed one-hot target, with class weights and ignored rows).
 #pragma once
@@ -6,7 +6,6 @@
 #include <type_traits>
 
 #include "core/ops/ops.hpp"
-#include "nn/modules/module.hpp"
 
 namespace xg::nn {
 
@@ -98,31 +97,6 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, Reduction red
 
 /// Mean squared error (input - target)^2 over same-shaped tensors; both may need gradients.
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean);
-
-/// The options of CrossEntropyLoss (the same as cross_entropy's, as in PyTorch's C++ frontend).
-using CrossEntropyLossOptions = CrossEntropyFuncOptions;
-
-/// cross_entropy as a module: `nn::CrossEntropyLoss criterion; criterion.forward(logits, targets)`.
-class CrossEntropyLoss : public Module {
-public:
-    /// The options every forward() uses (weight, ignore_index, reduction, label_smoothing).
-    explicit CrossEntropyLoss(const CrossEntropyLossOptions& options = {}) : options(options) {}
-    /// cross_entropy(logits, targets, options): same layouts and errors.
-    Tensor forward(const Tensor& logits, const Indices& targets);
-    /// The options forward() uses.
-    CrossEntropyLossOptions options;
-};
-
-/// mse_loss as a module: `nn::MSELoss criterion; criterion.forward(prediction, target)`.
-class MSELoss : public Module {
-public:
-    /// How forward() combines the per-element losses (default mean).
-    explicit MSELoss(Reduction reduction = Reduction::mean) : reduction(reduction) {}
-    /// mse_loss(input, target, reduction).
-    Tensor forward(const Tensor& input, const Tensor& target);
-    /// The reduction forward() uses.
-    Reduction reduction;
-};
 
 namespace functional {
 using nn::CrossEntropyFuncOptions;

@@ -1,31 +1,16 @@
 // DyT, "Transformers without normalization" (Zhu et al. 2025, arXiv 2503.10622): a drop-in for
 // LayerNorm that computes no statistics, y = weight * tanh(alpha * x) + bias, with one learnable
-// scalar alpha and a per-feature affine. The fused op, its composed twin and the module.
-// Derivation of the backward: docs/derivations/dyt.md.
+// scalar alpha and a per-feature affine. The module; the fused op and its twin are in
+// nn/functional/dyt.hpp.
 #pragma once
 
 #include <cstdint>
 
 #include "core/ops/ops.hpp"
+#include "nn/functional/dyt.hpp"
 #include "nn/modules/module.hpp"
 
 namespace xg::nn {
-
-namespace functional {
-
-/// DyT: y = weight * tanh(alpha * x) + bias, element-wise; weight and bias (shape
-/// normalized_shape, the trailing axes of x) broadcast over the leading axes, either may be
-/// undefined (1 and 0). alpha is one number, shape (1,) (as the paper's code) or 0-D.
-/// One graph node. Throws xg::Error naming "dyt" and the shapes when normalized_shape is empty or
-/// not x's trailing axes, weight/bias do not have shape normalized_shape, or alpha is undefined or
-/// not of shape (1,) or ().
-Tensor dyt(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight = Tensor(),
-           const Tensor& bias = Tensor());
-/// dyt() built from core ops (mul, tanh, mul, add): same value and gradient, several nodes; same errors.
-Tensor dyt_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight = Tensor(),
-                    const Tensor& bias = Tensor());
-
-}  // namespace functional
 
 /// Dynamic Tanh over the trailing normalized_shape axes: weight * tanh(alpha * x) + bias, as the
 /// paper's DynamicTanh (channels_last). Parameters, in registration (and state_dict) order:

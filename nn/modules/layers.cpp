@@ -1,4 +1,4 @@
-// Linear, GELU, Embedding and Dropout (the norm layers live in nn/modules/norm_layers.cpp).
+// Linear, Embedding and Dropout (the norm layers live in nn/modules/norm_layers.cpp).
 #include "nn/modules/layers.hpp"
 
 #include <algorithm>
@@ -32,16 +32,6 @@ Tensor Linear::forward(const Tensor& x) {
 
 std::string Linear::extra_repr() const {
     return fmt::format("in_features={}, out_features={}, bias={}", in_features, out_features, bias.defined());
-}
-
-// ---- GELU ---------------------------------------------------------------------------------------
-
-GELU::GELU(functional::GeluApproximate approx) : approximate(approx) {}
-
-Tensor GELU::forward(const Tensor& x) { return functional::gelu(x, approximate); }
-
-std::string GELU::extra_repr() const {
-    return approximate == functional::GeluApproximate::tanh ? "approximate='tanh'" : "approximate='none'";
 }
 
 // ---- Embedding ----------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-// Linear, GELU, Embedding and Dropout as Modules with PyTorch's names, defaults and
+// Linear, Embedding and Dropout as Modules with PyTorch's names, defaults and
 // initialisation (the normalisation layers are in nn/modules/norm_layers.hpp). Heavy lifting is done by
-// the functional ops in nn/functional/functional.hpp.
+// the functional ops in nn/functional/linear.hpp. GELU is with the activations (nn/modules/activation.hpp).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include "core/ops/ops.hpp"
 #include "core/engine/random.hpp"
-#include "nn/functional/functional.hpp"
+#include "nn/functional/linear.hpp"
 #include "nn/modules/module.hpp"
 
 namespace xg::nn {
@@ -30,18 +30,6 @@ public:
     ///@}
     /// Weight (out_features, in_features); bias (out_features).
     Parameter weight, bias;  ///< bias is undefined when constructed with bias = false
-};
-
-/// GELU activation, element-wise on any shape: x * Phi(x) (exact erf form or tanh approximation).
-class GELU : public Module {
-public:
-    /// `approximate` none (erf) or tanh, as torch.nn.GELU.
-    explicit GELU(functional::GeluApproximate approximate = functional::GeluApproximate::none);
-    Tensor forward(const Tensor& x) override;
-    std::string extra_repr() const override;
-
-    /// Which formula forward() uses.
-    functional::GeluApproximate approximate;
 };
 
 /// A lookup table of num_embeddings rows of size embedding_dim; weight ~ N(0, 1), with row

@@ -18,6 +18,7 @@
 #include "core/distributed/collectives.hpp"
 #include "core/io/io.hpp"
 #include "nn/modules/distributed_data_parallel.hpp"
+#include "nn/modules/activation.hpp"
 #include "nn/modules/layers.hpp"
 #include "nn/functional/losses.hpp"
 #include "nn/modules/sync_batchnorm.hpp"

@@ -6,6 +6,7 @@
 
 #include "core/distributed/collectives.hpp"
 #include "nn/modules/distributed_data_parallel.hpp"
+#include "nn/modules/activation.hpp"
 #include "nn/modules/layers.hpp"
 #include "nn/functional/losses.hpp"
 #include "nn/modules/norm_layers.hpp"

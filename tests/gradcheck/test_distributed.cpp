@@ -13,6 +13,7 @@
 
 #include "core/distributed/collectives.hpp"
 #include "nn/modules/distributed_data_parallel.hpp"
+#include "nn/modules/activation.hpp"
 #include "nn/modules/layers.hpp"
 #include "nn/modules/sync_batchnorm.hpp"
 #include "tests/distributed/distributed_support.hpp"
