@@ -130,20 +130,40 @@ void combine(const double* from, double* into, std::size_t n, ReduceOp op) {
 }
 
 // Reduces n doubles over the ranks in place, with no check (the callers have made sure every rank
-// passes the same n): a ring all-reduce over MPI_Sendrecv, the algorithm Open MPI and NCCL use
-// for large messages, written out so that its order of operations is ours, not a library's
-// choice. The values are cut into `world` chunks. Reduce-scatter: in step s = 0 .. world - 2,
-// rank r sends chunk (r - s) to rank r + 1 and adds the chunk (r - s - 1) it receives from rank
-// r - 1 into its own values, so chunk c is summed along the ring from rank c:
-// (((x_c + x_{c+1}) + x_{c+2}) + ... + x_{c-1}), on rank c - 1 alone, which then divides it for
-// AVG. All-gather: world - 1 more steps hand each finished chunk around. Every value is reduced
-// once, on one rank, always in that order: every rank gets the same bits, every run, on any
-// MPI. The scratch buffer of one chunk is kept between calls.
+// passes the same n); docs/distributed.md, "Determinism". Every value is reduced in one fixed
+// order, on one rank or identically on all, so every rank gets the same bits, every run, on any MPI.
+//
+// Small payloads (n 8 (world - 1) <= kExchangeBytes), where the cost is the number of messages:
+// one MPI_Allgather, after which every rank combines the ranks' values in rank order,
+// ((x_0 + x_1) + x_2) + ... + x_{world-1}.
+//
+// Larger ones: a ring all-reduce over MPI_Sendrecv, the algorithm Open MPI and NCCL use for large
+// messages, written out so that its order of operations is ours, not a library's choice. The
+// values are cut into `world` chunks, chunk c = [n c / world, n (c + 1) / world). Reduce-scatter:
+// in step s = 0 .. world - 2, rank r sends chunk (r - s) to rank r + 1 and adds the chunk
+// (r - s - 1) it receives from rank r - 1 into its own values, so chunk c is summed along the
+// ring from rank c, (((x_c + x_{c+1}) + x_{c+2}) + ... + x_{c-1}), on rank c - 1 alone, which
+// then divides it for AVG. All-gather: world - 1 more steps hand each finished chunk around.
+//
+// The scratch buffer (one chunk, or every rank's small payload) is kept between calls.
 void reduce_in_place(double* data, std::size_t n, ReduceOp op, const char* name) {
     const int world = world_size();
     g_bytes_sent += n * sizeof(double);
     if (world == 1 || n == 0) return;
     static std::vector<double> received;
+    if (n * sizeof(double) * static_cast<std::size_t>(world - 1) <= kExchangeBytes) {
+        if (received.size() < n * static_cast<std::size_t>(world)) received.resize(n * static_cast<std::size_t>(world));
+        MPI_Allgather(data, as_count(n, name), MPI_DOUBLE, received.data(), as_count(n, name), MPI_DOUBLE, MPI_COMM_WORLD);
+        // the running result moves through the ranks' copies: x_r becomes (... + x_{r-1}) + x_r
+        for (int r = 1; r < world; ++r) {
+            combine(received.data() + static_cast<std::size_t>(r - 1) * n, received.data() + static_cast<std::size_t>(r) * n, n, op);
+        }
+        std::copy(received.data() + static_cast<std::size_t>(world - 1) * n, received.data() + static_cast<std::size_t>(world) * n, data);
+        if (op == ReduceOp::AVG) {
+            for (std::size_t i = 0; i < n; ++i) data[i] /= static_cast<double>(world);
+        }
+        return;
+    }
     const std::size_t largest_chunk = chunk_begin(n, world, world) - chunk_begin(n, world, world - 1);
     if (received.size() < largest_chunk) received.resize(largest_chunk);
     const int me = rank(), right = (me + 1) % world, left = (me + world - 1) % world;

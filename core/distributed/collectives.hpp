@@ -6,10 +6,10 @@
 // called by every rank in the same order (as in MPI and torch.distributed), outside the graph:
 // it reads and writes values, never records a node.
 //
-// Determinism: all_reduce reduces each slice of the payload on exactly one rank
-// (MPI_Reduce_scatter) and then hands the reduced slices to everyone (MPI_Allgatherv), so
-// every rank gets the same bits, and the same launch gives the same bits every run: Open MPI
-// picks its algorithms by message size and process count, never by timing.
+// Determinism: all_reduce combines every value in one fixed, documented order (small payloads in
+// rank order on every rank, large ones by a ring written over MPI_Sendrecv: each chunk summed
+// along the ring on one rank, then handed to all), so every rank gets the same bits, and the same
+// launch gives the same bits every run, whatever MPI's own algorithm choices.
 //
 // Faults: init() installs a terminate handler, so an exception that leaves main() on one rank
 // prints "rank r: <what()>" and calls MPI_Abort, which stops every rank of the job within seconds
@@ -17,6 +17,7 @@
 // mpirun, which stops the rest.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@
 #include "core/engine/tensor.hpp"
 
 namespace xg::distributed {
+
+/// Payloads up to this many bytes times (world_size() - 1) are all-reduced by one all-gather and a
+/// sum in rank order on every rank, larger ones by a ring (docs/distributed.md, "Determinism").
+constexpr std::size_t kExchangeBytes = 64 * 1024;
 
 /// How all_reduce combines the ranks' values (torch.distributed.ReduceOp).
 enum class ReduceOp { SUM, AVG, MAX, MIN };
