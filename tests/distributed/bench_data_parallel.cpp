@@ -39,8 +39,13 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-// Median time of one step (ms) over `reps`, each rank timing the same steps; the slowest rank's.
-double step_ms(bool batch_norm, std::size_t global_batch, int reps) {
+struct StepTimes {
+    double step_ms, reduce_gradients_ms;
+};
+
+// Median time of one step (ms) over `reps`, each rank timing the same steps, the slowest rank's;
+// and the median of the slowest rank's reduce_gradients() within it.
+StepTimes step_ms(bool batch_norm, std::size_t global_batch, int reps) {
     const int world = distributed::world_size();
     const std::size_t batch = global_batch / static_cast<std::size_t>(world);
     auto norm = [batch_norm]() -> std::shared_ptr<nn::Module> {
@@ -57,19 +62,24 @@ double step_ms(bool batch_norm, std::size_t global_batch, int reps) {
     const Tensor x = randn({batch, 784}, gen);
     IndexArray targets = IndexArray::from_shape({batch});
     for (std::size_t i = 0; i < batch; ++i) targets(i) = static_cast<std::int64_t>((i * 7) % 10);
-    std::vector<double> times;
+    std::vector<double> times, reduce_times;
     for (int r = -5; r < reps; ++r) {
         distributed::barrier();
         const double start = seconds();
         adam.zero_grad();
         nn::cross_entropy(ddp.forward(x), targets).backward();
+        const double reduce_start = seconds();
         ddp.reduce_gradients();
+        const double reduce_end = seconds();
         adam.step();
-        Array t = Array({seconds() - start});
+        Array t = Array({seconds() - start, reduce_end - reduce_start});
         distributed::all_reduce(t, distributed::ReduceOp::MAX);
-        if (r >= 0) times.push_back(t(0) * 1e3);
+        if (r >= 0) {
+            times.push_back(t(0) * 1e3);
+            reduce_times.push_back(t(1) * 1e3);
+        }
     }
-    return median(times);
+    return {median(times), median(reduce_times)};
 }
 
 // xg::distributed::all_reduce as it was before issue 29: a shape all_reduce, then three fresh
@@ -144,10 +154,10 @@ int main(int argc, char** argv) {
     const int world = distributed::world_size();
     const bool speak = distributed::rank() == 0;
     for (bool batch_norm : {false, true}) {
-        const double ms = step_ms(batch_norm, 64, reps);
+        const StepTimes ms = step_ms(batch_norm, 64, reps);
         if (speak) {
-            std::printf("xgrad  %d rank%s  MLP step 784-256-256-10 %s+GELU, global b64 (%d per rank): %.3f ms\n", world,
-                        world > 1 ? "s" : " ", batch_norm ? "SyncBN" : "LN", 64 / world, ms);
+            std::printf("xgrad  %d rank%s  MLP step 784-256-256-10 %s+GELU, global b64 (%d per rank): %.3f ms, of which reduce_gradients %.3f ms\n",
+                        world, world > 1 ? "s" : " ", batch_norm ? "SyncBN" : "LN", 64 / world, ms.step_ms, ms.reduce_gradients_ms);
         }
     }
     if (world == 1) return 0;
