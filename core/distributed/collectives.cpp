@@ -54,19 +54,31 @@ void finalize_at_exit() {
     abort(what, 1);
 }
 
-// The shapes of every rank, in rank order.
+// The shapes of every rank, in rank order: one all-gather of a fixed-size record (the number of
+// axes and up to kRecordAxes extents), a second one only when some rank has more axes.
 std::vector<Shape> gather_shapes(const Shape& shape, const char* op) {
-    const int world = world_size();
-    const int ndim = as_count(shape.size(), op);
-    std::vector<int> ndims(static_cast<std::size_t>(world));
-    MPI_Allgather(&ndim, 1, MPI_INT, ndims.data(), 1, MPI_INT, MPI_COMM_WORLD);
-    std::vector<int> displs(static_cast<std::size_t>(world), 0);
-    for (int r = 1; r < world; ++r) displs[r] = displs[r - 1] + ndims[r - 1];
-    std::vector<std::uint64_t> mine(shape.begin(), shape.end());
+    constexpr std::size_t kRecordAxes = 7, kRecord = kRecordAxes + 1;
+    const std::size_t world = static_cast<std::size_t>(world_size());
+    std::uint64_t mine[kRecord] = {shape.size()};
+    std::copy(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(std::min(shape.size(), kRecordAxes)), mine + 1);
+    std::vector<std::uint64_t> records(kRecord * world);
+    MPI_Allgather(mine, static_cast<int>(kRecord), MPI_UINT64_T, records.data(), static_cast<int>(kRecord), MPI_UINT64_T, MPI_COMM_WORLD);
+    std::vector<Shape> shapes(world);
+    std::vector<int> ndims(world), displs(world, 0);
+    bool all_fit = true;
+    for (std::size_t r = 0; r < world; ++r) {
+        const std::uint64_t* record = records.data() + r * kRecord;
+        ndims[r] = as_count(record[0], op);
+        if (r > 0) displs[r] = displs[r - 1] + ndims[r - 1];
+        if (record[0] > kRecordAxes) all_fit = false;
+        else shapes[r].assign(record + 1, record + 1 + record[0]);
+    }
+    if (all_fit) return shapes;
+    const std::vector<std::uint64_t> extents(shape.begin(), shape.end());
     std::vector<std::uint64_t> all(static_cast<std::size_t>(displs.back() + ndims.back()));
-    MPI_Allgatherv(mine.data(), ndim, MPI_UINT64_T, all.data(), ndims.data(), displs.data(), MPI_UINT64_T, MPI_COMM_WORLD);
-    std::vector<Shape> shapes(static_cast<std::size_t>(world));
-    for (int r = 0; r < world; ++r) shapes[r].assign(all.begin() + displs[r], all.begin() + displs[r] + ndims[r]);
+    MPI_Allgatherv(extents.data(), ndims[static_cast<std::size_t>(rank())], MPI_UINT64_T, all.data(), ndims.data(), displs.data(),
+                   MPI_UINT64_T, MPI_COMM_WORLD);
+    for (std::size_t r = 0; r < world; ++r) shapes[r].assign(all.begin() + displs[r], all.begin() + displs[r] + ndims[r]);
     return shapes;
 }
 
@@ -266,10 +278,9 @@ std::vector<Array> all_gather(const Array& values) {
         counts[r] = as_count(n, kOp);
         if (r > 0) displs[r] = displs[r - 1] + counts[r - 1];
     }
-    const Array contiguous = values;  // row-major copy (values may be a view's result)
     std::vector<double> all(static_cast<std::size_t>(displs.back() + counts.back()));
     g_bytes_sent += values.size() * sizeof(double);
-    MPI_Allgatherv(contiguous.data(), counts[rank()], MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE,
+    MPI_Allgatherv(values.data(), counts[rank()], MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE,
                    MPI_COMM_WORLD);
     std::vector<Array> out;
     for (int r = 0; r < world; ++r) {

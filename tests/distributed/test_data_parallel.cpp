@@ -176,6 +176,25 @@ TEST_CASE("all_reduce sums in a documented order: in rank order when small, each
     }
 }
 
+TEST_CASE("all_gather: every rank's array in rank order, shapes of any number of axes", "[distributed]") {
+    const int world = distributed::world_size(), me = distributed::rank();
+    for (std::size_t axes : {std::size_t{1}, std::size_t{7}, std::size_t{9}}) {  // 7 fit the shape record, 9 do not
+        Shape shape(axes, 1);
+        shape.back() = static_cast<std::size_t>(me + 1);
+        Array mine = Array::from_shape(shape);
+        mine.fill(static_cast<double>(me));
+        const std::vector<Array> all = distributed::all_gather(mine);
+        CHECK(all.size() == static_cast<std::size_t>(world));
+        for (int r = 0; r < std::min(world, static_cast<int>(all.size())); ++r) {
+            INFO(axes << " axes, rank " << r);
+            Shape expected(axes, 1);
+            expected.back() = static_cast<std::size_t>(r + 1);
+            CHECK(Shape(all[r].shape().begin(), all[r].shape().end()) == expected);
+            CHECK(xt::all(xt::equal(all[r], static_cast<double>(r))));
+        }
+    }
+}
+
 TEST_CASE("Bucket: the ranks agree on its layout once, then all_reduce and broadcast it in place", "[distributed][ddp]") {
     const int world = distributed::world_size(), me = distributed::rank();
     distributed::Bucket bucket(5, "five values");
