@@ -17,13 +17,13 @@ namespace xg::nn {
 /// backward, reduce_gradients() replaces every parameter's gradient by its mean over the ranks,
 /// in buckets of about bucket_cap_mb megabytes (parameters in reverse registration order, the
 /// order backward produces them), one all_reduce per bucket with the division by the number of
-/// ranks fused into it. The buckets are flat buffers kept between steps whose layout every rank
-/// checked once, in the constructor, as PyTorch does: a step allocates nothing and runs no
-/// check collective. Unlike PyTorch, which does this
-/// from hooks during backward, it is one explicit call between backward() and the optimizer's
-/// step(). With broadcast_buffers, each training forward first copies rank 0's buffers (BatchNorm's
-/// running statistics) to every rank, as PyTorch does, all of them in one broadcast. Every rank must call the constructor,
-/// forward() and reduce_gradients() in step (collectives).
+/// ranks fused into it. The buckets are flat buffers kept between steps whose layout the ranks
+/// check once, in the constructor (as PyTorch does): a step allocates nothing and runs no check
+/// collective. Unlike PyTorch, which does this from hooks during backward, it is one explicit
+/// call between backward() and the optimizer's step(). With broadcast_buffers, each training
+/// forward first copies rank 0's buffers (BatchNorm's running statistics) to every rank, as
+/// PyTorch does, all of them in one broadcast. Every rank must call the constructor, forward()
+/// and reduce_gradients() in step (collectives).
 class DistributedDataParallel : public Module {
 public:
     /// Throws xg::Error when `module` is null or bucket_cap_mb is not positive.
