@@ -29,6 +29,7 @@ if [[ " $* " == *" --data-parallel "* ]]; then
   export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 XGRAD_NUM_THREADS=1
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # as root (CI)
   for ranks in 1 2; do
+    echo "bench.sh: $ranks rank(s), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     mpiexec --oversubscribe --bind-to none -np "$ranks" "$dp_build/tests/xgrad_bench_data_parallel"
   done
   if /usr/bin/python3 -c "import torch.distributed as d; assert d.is_available() and d.is_gloo_available()" 2>/dev/null; then

@@ -54,19 +54,31 @@ void finalize_at_exit() {
     abort(what, 1);
 }
 
-// The shapes of every rank, in rank order.
+// The shapes of every rank, in rank order: one all-gather of a fixed-size record (the number of
+// axes and up to kRecordAxes extents), a second one only when some rank has more axes.
 std::vector<Shape> gather_shapes(const Shape& shape, const char* op) {
-    const int world = world_size();
-    const int ndim = as_count(shape.size(), op);
-    std::vector<int> ndims(static_cast<std::size_t>(world));
-    MPI_Allgather(&ndim, 1, MPI_INT, ndims.data(), 1, MPI_INT, MPI_COMM_WORLD);
-    std::vector<int> displs(static_cast<std::size_t>(world), 0);
-    for (int r = 1; r < world; ++r) displs[r] = displs[r - 1] + ndims[r - 1];
-    std::vector<std::uint64_t> mine(shape.begin(), shape.end());
+    constexpr std::size_t kRecordAxes = 7, kRecord = kRecordAxes + 1;
+    const std::size_t world = static_cast<std::size_t>(world_size());
+    std::uint64_t mine[kRecord] = {shape.size()};
+    std::copy(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(std::min(shape.size(), kRecordAxes)), mine + 1);
+    std::vector<std::uint64_t> records(kRecord * world);
+    MPI_Allgather(mine, static_cast<int>(kRecord), MPI_UINT64_T, records.data(), static_cast<int>(kRecord), MPI_UINT64_T, MPI_COMM_WORLD);
+    std::vector<Shape> shapes(world);
+    std::vector<int> ndims(world), displs(world, 0);
+    bool all_fit = true;
+    for (std::size_t r = 0; r < world; ++r) {
+        const std::uint64_t* record = records.data() + r * kRecord;
+        ndims[r] = as_count(record[0], op);
+        if (r > 0) displs[r] = displs[r - 1] + ndims[r - 1];
+        if (record[0] > kRecordAxes) all_fit = false;
+        else shapes[r].assign(record + 1, record + 1 + record[0]);
+    }
+    if (all_fit) return shapes;
+    const std::vector<std::uint64_t> extents(shape.begin(), shape.end());
     std::vector<std::uint64_t> all(static_cast<std::size_t>(displs.back() + ndims.back()));
-    MPI_Allgatherv(mine.data(), ndim, MPI_UINT64_T, all.data(), ndims.data(), displs.data(), MPI_UINT64_T, MPI_COMM_WORLD);
-    std::vector<Shape> shapes(static_cast<std::size_t>(world));
-    for (int r = 0; r < world; ++r) shapes[r].assign(all.begin() + displs[r], all.begin() + displs[r] + ndims[r]);
+    MPI_Allgatherv(extents.data(), ndims[static_cast<std::size_t>(rank())], MPI_UINT64_T, all.data(), ndims.data(), displs.data(),
+                   MPI_UINT64_T, MPI_COMM_WORLD);
+    for (std::size_t r = 0; r < world; ++r) shapes[r].assign(all.begin() + displs[r], all.begin() + displs[r] + ndims[r]);
     return shapes;
 }
 
@@ -76,27 +88,123 @@ std::string shapes_str(const std::vector<Shape>& shapes) {
     return s;
 }
 
+// Every rank's `text`, in rank order (to word an error).
+std::vector<std::string> gather_strings(const std::string& text, const char* op) {
+    const int world = world_size();
+    const int length = as_count(text.size(), op);
+    std::vector<int> lengths(static_cast<std::size_t>(world)), displs(static_cast<std::size_t>(world), 0);
+    MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 1; r < world; ++r) displs[r] = displs[r - 1] + lengths[r - 1];
+    std::string all(static_cast<std::size_t>(displs.back() + lengths.back()), '\0');
+    MPI_Allgatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), displs.data(), MPI_CHAR, MPI_COMM_WORLD);
+    std::vector<std::string> texts;
+    for (int r = 0; r < world; ++r) texts.push_back(all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(lengths[r])));
+    return texts;
+}
+
 // Throws on every rank (never on some only, which would leave the others waiting) when the ranks'
-// shapes differ. One small all_reduce of a shape fingerprint; the shapes are gathered only to word
-// the error.
-void require_same_shape(const Shape& shape, const char* op) {
-    std::uint64_t fingerprint = shape.size();
-    for (std::size_t extent : shape) fingerprint = fingerprint * 1000003u + extent;
+// `layout` strings differ, naming each rank's. One small all_reduce of a fingerprint (FNV-1a);
+// the strings themselves are gathered only to word the error.
+void require_same_layout(const std::string& layout, const char* op, const char* what) {
+    std::uint64_t fingerprint = 14695981039346656037ull;
+    for (const char c : layout) fingerprint = (fingerprint ^ static_cast<unsigned char>(c)) * 1099511628211ull;
     // the largest fingerprint and the largest complement: equal fingerprints iff max == ~max(~f)
     std::uint64_t bounds[2] = {fingerprint, ~fingerprint};
     MPI_Allreduce(MPI_IN_PLACE, bounds, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
     if (bounds[0] == ~bounds[1]) return;
-    fail(op, fmt::format("every rank must pass the same shape, got {}", shapes_str(gather_shapes(shape, op))));
+    const std::vector<std::string> layouts = gather_strings(layout, op);
+    std::string s;
+    for (std::size_t r = 0; r < layouts.size(); ++r) s += fmt::format("{}rank {}: {}", r ? ", " : "", r, layouts[r]);
+    fail(op, fmt::format("every rank must pass the same {}, got {}", what, s));
 }
+
+void require_same_shape(const Shape& shape, const char* op) { require_same_layout(shape_str(shape), op, "shape"); }
 
 Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
 
-MPI_Op mpi_op(ReduceOp op) {
+// The first value of chunk c when n values are cut into `world` chunks.
+std::size_t chunk_begin(std::size_t n, int world, int c) {
+    return n * static_cast<std::size_t>(c) / static_cast<std::size_t>(world);
+}
+
+// into[i] = op(from[i], into[i]): `from` holds the partial result of the ranks before this one.
+void combine(const double* from, double* into, std::size_t n, ReduceOp op) {
     switch (op) {
-        case ReduceOp::MAX: return MPI_MAX;
-        case ReduceOp::MIN: return MPI_MIN;
-        default: return MPI_SUM;  // AVG is a sum divided by the number of ranks
+        case ReduceOp::MAX:
+            for (std::size_t i = 0; i < n; ++i) into[i] = from[i] > into[i] ? from[i] : into[i];
+            break;
+        case ReduceOp::MIN:
+            for (std::size_t i = 0; i < n; ++i) into[i] = from[i] < into[i] ? from[i] : into[i];
+            break;
+        default:  // SUM, and AVG before its division
+            for (std::size_t i = 0; i < n; ++i) into[i] = from[i] + into[i];
     }
+}
+
+// Reduces n doubles over the ranks in place, with no check (the callers have made sure every rank
+// passes the same n); docs/distributed.md, "Determinism". Every value is reduced in one fixed
+// order, on one rank or identically on all, so every rank gets the same bits, every run, on any MPI.
+//
+// Small payloads (n 8 (world - 1) <= kExchangeBytes), where the cost is the number of messages:
+// one MPI_Allgather, after which every rank combines the ranks' values in rank order,
+// ((x_0 + x_1) + x_2) + ... + x_{world-1}.
+//
+// Larger ones: a ring all-reduce over MPI_Sendrecv, the algorithm Open MPI and NCCL use for large
+// messages, written out so that its order of operations is ours, not a library's choice. The
+// values are cut into `world` chunks, chunk c = [n c / world, n (c + 1) / world). Reduce-scatter:
+// in step s = 0 .. world - 2, rank r sends chunk (r - s) to rank r + 1 and adds the chunk
+// (r - s - 1) it receives from rank r - 1 into its own values, so chunk c is summed along the
+// ring from rank c, (((x_c + x_{c+1}) + x_{c+2}) + ... + x_{c-1}), on rank c - 1 alone, which
+// then divides it for AVG. All-gather: world - 1 more steps hand each finished chunk around.
+//
+// The scratch buffer (one chunk, or every rank's small payload) is kept between calls.
+void reduce_in_place(double* data, std::size_t n, ReduceOp op, const char* name) {
+    const int world = world_size();
+    g_bytes_sent += n * sizeof(double);
+    if (world == 1 || n == 0) return;
+    static std::vector<double> received;
+    if (n * sizeof(double) * static_cast<std::size_t>(world - 1) <= kExchangeBytes) {
+        if (received.size() < n * static_cast<std::size_t>(world)) received.resize(n * static_cast<std::size_t>(world));
+        MPI_Allgather(data, as_count(n, name), MPI_DOUBLE, received.data(), as_count(n, name), MPI_DOUBLE, MPI_COMM_WORLD);
+        // the running result moves through the ranks' copies: x_r becomes (... + x_{r-1}) + x_r
+        for (int r = 1; r < world; ++r) {
+            combine(received.data() + static_cast<std::size_t>(r - 1) * n, received.data() + static_cast<std::size_t>(r) * n, n, op);
+        }
+        std::copy(received.data() + static_cast<std::size_t>(world - 1) * n, received.data() + static_cast<std::size_t>(world) * n, data);
+        if (op == ReduceOp::AVG) {
+            for (std::size_t i = 0; i < n; ++i) data[i] /= static_cast<double>(world);
+        }
+        return;
+    }
+    const std::size_t largest_chunk = chunk_begin(n, world, world) - chunk_begin(n, world, world - 1);
+    if (received.size() < largest_chunk) received.resize(largest_chunk);
+    const int me = rank(), right = (me + 1) % world, left = (me + world - 1) % world;
+    auto chunk = [world](int c) { return ((c % world) + world) % world; };
+    auto begin_of = [&](int c) { return chunk_begin(n, world, chunk(c)); };
+    auto size_of = [&](int c) { return as_count(chunk_begin(n, world, chunk(c) + 1) - chunk_begin(n, world, chunk(c)), name); };
+    for (int step = 0; step + 1 < world; ++step) {
+        const int send = me - step, receive = me - step - 1;
+        MPI_Sendrecv(data + begin_of(send), size_of(send), MPI_DOUBLE, right, 0, received.data(), size_of(receive),
+                     MPI_DOUBLE, left, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        combine(received.data(), data + begin_of(receive), static_cast<std::size_t>(size_of(receive)), op);
+    }
+    if (op == ReduceOp::AVG) {
+        const int owned = me + 1;
+        double* values = data + begin_of(owned);
+        const double ranks = static_cast<double>(world);
+        for (int i = 0; i < size_of(owned); ++i) values[i] /= ranks;
+    }
+    for (int step = 0; step + 1 < world; ++step) {
+        const int send = me + 1 - step, receive = me - step;
+        MPI_Sendrecv(data + begin_of(send), size_of(send), MPI_DOUBLE, right, 1, data + begin_of(receive), size_of(receive),
+                     MPI_DOUBLE, left, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+}
+
+// Rank src's n doubles to every rank, in place, with no check.
+void broadcast_in_place(double* data, std::size_t n, int src, const char* name) {
+    if (rank() == src) g_bytes_sent += n * sizeof(double);
+    MPI_Bcast(data, as_count(n, name), MPI_DOUBLE, src, MPI_COMM_WORLD);
 }
 
 }  // namespace
@@ -134,26 +242,28 @@ void all_reduce(Array& values, ReduceOp op) {
     constexpr const char* kOp = "distributed.all_reduce";
     require_init(kOp);
     require_same_shape(shape_of(values), kOp);
-    const std::size_t world = static_cast<std::size_t>(world_size());
-    g_bytes_sent += values.size() * sizeof(double);
-    if (world == 1 || values.size() == 0) return;
-    // Each rank reduces one slice (the last ones padded with zeros), then all slices go to everyone.
-    const std::size_t slice = (values.size() + world - 1) / world;
-    std::vector<double> padded(slice * world, 0.0), mine(slice), all(slice * world);
-    std::copy(values.begin(), values.end(), padded.begin());
-    MPI_Reduce_scatter_block(padded.data(), mine.data(), as_count(slice, kOp), MPI_DOUBLE, mpi_op(op), MPI_COMM_WORLD);
-    if (op == ReduceOp::AVG) {
-        for (double& v : mine) v /= static_cast<double>(world);
-    }
-    MPI_Allgather(mine.data(), as_count(slice, kOp), MPI_DOUBLE, all.data(), as_count(slice, kOp), MPI_DOUBLE, MPI_COMM_WORLD);
-    std::copy(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(values.size()), values.begin());
+    reduce_in_place(values.data(), values.size(), op, kOp);
 }
 
 void all_reduce(Tensor& tensor, ReduceOp op) {
     if (!tensor.defined()) fail("distributed.all_reduce", "the tensor is undefined");
-    Array values = tensor.value();
-    all_reduce(values, op);
-    std::copy(values.begin(), values.end(), tensor.mutable_value().begin());
+    all_reduce(tensor.mutable_value(), op);
+}
+
+Bucket::Bucket(std::size_t size, const std::string& layout) {
+    constexpr const char* kOp = "distributed.Bucket";
+    require_init(kOp);
+    as_count(size, kOp);
+    require_same_layout(fmt::format("{} values ({})", size, layout), kOp, "bucket layout");
+    values_.assign(size, 0.0);
+}
+
+void Bucket::all_reduce(ReduceOp op) { reduce_in_place(values_.data(), values_.size(), op, "distributed.Bucket.all_reduce"); }
+
+void Bucket::broadcast(int src) {
+    constexpr const char* kOp = "distributed.Bucket.broadcast";
+    if (src < 0 || src >= world_size()) fail(kOp, fmt::format("src {} is not a rank of a job of {}", src, world_size()));
+    broadcast_in_place(values_.data(), values_.size(), src, kOp);
 }
 
 std::vector<Array> all_gather(const Array& values) {
@@ -168,10 +278,9 @@ std::vector<Array> all_gather(const Array& values) {
         counts[r] = as_count(n, kOp);
         if (r > 0) displs[r] = displs[r - 1] + counts[r - 1];
     }
-    const Array contiguous = values;  // row-major copy (values may be a view's result)
     std::vector<double> all(static_cast<std::size_t>(displs.back() + counts.back()));
     g_bytes_sent += values.size() * sizeof(double);
-    MPI_Allgatherv(contiguous.data(), counts[rank()], MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE,
+    MPI_Allgatherv(values.data(), counts[rank()], MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE,
                    MPI_COMM_WORLD);
     std::vector<Array> out;
     for (int r = 0; r < world; ++r) {
@@ -214,17 +323,12 @@ void broadcast(Array& values, int src) {
     require_init(kOp);
     if (src < 0 || src >= world_size()) fail(kOp, fmt::format("src {} is not a rank of a job of {}", src, world_size()));
     require_same_shape(shape_of(values), kOp);
-    if (rank() == src) g_bytes_sent += values.size() * sizeof(double);
-    Array contiguous = values;
-    MPI_Bcast(contiguous.data(), as_count(contiguous.size(), kOp), MPI_DOUBLE, src, MPI_COMM_WORLD);
-    values = std::move(contiguous);
+    broadcast_in_place(values.data(), values.size(), src, kOp);
 }
 
 void broadcast(Tensor& tensor, int src) {
     if (!tensor.defined()) fail("distributed.broadcast", "the tensor is undefined");
-    Array values = tensor.value();
-    broadcast(values, src);
-    std::copy(values.begin(), values.end(), tensor.mutable_value().begin());
+    broadcast(tensor.mutable_value(), src);
 }
 
 std::string broadcast_string(const std::string& text, int src) {

@@ -6,10 +6,10 @@
 // called by every rank in the same order (as in MPI and torch.distributed), outside the graph:
 // it reads and writes values, never records a node.
 //
-// Determinism: all_reduce reduces each slice of the payload on exactly one rank
-// (MPI_Reduce_scatter_block) and then hands the reduced slices to everyone (MPI_Allgather), so
-// every rank gets the same bits, and the same launch gives the same bits every run: Open MPI
-// picks its algorithms by message size and process count, never by timing.
+// Determinism: all_reduce combines every value in one fixed, documented order (small payloads in
+// rank order on every rank, large ones by a ring written over MPI_Sendrecv: each chunk summed
+// along the ring on one rank, then handed to all), so every rank gets the same bits, and the same
+// launch gives the same bits every run, whatever MPI's own algorithm choices.
 //
 // Faults: init() installs a terminate handler, so an exception that leaves main() on one rank
 // prints "rank r: <what()>" and calls MPI_Abort, which stops every rank of the job within seconds
@@ -17,6 +17,7 @@
 // mpirun, which stops the rest.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@
 #include "core/engine/tensor.hpp"
 
 namespace xg::distributed {
+
+/// Payloads up to this many bytes times (world_size() - 1) are all-reduced by one all-gather and a
+/// sum in rank order on every rank, larger ones by a ring (docs/distributed.md, "Determinism").
+constexpr std::size_t kExchangeBytes = 64 * 1024;
 
 /// How all_reduce combines the ranks' values (torch.distributed.ReduceOp).
 enum class ReduceOp { SUM, AVG, MAX, MIN };
@@ -40,11 +45,33 @@ int world_size();
 /// Waits until every rank has called it.
 void barrier();
 
-/// Combines `tensor`'s values over the ranks in place (every rank gets the same bits). The
-/// shapes must agree on every rank; a mismatch throws xg::Error on every rank, naming both shapes.
+/// Combines `tensor`'s values over the ranks in place (every rank gets the same bits), allocating
+/// nothing. The shapes must agree on every rank: a small all_reduce of a shape fingerprint checks
+/// it first, and a mismatch throws xg::Error on every rank, naming each rank's shape.
 void all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::SUM);
 /// all_reduce of a plain array.
 void all_reduce(Array& values, ReduceOp op = ReduceOp::SUM);
+
+/// A flat array of doubles, kept between calls, whose layout every rank has agreed on once, so
+/// that its all_reduce() needs neither an allocation nor a check per call: DistributedDataParallel's
+/// gradient buckets (PyTorch's GradBucket). Constructing one is a collective: every rank must
+/// pass the same size and `layout` (a description, e.g. the shapes packed into it), else every
+/// rank throws xg::Error naming each rank's layout.
+class Bucket {
+public:
+    Bucket(std::size_t size, const std::string& layout);
+    double* data() { return values_.data(); }
+    const double* data() const { return values_.data(); }
+    std::size_t size() const { return values_.size(); }
+    /// Combines the values over the ranks in place, as all_reduce(Array&), without its shape check.
+    void all_reduce(ReduceOp op = ReduceOp::SUM);
+    /// Copies rank `src`'s values to every rank, as broadcast(Array&), without its shape check.
+    void broadcast(int src = 0);
+
+private:
+    std::vector<double> values_;
+};
+
 /// Every rank's `tensor`, in rank order; the shapes may differ between ranks.
 std::vector<Array> all_gather(const Tensor& tensor);
 /// all_gather of a plain array.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/distributed/collectives.hpp"
 #include "nn/modules/module.hpp"
 
 namespace xg::nn {
@@ -15,11 +16,14 @@ namespace xg::nn {
 /// in PyTorch). The constructor copies rank 0's parameters and buffers to every rank. After each
 /// backward, reduce_gradients() replaces every parameter's gradient by its mean over the ranks,
 /// in buckets of about bucket_cap_mb megabytes (parameters in reverse registration order, the
-/// order backward produces them), one all_reduce per bucket. Unlike PyTorch, which does this
-/// from hooks during backward, it is one explicit call between backward() and the optimizer's
-/// step(). With broadcast_buffers, each training forward first copies rank 0's buffers (BatchNorm's
-/// running statistics) to every rank, as PyTorch does. Every rank must call the constructor,
-/// forward() and reduce_gradients() in step (collectives).
+/// order backward produces them), one all_reduce per bucket with the division by the number of
+/// ranks fused into it. The buckets are flat buffers kept between steps whose layout the ranks
+/// check once, in the constructor (as PyTorch does): a step allocates nothing and runs no check
+/// collective. Unlike PyTorch, which does this from hooks during backward, it is one explicit
+/// call between backward() and the optimizer's step(). With broadcast_buffers, each training
+/// forward first copies rank 0's buffers (BatchNorm's running statistics) to every rank, as
+/// PyTorch does, all of them in one broadcast. Every rank must call the constructor, forward()
+/// and reduce_gradients() in step (collectives).
 class DistributedDataParallel : public Module {
 public:
     /// Throws xg::Error when `module` is null or bucket_cap_mb is not positive.
@@ -39,6 +43,13 @@ public:
     std::vector<std::vector<std::size_t>> buckets;
     /// Whether forward() copies rank 0's buffers first.
     bool broadcast_buffers;
+
+private:
+    // One per bucket: its parameters' gradients, then one has-a-gradient flag per parameter.
+    std::vector<distributed::Bucket> gradient_buckets_;
+    // Every buffer of the module, for the broadcast in forward().
+    std::vector<distributed::Bucket> buffer_bucket_;
+    std::size_t parameter_count_ = 0;
 };
 
 }  // namespace xg::nn

@@ -149,4 +149,79 @@ TEST_CASE("collectives: the same bits on every rank and run to run, errors on ev
     }
 }
 
+TEST_CASE("all_reduce sums in a documented order: in rank order when small, each chunk along the ring when large",
+          "[distributed]") {
+    // docs/distributed.md, "Determinism". Small (n 8 (world - 1) <= kExchangeBytes):
+    // ((x_0 + x_1) + ...) + x_{world-1}. Large: n values cut into world chunks, chunk c (values
+    // [n c / world, n (c + 1) / world)) summed as (((x_c + x_{c+1}) + x_{c+2}) + ... + x_{c-1}).
+    const int world = distributed::world_size(), me = distributed::rank();
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{1001}, std::size_t{10001}}) {
+        const bool small = n * sizeof(double) * static_cast<std::size_t>(world - 1) <= distributed::kExchangeBytes;
+        std::vector<Array> x;
+        for (int r = 0; r < world; ++r) x.push_back(xg::test::global_randn({n}, 60 + static_cast<std::uint64_t>(r), 1e3, 0.1));
+        Array expected = Array::from_shape({n});
+        for (int c = 0; c < world; ++c) {
+            const int first = small ? 0 : c;
+            for (std::size_t i = n * static_cast<std::size_t>(c) / world; i < n * static_cast<std::size_t>(c + 1) / world; ++i) {
+                double sum = x[static_cast<std::size_t>(first)](i);
+                for (int k = 1; k < world; ++k) sum = sum + x[static_cast<std::size_t>((first + k) % world)](i);
+                expected(i) = sum;
+            }
+        }
+        Array summed = x[static_cast<std::size_t>(me)], averaged = x[static_cast<std::size_t>(me)];
+        distributed::all_reduce(summed);
+        distributed::all_reduce(averaged, distributed::ReduceOp::AVG);
+        INFO(n << " values on " << world << " ranks, " << (small ? "rank order" : "ring order"));
+        CHECK(max_diff_all_ranks(summed, expected) == 0.0);
+        CHECK(max_diff_all_ranks(averaged, expected / static_cast<double>(world)) == 0.0);
+    }
+}
+
+TEST_CASE("all_gather: every rank's array in rank order, shapes of any number of axes", "[distributed]") {
+    const int world = distributed::world_size(), me = distributed::rank();
+    for (std::size_t axes : {std::size_t{1}, std::size_t{7}, std::size_t{9}}) {  // 7 fit the shape record, 9 do not
+        Shape shape(axes, 1);
+        shape.back() = static_cast<std::size_t>(me + 1);
+        Array mine = Array::from_shape(shape);
+        mine.fill(static_cast<double>(me));
+        const std::vector<Array> all = distributed::all_gather(mine);
+        CHECK(all.size() == static_cast<std::size_t>(world));
+        for (int r = 0; r < std::min(world, static_cast<int>(all.size())); ++r) {
+            INFO(axes << " axes, rank " << r);
+            Shape expected(axes, 1);
+            expected.back() = static_cast<std::size_t>(r + 1);
+            CHECK(Shape(all[r].shape().begin(), all[r].shape().end()) == expected);
+            CHECK(xt::all(xt::equal(all[r], static_cast<double>(r))));
+        }
+    }
+}
+
+TEST_CASE("Bucket: the ranks agree on its layout once, then all_reduce and broadcast it in place", "[distributed][ddp]") {
+    const int world = distributed::world_size(), me = distributed::rank();
+    distributed::Bucket bucket(5, "five values");
+    for (std::size_t i = 0; i < bucket.size(); ++i) bucket.data()[i] = static_cast<double>(me + 1) * static_cast<double>(i);
+    const double* storage = bucket.data();
+    bucket.all_reduce(distributed::ReduceOp::SUM);
+    CHECK(bucket.data() == storage);  // in place, kept between calls
+    for (std::size_t i = 0; i < bucket.size(); ++i) CHECK(bucket.data()[i] == static_cast<double>(world * (world + 1) / 2 * static_cast<int>(i)));
+    bucket.data()[0] = me;
+    bucket.broadcast(world - 1);
+    CHECK(bucket.data()[0] == world - 1);
+    if (world > 1) {
+        CHECK_THROWS_WITH(distributed::Bucket(me == 0 ? 4 : 5, "gradients"),
+                          Catch::Contains("distributed.Bucket") && Catch::Contains("rank 0: 4 values (gradients)") &&
+                              Catch::Contains("rank 1: 5 values (gradients)"));
+        CHECK_THROWS_WITH(distributed::Bucket(5, me == 0 ? "(5,)" : "(1, 5)"),
+                          Catch::Contains("rank 0: 5 values ((5,))") && Catch::Contains("rank 1: 5 values ((1, 5))"));
+    }
+}
+
+TEST_CASE("DistributedDataParallel: models of different shapes on the ranks are an error on every rank, not a hang",
+          "[distributed][ddp]") {
+    manual_seed(1);
+    auto model = std::make_shared<nn::Linear>(kIn, distributed::rank() == 0 ? kHidden : kHidden + 1);
+    if (distributed::world_size() == 1) CHECK_NOTHROW(nn::DistributedDataParallel(model));
+    else CHECK_THROWS_WITH(nn::DistributedDataParallel(model), Catch::Contains("distributed.broadcast") && Catch::Contains("rank 0: (8, 5)"));
+}
+
 }  // namespace xg_test_data_parallel
