@@ -1,5 +1,5 @@
 // MultiheadAttention's attention weights (PyTorch's need_weights=True) and its dropout on them.
-// The output itself is checked against a plain-loop reference in test_layers_golden.cpp.
+// The output itself is checked against a plain-loop reference in test_attention_masks.cpp.
 #include <cmath>
 #include <type_traits>
 

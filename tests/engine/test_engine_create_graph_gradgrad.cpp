@@ -444,7 +444,7 @@ TEST_CASE("create_graph: the comparison reaches every op the library records", "
     for (const std::string& op : run_elsewhere) CHECK(recorded.count(op) == 1);  // still recorded under that name
     for (const std::string& op : recorded) {
         if (run_elsewhere.count(op) != 0) continue;
-        INFO("op '" << op << "' is recorded in core/ or nn/ but no case of tests/gradgradcheck/test_create_graph_backward.cpp "
+        INFO("op '" << op << "' is recorded in core/ or nn/ but no case of tests/engine/test_engine_create_graph_gradgrad.cpp "
                        "runs it: add one to the case lists there");
         CHECK(reached.count(op) == 1);
     }

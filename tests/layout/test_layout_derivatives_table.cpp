@@ -119,8 +119,11 @@ TEST_CASE("derivatives table: every op and module has a row with code and a grad
         }
         const fs::path test = kSource / row.test_path;
         {
-            INFO("gradcheck tests live in tests/gradcheck/, not " << row.test_path);
-            CHECK(row.test_path.rfind("tests/gradcheck/", 0) == 0);
+            INFO("gradcheck tests live in tests/<area>/test_*_gradcheck.cpp, not " << row.test_path);
+            const std::string suffix = "_gradcheck.cpp";
+            CHECK(row.test_path.rfind("tests/", 0) == 0);
+            CHECK((row.test_path.size() > suffix.size() &&
+                   row.test_path.compare(row.test_path.size() - suffix.size(), suffix.size(), suffix) == 0));
         }
         REQUIRE(fs::exists(test));
         INFO(row.test_path << " has no TEST_CASE(\"" << row.test_name << "\"");
@@ -132,7 +135,12 @@ TEST_CASE("derivatives table: the double backward column matches the code and th
     std::vector<std::string> duplicates;
     const auto rows = table_rows(read_text(kSource / "docs/derivatives.md"), duplicates);
     std::string gradgrad_tests;
-    for (const auto& entry : fs::directory_iterator(kSource / "tests/gradgradcheck")) gradgrad_tests += read_text(entry.path());
+    for (const auto& entry : fs::recursive_directory_iterator(kSource / "tests")) {
+        const std::string file = entry.path().filename().string();
+        const std::string suffix = "_gradgrad.cpp";  // the gradgradcheck tests of every area
+        if (file.size() > suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0)
+            gradgrad_tests += read_text(entry.path());
+    }
     std::size_t with_double_backward = 0;
     for (const auto& [name, row] : rows) {
         INFO("row '" << name << "' says '" << row.double_backward << "'");

@@ -3,7 +3,6 @@
 // Dropout with p = 1 gives zeros and a zero gradient in training, as PyTorch (issue 27).
 // Embedding's padding_idx (a zero row at init, no gradient into it, as PyTorch) and its indices
 // (whole numbers only, issue 13).
-// Embedding refuses indices that are not whole numbers (issue 13).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -79,7 +78,7 @@ TEST_CASE("Dropout: inverted scaling, eval identity, seeded, validated p", "[nn]
     drop.eval();
     CHECK(drop.forward(x).node() == x.node());
     CHECK(nn::Dropout(0.0).forward(x).node() == x.node());
-    CHECK_THROWS_WITH(nn::Dropout(1.5), Contains("Dropout: probability p must be in [0, 1], got 1.5"));  // p = 1: test_issue27_bugs.cpp
+    CHECK_THROWS_WITH(nn::Dropout(1.5), Contains("Dropout: probability p must be in [0, 1], got 1.5"));  // p = 1: "Dropout with p = 1 ..." below
     CHECK_THROWS_WITH(nn::functional::dropout(x, -0.1), Contains("dropout"));
 }
 

@@ -121,7 +121,7 @@ Tensor weighted(const Tensor& y) {
 TEST_CASE("gradcheck Embedding with padding_idx", "[gradcheck][nn]") {
     // The padding row's gradient is zero by definition (PyTorch's rule), not by calculus, so that
     // row is a constant here; the other four rows are the checked input. (That the padding row
-    // gets exactly zero is tested against PyTorch in tests/unit/test_parity_nn.cpp.)
+    // gets exactly zero is tested against PyTorch in tests/linear/test_linear.cpp.)
     const IndexArray idx{{0, 2, 3}, {2, 4, 0}};
     const Tensor padding_row = randn_leaf({1, 3}, 334).detach();
     auto f = [&](const Inputs& in) {

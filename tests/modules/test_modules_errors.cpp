@@ -1,7 +1,6 @@
 // Bad input to the modules: every module names itself and the shapes, load_state_dict lists every
 // bad key at once, a bad file leaves the model untouched; index-valued options take no doubles
 // (issue 13).
-// Index-valued options do not take floating-point numbers (issue 13): a double would be truncated.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>

@@ -1,5 +1,5 @@
 // Where the shape ops put each element, checked against the index definitions. The gradchecks
-// (tests/gradcheck/test_core_shape_ops.cpp) prove each backward consistent with its forward,
+// (tests/ops/test_ops_shape_gradcheck.cpp) prove each backward consistent with its forward,
 // which a forward and backward that were wrong in matching ways would pass too.
 #include <catch2/catch.hpp>
 

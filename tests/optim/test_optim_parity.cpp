@@ -44,7 +44,7 @@ void check_schedule(const std::string& name, Make make, double tolerance) {
     CHECK(err < tolerance);
 }
 
-// 5 x (zero_grad; loss(w) = 0.5 * sum(A * (w - c)^2); backward; step), as tests/unit/test_optim.cpp.
+// 5 x (zero_grad; loss(w) = 0.5 * sum(A * (w - c)^2); backward; step), as tests/optim/test_optim.cpp.
 Array trajectory(const std::string& name, optim::Optimizer& opt, Tensor& w) {
     const Tensor A(fixture(name, "A")), c(fixture(name, "c"));
     Array out = xt::zeros<double>({6, 3});

@@ -25,7 +25,7 @@ constexpr auto check = test::check_gradient;
 namespace {
 
 // A module's parameters by dotted name. To differentiate w.r.t. them, f() puts gradcheck's own
-// input tensors in their place (Module::replace_parameter, as tests/gradcheck/test_modules.cpp).
+// input tensors in their place (Module::replace_parameter, as tests/linear/test_linear_gradcheck.cpp).
 std::vector<std::string> slots(const nn::Module& m) {
     std::vector<std::string> names;
     for (const auto& entry : m.named_parameters()) names.push_back(entry.first);

@@ -1,8 +1,6 @@
 // Finite-difference checks of the tutorials' own blocks (tutorials/common/): the Transformer
 // block's norm placements (tutorial 17), LayerNorm's projection and scaling parts, and tutorial
-// 13's recurrent BatchNorm LSTM cell.
-// Finite-difference check of tutorial 13's recurrent BatchNorm LSTM cell
-// (tutorials/common/batch_norm_lstm.hpp) through 3 steps, training and evaluation.
+// 13's recurrent BatchNorm LSTM cell (tutorials/common/batch_norm_lstm.hpp).
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -106,7 +104,7 @@ constexpr auto check = test::check_gradient;
 namespace {
 
 // A module's parameters by dotted name. To differentiate w.r.t. them, f() puts gradcheck's own
-// input tensors in their place (Module::replace_parameter, as tests/gradcheck/test_modules.cpp).
+// input tensors in their place (Module::replace_parameter, as tests/linear/test_linear_gradcheck.cpp).
 std::vector<std::string> slots(const nn::Module& m) {
     std::vector<std::string> names;
     for (const auto& entry : m.named_parameters()) names.push_back(entry.first);
