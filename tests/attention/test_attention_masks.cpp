@@ -32,15 +32,10 @@
 namespace xg_test_attention_masks {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using xg::test::as_mask;
-
 using xg::test::expect_close;
-
 using Catch::Matchers::Contains;
-
 using test::fixture;
-
 using test::fixture_index;
 
 namespace {
@@ -122,7 +117,6 @@ TEST_CASE("MultiheadAttention masks: bool and -inf float agree, causal option, u
 }
 
 namespace fs = std::filesystem;
-
 namespace F = xg::nn::functional;
 
 TEST_CASE("anomaly mode does not fire on masked attention", "[errors][anomaly]") {
@@ -136,7 +130,6 @@ TEST_CASE("anomaly mode does not fire on masked attention", "[errors][anomaly]")
 }
 
 using test::attention_reference;
-
 using test::max_rel_diff;
 
 TEST_CASE("MultiheadAttention matches a plain-loop reference, causal outputs ignore the future", "[nn][attention]") {

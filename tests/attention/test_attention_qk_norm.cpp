@@ -16,13 +16,9 @@
 namespace xg_test_attention_qk_norm {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using namespace xg;
-
 using xg::test::expect_close;
-
 using Catch::Matchers::Contains;
-
 using test::fixture;
 
 namespace {

@@ -13,13 +13,9 @@
 namespace xg_test_attention_qk_norm_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using namespace xg;
-
 using Inputs = std::vector<Tensor>;
-
 using xg::test::check_gradient;
-
 using xg::test::randn_leaf;
 
 namespace {

@@ -24,13 +24,9 @@
 namespace xg_test_batch_norm_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Array;
-
 using xg::Shape;
-
 using xg::Tensor;
-
 using xg::test::fixture;
 
 namespace {
@@ -98,11 +94,8 @@ TEST_CASE("batch_norm matches PyTorch: training, running stats over 3 steps, eva
 }
 
 using namespace xg;
-
 using xg::test::leaf;
-
 using xg::test::expect_close;
-
 using test::fixture;
 
 namespace {
@@ -151,7 +144,6 @@ TEST_CASE("BatchNorm2d matches PyTorch: training, running stats over 3 steps, ev
 }
 
 using test::attention_reference;
-
 using test::max_rel_diff;
 
 namespace {

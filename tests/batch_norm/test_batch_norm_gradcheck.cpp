@@ -17,11 +17,8 @@
 namespace xg_test_batch_norm_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Shape;
-
 using xg::Tensor;
-
 constexpr auto check = xg::test::check_gradient;
 
 namespace {
@@ -58,9 +55,7 @@ TEST_CASE("gradcheck batch_norm and batch_norm_composed, train and eval", "[grad
 }
 
 using namespace xg;
-
 using Inputs = std::vector<Tensor>;
-
 using xg::test::randn_leaf;
 
 constexpr auto report = xg::test::expect_passed;

@@ -19,11 +19,8 @@
 namespace xg_test_batch_norm_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using xg::Tensor;
-
 using Inputs = std::vector<Tensor>;
-
 using xg::test::randn_leaf;
-
 namespace F = xg::nn::functional;
 
 namespace {

@@ -22,9 +22,7 @@
 namespace xg_test_batch_norm_module {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace fs = std::filesystem;
-
 using Catch::Contains;
-
 using namespace xg;
 
 TEST_CASE("BatchNorm1d counts batches and follows PyTorch in eval without running stats", "[nn][layers]") {
@@ -46,13 +44,9 @@ TEST_CASE("BatchNorm1d counts batches and follows PyTorch in eval without runnin
 }
 
 using xg::test::as_mask;
-
 using xg::test::expect_close;
-
 using Catch::Matchers::Contains;
-
 using test::fixture;
-
 using test::fixture_index;
 
 namespace {

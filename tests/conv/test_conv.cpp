@@ -14,9 +14,7 @@
 namespace xg_test_conv {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using namespace xg;
-
 using Catch::Contains;
 
 TEST_CASE("conv and pooling reject bad shapes and arguments, naming the op and the shapes", "[conv][errors]") {

@@ -21,7 +21,6 @@
 namespace xg_test_engine_arguments {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using Catch::Contains;
 
 TEST_CASE("element access checks the rank and the range, negative indices count from the end", "[errors][arguments]") {

@@ -17,11 +17,8 @@
 namespace xg_test_engine_build_flags {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Array;
-
 using xg::Shape;
-
 using xg::Tensor;
 
 TEST_CASE("no fast-math anywhere: not in the build, not in this translation unit", "[robustness]") {

@@ -14,7 +14,6 @@
 namespace xg_test_engine_create_graph {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using Catch::Matchers::Contains;
 
 // ---- item 2: under create_graph, retain_grad stored a constant copy of the gradient -----------

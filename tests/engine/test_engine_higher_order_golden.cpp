@@ -13,19 +13,14 @@
 namespace xg_test_engine_higher_order_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using xg::Tensor;
-
 using xg::test::fixture;
-
 using xg::test::fixture_index;
-
 using xg::test::max_rel_diff;
-
 namespace F = xg::nn::functional;
 
 namespace {
 
 using Inputs = std::vector<Tensor>;
-
 using Fn = std::function<Tensor(const Inputs&)>;
 
 // One variant of the double_backward_fused / mlp_hvp fixtures: the first-order gradients with

@@ -12,13 +12,9 @@
 namespace xg_test_gelu_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Array;
-
 using xg::Shape;
-
 using xg::Tensor;
-
 using xg::test::fixture;
 
 namespace {

@@ -16,11 +16,8 @@
 namespace xg_test_gelu_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Shape;
-
 using xg::Tensor;
-
 constexpr auto check = xg::test::check_gradient;
 
 TEST_CASE("gradcheck gelu (erf and tanh) and gelu_composed", "[gradcheck][fused]") {
@@ -40,9 +37,7 @@ TEST_CASE("gradcheck gelu (erf and tanh) and gelu_composed", "[gradcheck][fused]
 }
 
 using namespace xg;
-
 using Inputs = std::vector<Tensor>;
-
 using xg::test::randn_leaf;
 
 constexpr auto report = xg::test::expect_passed;

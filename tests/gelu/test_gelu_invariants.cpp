@@ -18,13 +18,9 @@
 namespace xg_test_gelu_invariants {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Array;
-
 using xg::Shape;
-
 using xg::Tensor;
-
 using Catch::Matchers::Contains;
 
 namespace {

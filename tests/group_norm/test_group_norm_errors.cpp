@@ -14,9 +14,7 @@
 namespace xg_test_group_norm_errors {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using namespace xg;
-
 using Catch::Contains;
 
 TEST_CASE("image normalisations reject bad shapes and arguments", "[norm][errors]") {

@@ -14,13 +14,9 @@
 namespace xg_test_layer_norm_double_backward_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using xg::Tensor;
-
 using xg::test::fixture;
-
 using xg::test::fixture_index;
-
 using xg::test::max_rel_diff;
-
 namespace F = xg::nn::functional;
 
 TEST_CASE("layer_norm double backward matches PyTorch (fused and composed)", "[golden][higher-order]") {

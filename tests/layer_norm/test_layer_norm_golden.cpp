@@ -17,13 +17,9 @@
 namespace xg_test_layer_norm_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Array;
-
 using xg::Shape;
-
 using xg::Tensor;
-
 using xg::test::fixture;
 
 namespace {
@@ -72,11 +68,8 @@ TEST_CASE("layer_norm matches PyTorch (1-D, 2-D normalized_shape, mean 1e6)", "[
 }
 
 using namespace xg;
-
 using xg::test::leaf;
-
 using xg::test::expect_close;
-
 using test::fixture;
 
 TEST_CASE("LayerNorm over (C, H, W) matches PyTorch", "[norm][golden]") {

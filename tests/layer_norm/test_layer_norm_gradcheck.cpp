@@ -19,11 +19,8 @@
 namespace xg_test_layer_norm_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Shape;
-
 using xg::Tensor;
-
 constexpr auto check = xg::test::check_gradient;
 
 namespace {
@@ -55,9 +52,7 @@ TEST_CASE("gradcheck layer_norm and layer_norm_composed", "[gradcheck][fused]") 
 }
 
 using namespace xg;
-
 using Inputs = std::vector<Tensor>;
-
 using xg::test::randn_leaf;
 
 constexpr auto report = xg::test::expect_passed;

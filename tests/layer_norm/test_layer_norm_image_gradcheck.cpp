@@ -9,13 +9,9 @@
 namespace xg_test_layer_norm_image_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using namespace xg;
-
 using Inputs = std::vector<Tensor>;
-
 using test::randn_leaf;
-
 constexpr auto check = test::check_gradient;
 
 TEST_CASE("gradcheck layer_norm over an image's (C, H, W)", "[gradcheck][norm]") {

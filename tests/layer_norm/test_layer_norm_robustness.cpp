@@ -18,11 +18,8 @@
 namespace xg_test_layer_norm_robustness {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Array;
-
 using xg::Shape;
-
 using xg::Tensor;
 
 namespace {

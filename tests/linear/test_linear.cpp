@@ -34,9 +34,7 @@
 namespace xg_test_linear {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace fs = std::filesystem;
-
 using Catch::Contains;
-
 using namespace xg;
 
 namespace {
@@ -119,11 +117,8 @@ TEST_CASE("Dropout with p = 1 gives zeros and a zero gradient in training, as Py
 }
 
 using xg::test::as_mask;
-
 using xg::test::expect_close;
-
 using test::fixture;
-
 using test::fixture_index;
 
 // ---- Embedding padding_idx ------------------------------------------------------------------------

@@ -18,13 +18,9 @@
 namespace xg_test_linear_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Array;
-
 using xg::Shape;
-
 using xg::Tensor;
-
 using xg::test::fixture;
 
 namespace {
@@ -68,13 +64,9 @@ TEST_CASE("linear matches PyTorch", "[fused][golden]") {
 }
 
 using namespace xg;
-
 using xg::test::expect_close;
-
 using test::attention_reference;
-
 using test::fixture;
-
 using test::max_rel_diff;
 
 namespace {

@@ -17,7 +17,6 @@
 namespace xg_test_losses {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using Catch::Matchers::Contains;
 
 namespace {

@@ -24,13 +24,9 @@
 namespace xg_test_losses_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using xg::test::expect_close;
-
 using test::attention_reference;
-
 using test::fixture;
-
 using test::max_rel_diff;
 
 namespace {
@@ -120,9 +116,7 @@ TEST_CASE("mse_loss matches PyTorch (mean and sum), gradients for input and targ
 }
 
 using xg::test::as_mask;
-
 using Catch::Matchers::Contains;
-
 using test::fixture_index;
 
 TEST_CASE("MSELoss and CrossEntropyLoss modules match PyTorch", "[parity][nn][golden]") {

@@ -18,9 +18,7 @@
 namespace xg_test_losses_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using Inputs = std::vector<Tensor>;
-
 using xg::test::randn_leaf;
 
 constexpr auto report = xg::test::expect_passed;

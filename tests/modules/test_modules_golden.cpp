@@ -14,13 +14,9 @@
 namespace xg_test_modules_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using xg::test::expect_close;
-
 using test::attention_reference;
-
 using test::fixture;
-
 using test::max_rel_diff;
 
 namespace {

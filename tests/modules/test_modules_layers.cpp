@@ -14,9 +14,7 @@
 namespace xg_test_modules_layers {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using namespace xg;
-
 using Catch::Contains;
 
 namespace {

@@ -19,15 +19,10 @@
 namespace xg_test_modules_parity {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using xg::test::as_mask;
-
 using xg::test::expect_close;
-
 using Catch::Matchers::Contains;
-
 using test::fixture;
-
 using test::fixture_index;
 
 namespace {

@@ -13,7 +13,6 @@
 namespace xg_test_ops_arguments {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using Catch::Contains;
 
 TEST_CASE("negative axes and starts count from the end, negative sizes are named", "[errors][arguments]") {

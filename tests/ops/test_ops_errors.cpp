@@ -27,9 +27,7 @@
 namespace xg_test_ops_errors {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace fs = std::filesystem;
-
 namespace F = xg::nn::functional;
-
 using namespace xg;
 
 namespace {

@@ -14,11 +14,8 @@
 namespace xg_test_ops_parity_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using Inputs = std::vector<Tensor>;
-
 using xg::test::randn_leaf;
-
 constexpr auto check = xg::test::check_gradient;
 
 namespace {

@@ -16,7 +16,6 @@
 namespace xg_test_optim_clip {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using namespace xg::optim;
 
 TEST_CASE("clip_grad_norm scales by max_norm / (norm + 1e-6) like PyTorch", "[optim]") {

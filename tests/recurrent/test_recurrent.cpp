@@ -13,9 +13,7 @@
 namespace xg_test_recurrent {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using namespace xg;
-
 using Catch::Contains;
 
 TEST_CASE("recurrent layers reject bad shapes and arguments", "[recurrent][errors]") {

@@ -18,13 +18,9 @@
 namespace xg_test_recurrent_tanh {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Array;
-
 using xg::Shape;
-
 using xg::Tensor;
-
 using Catch::Matchers::Contains;
 
 TEST_CASE("the recurrent kernels' tanh is within 2 ulp of the exact value and keeps its special values", "[fused][invariants]") {

@@ -12,11 +12,8 @@
 namespace xg_test_rms_norm_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Shape;
-
 using xg::Tensor;
-
 constexpr auto check = xg::test::check_gradient;
 
 namespace {

@@ -17,11 +17,8 @@
 namespace xg_test_rms_norm_robustness {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using xg::Array;
-
 using xg::Shape;
-
 using xg::Tensor;
 
 namespace {

@@ -13,7 +13,6 @@
 namespace xg_test_training_arguments {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using Catch::Contains;
 
 TEST_CASE("a progress bar refuses steps past its total and negative totals", "[errors][arguments][progress]") {

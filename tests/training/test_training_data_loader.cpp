@@ -23,7 +23,6 @@
 namespace xg_test_training_data_loader {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using Catch::Matchers::Contains;
 
 // ---- bug 4: a nested loop over the same DataLoader cut the outer epoch short --------------------
@@ -95,7 +94,6 @@ TEST_CASE("TensorDataset keeps float targets exactly instead of truncating them 
 }
 
 using test::fixture;
-
 using test::max_rel_diff;
 
 TEST_CASE("TensorDataset with float targets batches them for regression", "[parity][data]") {

@@ -18,9 +18,7 @@
 namespace xg_test_tutorials_blocks_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-
 using Inputs = std::vector<Tensor>;
-
 using xg::test::randn_leaf;
 
 constexpr auto report = xg::test::expect_passed;
@@ -96,9 +94,7 @@ TEST_CASE("gradcheck LayerNorm's projection and scaling parts (MeanProjection, S
 }
 
 namespace F = xg::nn::functional;
-
 using test::randn_leaf;
-
 constexpr auto check = test::check_gradient;
 
 namespace {
