@@ -5,8 +5,8 @@
 // closed form; step(epoch) jumps to it, as PyTorch's deprecated step(epoch) does). Construction
 // applies step 0; call step() once per iteration (or epoch) after optimizer.step(). LambdaLR is
 // the exception, as in PyTorch: it sets initial_lr * lambda(step), whatever others did.
-// docs/training.md ("Schedules") has the table; tests/unit/test_schedule.cpp and
-// test_parity_optim.cpp check single schedules and chains against PyTorch.
+// docs/training.md ("Schedules") has the table; tests/optim/test_optim_schedule.cpp and
+// test_optim_parity.cpp check single schedules and chains against PyTorch.
 #pragma once
 
 #include <cstdint>

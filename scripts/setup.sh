@@ -101,7 +101,7 @@ ctest_no_skips() {
 # The install.* tests (template_consumer, build_tree_consumer) are left out: they build an
 # unsanitized program against the sanitized libraries, which cannot link; they run in the normal
 # suite. The interop test's xgrad half runs sanitized (PyTorch runs in its own process).
-# The tutorial programs and their tests (tests/unit/test_tutorials.cpp) are left out too: they run
+# The tutorial programs and their tests (tests/tutorials/test_tutorials.cpp) are left out too: they run
 # the library code the other tests cover, and building 16 programs sanitized cost about 3 minutes
 # of a clean 2-core CI run (docs/performance.md, "CI time"); they run in both unsanitized passes.
 # The distributed tests (ctest -L distributed, Open MPI under mpirun) are left out as well: Open

@@ -13,7 +13,7 @@ inline double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 /// Cephes' rational approximation x + x^3 P(x^2) / Q(x^2) (S. Moshier, tanh.c; relative error
 /// 2.5e-16 there), above it 1 - 2 / (e^{2|x|} + 1) with glibc's exp, accurate because the result
 /// is at least 0.55 there. tanh(+-0) = +-0, tanh(+-inf) = +-1, NaN stays NaN.
-/// tests/unit/test_fused_invariants.cpp checks it against long double tanhl.
+/// tests/recurrent/test_recurrent_tanh.cpp checks it against long double tanhl.
 inline double tanh(double x) {
     const double z = std::fabs(x);
     if (z < 0.625) {

@@ -2,7 +2,7 @@
 //
 // glibc (2.35 on) ships a vector math library, libmvec, with every libc6: erfc, exp and tanh of
 // two (SSE) or four (AVX2) doubles at once, within glibc's documented 4 ulp (measured against long
-// double by tests/unit/test_simd_math.cpp: erfc 1.98, exp 2.86, tanh 2.06; the scalar ones 0.5-3). The declarations below are glibc's
+// double by tests/gelu/test_gelu_simd_math.cpp: erfc 1.98, exp 2.86, tanh 2.06; the scalar ones 0.5-3). The declarations below are glibc's
 // own functions under a second name that carries GCC's `simd` attribute, which is what lets the
 // vectoriser call the vector versions (_ZGVbN2v_erfc, _ZGVdN4v_erfc, ...) in a loop; math.h
 // declares them that way only under -ffast-math, which xgrad never uses. libm.so brings libmvec

@@ -1,6 +1,8 @@
 # The `layout.dependencies_one_way` test: the libraries' includes point one way,
 # core <- nn <- optim, and nothing in them includes the umbrella xgrad/xgrad.hpp or tutorials/.
 # optim/ reaches into nn/ in one place only: checkpoints save and load an nn::Module.
+# The library's tests do not include tutorial code either: only the tests of the tutorials
+# themselves (tests/tutorials/) may include tutorials/.
 #   cmake -DSOURCE_DIR=<xgrad source> -P dependencies.cmake
 cmake_minimum_required(VERSION 3.18)
 if(NOT DEFINED SOURCE_DIR)
@@ -30,7 +32,17 @@ foreach(dir IN ITEMS core nn optim)
   endforeach()
 endforeach()
 
+file(GLOB_RECURSE test_files RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/tests/*.hpp ${SOURCE_DIR}/tests/*.cpp)
+list(FILTER test_files EXCLUDE REGEX "^tests/tutorials/")
+foreach(file IN LISTS test_files)
+  file(STRINGS ${SOURCE_DIR}/${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]tutorials/")
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"]*)[>\"].*" "\\1" target "${line}")
+    string(APPEND problems "  ${file}: #include \"${target}\" (only tests/tutorials/ may include tutorials/)\n")
+  endforeach()
+endforeach()
+
 if(problems)
   message(FATAL_ERROR "dependencies must point one way (core <- nn <- optim; docs/architecture.md):\n${problems}")
 endif()
-message(STATUS "core <- nn <- optim: every include points one way")
+message(STATUS "core <- nn <- optim: every include points one way; no library test includes tutorials/")

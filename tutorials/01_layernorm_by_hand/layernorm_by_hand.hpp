@@ -1,6 +1,6 @@
 // Computations of tutorial 01 (A0.1, A2.1, A2.2, A3.1, A3.2): LayerNorm on tiny vectors, step by
 // step. 01_layernorm_by_hand.cpp beside this header computes and prints them;
-// tests/unit/test_tutorials.cpp asserts them.
+// tests/tutorials/test_tutorials.cpp asserts them.
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 // Recurrent BatchNorm LSTM cell (Cooijmans, Ballas, Laurent, Gulcehre & Courville 2016, eq. 6-8),
 // tutorial 13's third model beside nn::LSTMCell and nn::LayerNormLSTMCell. Built from library ops
 // (functional::linear, functional::batch_norm, lstm_next_c, lstm_next_h); checked by the
-// finite-difference gradcheck in tests/gradcheck/test_recurrent_ops.cpp.
+// finite-difference gradcheck in tests/tutorials/test_tutorials_blocks_gradcheck.cpp.
 #pragma once
 
 #include <optional>

@@ -7,7 +7,7 @@
 // last two name files under --out, which differs between checkouts, or say that gnuplot or
 // Graphviz is missing) or contain a progress bar (the guide-drift test skips those; see
 // is_volatile_line). Numbers whose digits depend on the machine are printed so that they do not:
-// finite-difference errors as bounds (under()); see tests/unit/test_tutorials.cpp for the rest.
+// finite-difference errors as bounds (under()); see tests/tutorials/test_tutorials.cpp for the rest.
 #pragma once
 
 #include <cstddef>

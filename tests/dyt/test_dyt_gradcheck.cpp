@@ -1,0 +1,99 @@
+// Finite-difference checks of DyT (the fused op, its composed twin and the module) w.r.t. the
+// inputs and every parameter. Boundaries: one row (N = 1), one feature (H = 1), alpha = 0 (tanh's
+// linear regime, where d alpha = sum g w x), a 0-D alpha, no affine.
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "core/tools/gradcheck.hpp"
+#include "nn/nn.hpp"
+#include "tests/support/gradcheck_support.hpp"
+
+namespace xg_test_dyt_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
+namespace F = xg::nn::functional;
+
+using namespace xg;
+
+using Inputs = std::vector<Tensor>;
+
+using xg::test::check_gradient;
+
+using xg::test::randn_leaf;
+
+namespace {
+
+// A parameter of a module: the module and the name it registered the parameter under.
+using Slot = std::pair<nn::Module*, std::string>;
+
+Tensor registered(const Slot& slot) {
+    for (const auto& [n, t] : slot.first->named_parameters(false)) {
+        if (n == slot.second) return t;
+    }
+    throw std::logic_error("no parameter " + slot.second);
+}
+
+// Checks forward(inputs) w.r.t. the inputs and the parameters in `slots` (gradcheck's copies are
+// put in their place for each forward, and the originals restored after).
+void check_module(const std::string& name, const std::function<Tensor(const Inputs&)>& forward, Inputs inputs,
+                  const std::vector<Slot>& slots) {
+    const std::size_t n = inputs.size();
+    std::vector<Tensor> saved;
+    for (const Slot& s : slots) {
+        saved.push_back(registered(s));
+        inputs.emplace_back(saved.back().value(), true);
+    }
+    auto f = [&](const Inputs& in) {
+        for (std::size_t i = 0; i < slots.size(); ++i) slots[i].first->replace_parameter(slots[i].second, in[n + i]);
+        return forward(Inputs(in.begin(), in.begin() + static_cast<long>(n)));
+    };
+    check_gradient(f, inputs, name);
+    for (std::size_t i = 0; i < slots.size(); ++i) slots[i].first->replace_parameter(slots[i].second, saved[i]);
+}
+
+void perturb(nn::Module& m, std::uint64_t seed) {
+    Generator gen(seed);
+    for (Tensor& p : m.parameters()) {
+        for (double& v : p.mutable_value()) v += 0.5 * gen.normal();
+    }
+}
+
+}  // namespace
+
+TEST_CASE("gradcheck dyt and dyt_composed (N = 1, H = 1, alpha = 0, joint axes, 0-D alpha, no affine)", "[gradcheck][fused]") {
+    struct Case { Shape x, normalized; double alpha; };
+    // x ~ 2 N(0, 1): with alpha near 1 some |alpha x| > 2, where tanh saturates.
+    for (const Case& k : {Case{{3, 5}, {5}, 0.8}, Case{{2, 3, 4}, {4}, 0.5}, Case{{2, 3, 4}, {3, 4}, 1.3}, Case{{1, 4}, {4}, 0.5},
+                          Case{{3, 1}, {1}, 0.5}, Case{{1, 1}, {1}, -0.7}, Case{{3, 5}, {5}, 0.0}}) {
+        const Tensor x = randn_leaf(k.x, 41, 2.0);
+        const Tensor w = randn_leaf(k.normalized, 42, 0.5, 1.0), b = randn_leaf(k.normalized, 43, 0.5);
+        const Tensor alpha = Tensor(full({1}, k.alpha).value(), true);
+        const Shape ns = k.normalized;
+        const std::string dims = fmt::format("{} over {} alpha={}", shape_str(k.x), shape_str(ns), k.alpha);
+        check_gradient([ns](const Inputs& t) { return F::dyt(t[0], ns, t[1], t[2], t[3]); }, {x, alpha, w, b}, "dyt " + dims);
+        check_gradient([ns](const Inputs& t) { return F::dyt_composed(t[0], ns, t[1], t[2], t[3]); }, {x, alpha, w, b},
+                       "dyt_composed " + dims);
+    }
+    const Tensor x = randn_leaf({2, 3}, 44, 2.0), alpha0d = Tensor(scalar(0.6).value(), true);
+    check_gradient([](const Inputs& t) { return F::dyt(t[0], {3}, t[1]); }, {x, alpha0d}, "dyt 0-D alpha, no affine");
+    check_gradient([](const Inputs& t) { return F::dyt_composed(t[0], {3}, t[1]); }, {x, alpha0d},
+                   "dyt_composed 0-D alpha, no affine");
+    const Tensor w = randn_leaf({3}, 45, 0.5, 1.0);
+    check_gradient([](const Inputs& t) { return F::dyt(t[0], {3}, t[1], t[2]); }, {x, alpha0d, w}, "dyt weight only");
+}
+
+TEST_CASE("gradcheck DyT module (2-D, 3-D, joint normalized_shape)", "[gradcheck][nn]") {
+    nn::DyT dyt(5);
+    perturb(dyt, 46);
+    const std::vector<Slot> params{{&dyt, "alpha"}, {&dyt, "weight"}, {&dyt, "bias"}};
+    check_module("DyT 2-D", [&](const Inputs& in) { return dyt.forward(in[0]); }, {randn_leaf({3, 5}, 47, 2.0)}, params);
+    check_module("DyT 3-D", [&](const Inputs& in) { return dyt.forward(in[0]); }, {randn_leaf({2, 2, 5}, 48, 2.0)}, params);
+    nn::DyT joint(Shape{2, 3}, 0.3);
+    perturb(joint, 49);
+    check_module("DyT (2,3)", [&](const Inputs& in) { return joint.forward(in[0]); }, {randn_leaf({2, 2, 3}, 50, 2.0)},
+                 {{&joint, "alpha"}, {&joint, "weight"}, {&joint, "bias"}});
+}
+
+}  // namespace xg_test_dyt_gradcheck

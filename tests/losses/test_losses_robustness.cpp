@@ -1,0 +1,74 @@
+// cross_entropy with logits of +-1000 is exact and has finite gradients.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "core/engine/random.hpp"
+#include "core/ops/ops.hpp"
+#include "nn/nn.hpp"
+
+namespace xg_test_losses_robustness {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
+namespace F = xg::nn::functional;
+using xg::Array;
+using xg::Shape;
+using xg::Tensor;
+
+namespace {
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+// Output and input gradients of f(inputs) for upstream gradient `g`, on fresh leaf copies.
+std::vector<Array> run(const Fn& f, const std::vector<Array>& inputs, const Array& g) {
+    std::vector<Tensor> leaves;
+    for (const Array& a : inputs) leaves.emplace_back(a, true);
+    const Tensor y = f(leaves);
+    y.backward(Tensor(g));
+    std::vector<Array> out{y.value()};
+    for (const Tensor& t : leaves) out.push_back(t.grad_value());
+    return out;
+}
+
+bool all_finite(const std::vector<Array>& arrays) {
+    for (const Array& a : arrays) {
+        if (!std::all_of(a.begin(), a.end(), [](double v) { return std::isfinite(v); })) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+TEST_CASE("cross_entropy with logits of +-1000 is exact and has finite gradients", "[robustness]") {
+    const Array logits = {{1000.0, -1000.0, 999.0}, {-1000.0, -1000.0, -999.0}, {1000.0, 1000.0, -1000.0}};
+    const xg::IndexArray targets = {2, 1, 0};
+    for (double ls : {0.0, 0.1}) {
+        const auto r = run([&](auto& t) { return xg::nn::cross_entropy(t[0], targets, xg::nn::Reduction::none, ls); },
+                           {logits}, xt::ones<double>({3}));
+        CHECK(all_finite(r));
+        for (std::size_t i = 0; i < 3; ++i) {
+            long double m = -1e30L, s = 0, sum_logp = 0;
+            for (std::size_t j = 0; j < 3; ++j) m = std::max(m, static_cast<long double>(logits(i, j)));
+            for (std::size_t j = 0; j < 3; ++j) s += std::exp(logits(i, j) - m);
+            const long double lse = m + std::log(s);
+            for (std::size_t j = 0; j < 3; ++j) sum_logp += logits(i, j) - lse;
+            const long double loss = -(1 - ls) * (logits(i, targets(i)) - lse) - ls / 3 * sum_logp;
+            INFO("row " << i << " label_smoothing " << ls);
+            // A few ulps of the loss (or of 1 when it is below 1).
+            CHECK(std::abs(r[0](i) - static_cast<double>(loss)) <= 8e-16 * std::max(1.0L, std::abs(loss)));
+            for (std::size_t j = 0; j < 3; ++j) {
+                const long double p = std::exp(logits(i, j) - lse);
+                const long double d = p - ls / 3 - (j == static_cast<std::size_t>(targets(i)) ? 1 - ls : 0);
+                CHECK(std::abs(r[1](i, j) - static_cast<double>(d)) <= 4e-16);
+            }
+        }
+    }
+}
+
+}  // namespace xg_test_losses_robustness

@@ -1,0 +1,87 @@
+// Second derivatives of batch_norm, rms_norm, gelu, softmax, cross_entropy, linear and tanh
+// against PyTorch's double backward (tests/fixtures, scripts/make_fixtures.py).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "core/ops/ops.hpp"
+#include "nn/functional/functional.hpp"
+#include "nn/functional/losses.hpp"
+#include "tests/support/fixtures.hpp"
+
+namespace xg_test_modules_double_backward_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
+using xg::Tensor;
+
+using xg::test::fixture;
+
+using xg::test::fixture_index;
+
+using xg::test::max_rel_diff;
+
+namespace F = xg::nn::functional;
+
+namespace {
+
+using Inputs = std::vector<Tensor>;
+
+using Fn = std::function<Tensor(const Inputs&)>;
+
+// One variant of the double_backward_fused / mlp_hvp fixtures: the first-order gradients with
+// create_graph, then the gradient of sum_i sum(grad_i * u_i), each against PyTorch's.
+void check_second_order(const std::string& k, const std::string& tag, const std::vector<std::string>& names, const Fn& f,
+                        bool scalar = false) {
+    INFO(k << " variant " << tag);
+    const std::string t = "_" + tag;
+    Inputs xs;
+    for (const std::string& n : names) xs.emplace_back(fixture(k, n + t), true);
+    const Tensor out = f(xs);
+    CHECK(max_rel_diff(out.value(), fixture(k, "out" + t)) <= 1e-12);
+    const Inputs seed = scalar ? Inputs{} : Inputs{Tensor(fixture(k, "grad_out" + t))};
+    const Inputs g = xg::grad({out}, xs, seed, {false, true, false});
+    Tensor inner = xg::scalar(0.0);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        INFO("grad_" << names[i]);
+        CHECK(max_rel_diff(g[i].value(), fixture(k, "grad_" + names[i] + t)) <= 1e-12);
+        inner = inner + xg::sum(g[i] * Tensor(fixture(k, "u_" + names[i] + t)));
+    }
+    const Inputs h = xg::grad({inner}, xs, {}, {false, false, true});
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        INFO("hvp_" << names[i]);
+        const xg::Array want = fixture(k, "hvp_" + names[i] + t);
+        // an input no second-order term reaches is undefined here, None in PyTorch (saved as zeros)
+        const xg::Array got = h[i].defined() ? h[i].value() : xg::Array(xt::zeros<double>(want.shape()));
+        CHECK(max_rel_diff(got, want) <= 1e-12);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("double backward of batch_norm, rms_norm, gelu, softmax, cross_entropy, linear and tanh matches PyTorch",
+          "[golden][higher-order]") {
+    const std::string k = "double_backward_fused";
+    check_second_order(k, "bn_train", {"x", "weight", "bias"}, [](const Inputs& a) {
+        return F::batch_norm(a[0], Tensor(), Tensor(), a[1], a[2], true, 0.1, 1e-5);
+    });
+    const Tensor running_mean(fixture(k, "running_mean_bn_eval")), running_var(fixture(k, "running_var_bn_eval"));
+    check_second_order(k, "bn_eval", {"x", "weight", "bias"}, [&](const Inputs& a) {
+        return F::batch_norm(a[0], running_mean, running_var, a[1], a[2], false, 0.1, 1e-5);
+    });
+    check_second_order(k, "rms", {"x", "weight"}, [](const Inputs& a) { return F::rms_norm(a[0], {5}, a[1], 1e-6); });
+    check_second_order(k, "gelu", {"x"}, [](const Inputs& a) { return F::gelu(a[0]); });
+    check_second_order(k, "gelu_tanh", {"x"}, [](const Inputs& a) { return F::gelu(a[0], F::GeluApproximate::tanh); });
+    check_second_order(k, "softmax", {"x"}, [](const Inputs& a) { return xg::softmax(a[0], 1); });
+    check_second_order(k, "log_softmax", {"x"}, [](const Inputs& a) { return xg::log_softmax(a[0], 1); });
+    const xg::IndexArray target = fixture_index(k, "ce_target");
+    check_second_order(k, "ce", {"x"}, [&](const Inputs& a) { return F::cross_entropy(a[0], target); }, true);
+    const Tensor weight(fixture(k, "ce_weight"));
+    check_second_order(k, "ce_smooth", {"x"}, [&](const Inputs& a) {
+        return F::cross_entropy(a[0], target, F::CrossEntropyFuncOptions().weight(weight).ignore_index(0).label_smoothing(0.2));
+    }, true);
+    check_second_order(k, "linear", {"x", "weight", "bias"}, [](const Inputs& a) { return F::linear(a[0], a[1], a[2]); });
+    check_second_order(k, "tanh", {"x"}, [](const Inputs& a) { return xg::tanh(a[0]); });
+}
+
+}  // namespace xg_test_modules_double_backward_golden

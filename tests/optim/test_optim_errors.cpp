@@ -1,0 +1,115 @@
+// Optimizer and checkpoint misuse raises xg::Error naming the problem.
+#include <cmath>
+#include <filesystem>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <string>
+#include <unistd.h>
+#include <vector>
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+
+#include "core/engine/random.hpp"
+#include "core/io/io.hpp"
+#include "core/ops/ops.hpp"
+#include "nn/nn.hpp"
+#include "optim/optim.hpp"
+
+namespace xg_test_optim_errors {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
+namespace fs = std::filesystem;
+namespace F = xg::nn::functional;
+using namespace xg;
+
+namespace {
+
+// Matches an xg::Error whose message contains every one of `parts`; shows the message on failure.
+class Says : public Catch::MatcherBase<Error> {
+public:
+    Says(std::initializer_list<std::string> parts) : parts_(parts) {}
+    bool match(const Error& e) const override {
+        message_ = e.what();
+        for (const auto& p : parts_) {
+            if (message_.find(p) == std::string::npos) return false;
+        }
+        return true;
+    }
+    std::string describe() const override {
+        std::string s = "has a message containing";
+        for (const auto& p : parts_) s += " \"" + p + "\"";
+        return s + " (message: \"" + message_ + "\")";
+    }
+
+private:
+    std::vector<std::string> parts_;
+    mutable std::string message_;
+};
+
+#define REQUIRE_ERROR(expr, ...) REQUIRE_THROWS_MATCHES(expr, ::xg::Error, Says({__VA_ARGS__}))
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        static int counter = 0;
+        path = fs::temp_directory_path() / ("xgrad_test_errors_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() { fs::remove_all(path); }
+    std::string file(const std::string& name) const { return (path / name).string(); }
+    std::string write(const std::string& name, const std::string& bytes) const {
+        write_file_bytes_atomic(file(name), bytes, "test");
+        return file(name);
+    }
+};
+
+bool same(const NamedArrays& a, const NamedArrays& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i].first != b[i].first || a[i].second.shape() != b[i].second.shape()) return false;
+        if (!std::equal(a[i].second.begin(), a[i].second.end(), b[i].second.begin())) return false;
+    }
+    return true;
+}
+
+std::shared_ptr<nn::Sequential> small_model() {
+    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::LayerNorm>(4), std::make_shared<nn::GELU>(),
+        std::make_shared<nn::Linear>(4, 2)});
+}
+
+}  // namespace
+
+TEST_CASE("optimizer and checkpoint misuse", "[errors]") {
+    manual_seed(6);
+    TempDir dir;
+    auto model = small_model();
+    optim::Adam opt(model->parameters(), optim::AdamOptions(0.01));
+    const Tensor w = model->parameters()[0];
+    REQUIRE_ERROR(optim::Adam({w}, optim::AdamOptions(0.01).eps(-1.0)), "Adam", "eps -1");
+    REQUIRE_ERROR(optim::SGD({w}, optim::SGDOptions(std::nan(""))), "add_param_group", "invalid learning rate nan");
+    REQUIRE_ERROR(optim::clip_grad_norm(model->parameters(), -1.0), "clip_grad_norm", "max_norm", "-1");
+    REQUIRE_ERROR(optim::SGD({w, w}, optim::SGDOptions(0.1)), "add_param_group", "parameter 1 (shape (4, 3))",
+                  "listed twice", "also as parameter 0");
+    optim::SGD two_groups({optim::ParamGroupSpec{{w}, std::nullopt, std::nullopt}}, optim::SGDOptions(0.1));
+    REQUIRE_ERROR(two_groups.add_param_group(optim::ParamGroupSpec{{w}, std::nullopt, std::nullopt}), "add_param_group", "parameter 0 of group 1",
+                  "(4, 3)", "earlier parameter group");
+    // A checkpoint is not a model file, and a model file is not a checkpoint.
+    optim::Checkpoint ckpt(*model, opt);
+    ckpt.save(dir.file("ckpt.npz"), {3, 1});
+    model->save(dir.file("model.npz"));
+    const NamedArrays before = model->state_dict();
+    REQUIRE_ERROR(model->load(dir.file("ckpt.npz")), "load_state_dict", "ckpt.npz", "missing keys: 0.bias, 0.weight",
+                  "unexpected keys: meta.format");
+    REQUIRE_ERROR(optim::load_model_from_checkpoint(dir.file("model.npz"), *model), "model.npz", "no 'model.' entries");
+    REQUIRE_ERROR(ckpt.load(dir.file("model.npz")), "load_checkpoint", "model.npz", "unexpected entry '0.weight'");
+    REQUIRE_ERROR(ckpt.save(dir.file("neg.npz"), {-1, 0}), "save_checkpoint", "-1");
+    CHECK(same(model->state_dict(), before));
+    CHECK_FALSE(fs::exists(dir.file("neg.npz")));
+}
+
+#undef REQUIRE_ERROR
+
+}  // namespace xg_test_optim_errors

@@ -1,0 +1,59 @@
+// rms_norm and rms_norm_composed against the PyTorch reference formula (tests/fixtures/README.md).
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "nn/functional/functional.hpp"
+#include "tests/support/fixtures.hpp"
+
+namespace xg_test_rms_norm_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
+namespace F = xg::nn::functional;
+using xg::Array;
+using xg::Shape;
+using xg::Tensor;
+using xg::test::fixture;
+
+namespace {
+
+constexpr double kTol = 1e-12;
+
+// Tracks the worst relative difference of one case and prints it at the end.
+struct Golden {
+    std::string name;
+    double tol = kTol;
+    double worst = 0.0;
+
+    void expect(const Array& got, const std::string& file) {
+        const double d = xg::test::max_rel_diff(got, fixture(name.substr(0, name.find(' ')), file));
+        INFO(name << " " << file << ": max relative difference " << d);
+        CHECK(d <= tol);
+        worst = std::max(worst, d);
+    }
+    ~Golden() { fmt::print("golden {:<34} worst rel err vs PyTorch {:.2e}\n", name, worst); }
+};
+
+Tensor load(const std::string& test_case, const std::string& name, bool requires_grad = true) {
+    return Tensor(fixture(test_case, name), requires_grad);
+}
+
+const char* twin(bool composed) { return composed ? " (composed)" : " (fused)"; }
+
+}  // namespace
+
+TEST_CASE("rms_norm matches the PyTorch reference formula", "[fused][golden]") {
+    for (bool composed : {false, true}) {
+        Golden g{std::string("rmsnorm") + twin(composed)};
+        Tensor x = load("rmsnorm", "x"), w = load("rmsnorm", "weight");
+        Tensor y = composed ? F::rms_norm_composed(x, {8}, w, 1e-6) : F::rms_norm(x, {8}, w, 1e-6);
+        y.backward(load("rmsnorm", "grad_out", false));
+        g.expect(y.value(), "out");
+        g.expect(x.grad_value(), "grad_x");
+        g.expect(w.grad_value(), "grad_weight");
+    }
+}
+
+}  // namespace xg_test_rms_norm_golden
