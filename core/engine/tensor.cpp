@@ -384,7 +384,8 @@ void run_backward(const std::vector<NodePtr>& roots, const std::vector<Tensor>& 
         const auto seed = seed_of.find(node);
         Tensor g;
         auto found = pending.find(node);
-        if (found != pending.end()) {
+        const bool summed = found != pending.end();  // else g is the caller's seed
+        if (summed) {
             Array owned = std::move(found->second);
             pending.erase(found);
             if (seed != seed_of.end()) owned += seed->second->value();  // a root that is also an input of another root
@@ -394,7 +395,9 @@ void run_backward(const std::vector<NodePtr>& roots, const std::vector<Tensor>& 
         } else {
             continue;  // no gradient reached this node
         }
-        if (!node->hooks.empty()) g = run_hooks(*node, std::move(g));
+        if (!node->hooks.empty()) {  // a hook gets its own copy of the caller's seed
+            g = run_hooks(*node, summed ? std::move(g) : Tensor(Array(g.value())));
+        }
         if (g_anomaly_mode) check_finite(g.value(), "backward into '" + node->op + "'");
         if (targets) {
             auto target = targets->positions.find(node);

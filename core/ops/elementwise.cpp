@@ -95,7 +95,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
     // d(a-b)/da = 1, d(a-b)/db = -1
     return record("sub", std::move(out), {a, b}, [](const BackwardContext& c) -> std::vector<Tensor> {
         return {c.needs_grad(0) ? sum_to(c.grad, c.input_shape(0)) : Tensor(),
-                c.needs_grad(1) ? sum_to(neg(c.grad), c.input_shape(1)) : Tensor()};
+                c.needs_grad(1) ? neg(sum_to(c.grad, c.input_shape(1))) : Tensor()};  // negated after summing: fewer elements, same bits
     });
 }
 
@@ -110,10 +110,10 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 Tensor div(const Tensor& a, const Tensor& b) {
     Array out = broadcast_zip(a.value(), b.value(), std::divides<>(), "div");
-    // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2 = -out/b
+    // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2 = -out/b (the sign put on b: b is often the smaller)
     return record("div", std::move(out), {a, b}, [](const BackwardContext& c) -> std::vector<Tensor> {
         return {c.needs_grad(0) ? sum_to(c.grad / c.input(1), c.input_shape(0)) : Tensor(),
-                c.needs_grad(1) ? sum_to(neg(c.grad * c.output()) / c.input(1), c.input_shape(1)) : Tensor()};
+                c.needs_grad(1) ? sum_to(c.grad * c.output() / neg(c.input(1)), c.input_shape(1)) : Tensor()};
     });
 }
 

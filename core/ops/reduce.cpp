@@ -142,52 +142,45 @@ Tensor var(const Tensor& a, const Axes& axes, bool unbiased, bool keepdim) {
         po[io] += d * d;
     });
     out /= denom;
-    // d var/dx_i = 2 (x_i - mean) / (N - ddof)
+    // d var/dx_i = 2 (x_i - mean) / (N - ddof); the 2 goes on the (smaller) gradient, broadcast
+    // against the input from the kept shape
     return record("var", reshaped(std::move(out), r.out), {a}, [r, denom](const BackwardContext& c) -> std::vector<Tensor> {
         const Tensor x = c.input(0);
-        return {2.0 * (x - mean(x, kept_ones(r), true)) / denom * spread(c.grad, r)};
+        return {(x - mean(x, kept_ones(r), true)) / denom * reshape(2.0 * c.grad, std::vector<long>(r.kept.begin(), r.kept.end()))};
     });
 }
+
+namespace {
+
+// max (largest) or min over `axes`. A NaN wins: it is the extreme of its slice and stays so
+// (std::max would drop it), as torch.amax / torch.amin.
+Tensor extreme(const Tensor& a, const Axes& axes, bool keepdim, bool largest, const char* op) {
+    const Reduction r = plan(a.shape(), axes, keepdim, op);
+    if (r.count == 0) {
+        fail(op, fmt::format("cannot take the {} over an empty axis of shape {}", largest ? "maximum" : "minimum", shape_str(r.in)));
+    }
+    Array out = Array::from_shape(r.kept);
+    out.fill(largest ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
+    const double* pa = a.value().data();
+    double* po = out.data();
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+        if (std::isnan(po[io])) return;
+        if (std::isnan(pa[i]) || (largest ? pa[i] > po[io] : pa[i] < po[io])) po[io] = pa[i];
+    });
+    // d max/dx_i = 1/k for the k elements equal to the extreme (the k NaNs when it is NaN), 0
+    // elsewhere: g spread over the reduced axes, divided by those constant counts
+    Array value = reshaped(out, r.out);  // a copy: `out` stays in the kept shape for backward
+    return record(op, std::move(value), {a}, [r, largest, kept = std::move(out)](const BackwardContext& c) -> std::vector<Tensor> {
+        const Array& x = c.input(0).value();
+        return {times_ties(spread(c.grad, r), largest ? tie_weights(x, kept, r, is_max_of) : tie_weights(x, kept, r, is_min_of))};
+    }, {{op, r.kept}});
+}
+
+}  // namespace
 
 Tensor max(const Tensor& a) { return max(a, {}, false); }
-
-Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
-    const Reduction r = plan(a.shape(), axes, keepdim, "max");
-    if (r.count == 0) fail("max", "cannot take the maximum over an empty axis of shape " + shape_str(r.in));
-    Array out = Array::from_shape(r.kept);
-    out.fill(-std::numeric_limits<double>::infinity());
-    const double* pa = a.value().data();
-    double* po = out.data();
-    // A NaN is the maximum of its slice and stays so (std::max would drop it), as in PyTorch.
-    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
-        if (!(po[io] >= pa[i]) && !std::isnan(po[io])) po[io] = pa[i];
-    });
-    // d max/dx_i = 1/k for the k elements equal to the maximum (NaNs when it is NaN), 0 elsewhere:
-    // g spread over the reduced axes times those constant weights
-    Array value = reshaped(out, r.out);  // a copy: `out` stays in the kept shape for backward
-    return record("max", std::move(value), {a}, [r, kept_max = std::move(out)](const BackwardContext& c) -> std::vector<Tensor> {
-        return {times_ties(spread(c.grad, r), tie_weights(c.input(0).value(), kept_max, r, is_max_of))};
-    }, {{"max", r.kept}});
-}
-
+Tensor max(const Tensor& a, const Axes& axes, bool keepdim) { return extreme(a, axes, keepdim, true, "max"); }
 Tensor min(const Tensor& a) { return min(a, {}, false); }
-
-Tensor min(const Tensor& a, const Axes& axes, bool keepdim) {
-    const Reduction r = plan(a.shape(), axes, keepdim, "min");
-    if (r.count == 0) fail("min", "cannot take the minimum over an empty axis of shape " + shape_str(r.in));
-    Array out = Array::from_shape(r.kept);
-    out.fill(std::numeric_limits<double>::infinity());
-    const double* pa = a.value().data();
-    double* po = out.data();
-    // a NaN anywhere in the reduced set is the result (as torch.amin), never skipped
-    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
-        if (std::isnan(pa[i]) || pa[i] < po[io]) po[io] = std::isnan(po[io]) ? po[io] : pa[i];
-    });
-    // d min/dx_i = 1/k for the k elements equal to the minimum (the k NaNs if it is NaN), 0 elsewhere
-    Array value = reshaped(out, r.out);  // a copy: `out` stays in the kept shape for backward
-    return record("min", std::move(value), {a}, [r, kept_min = std::move(out)](const BackwardContext& c) -> std::vector<Tensor> {
-        return {times_ties(spread(c.grad, r), tie_weights(c.input(0).value(), kept_min, r, is_min_of))};
-    }, {{"min", r.kept}});
-}
+Tensor min(const Tensor& a, const Axes& axes, bool keepdim) { return extreme(a, axes, keepdim, false, "min"); }
 
 }  // namespace xg

@@ -72,7 +72,22 @@ Tensor softmax(const Tensor& a, int axis) {
     const AxisView v = axis_view(s, normalize_axis(axis, s.size(), "softmax"));
     Array out = softmax_forward(a.value(), v);
     // d softmax: g_in = y * (g - sum_j g_j y_j) per row
-    return record("softmax", std::move(out), {a}, [axis](const BackwardContext& c) -> std::vector<Tensor> {
+    return record("softmax", std::move(out), {a}, [v](const GradContext& c) -> Grads {
+        // fast first-order path, kept because the numbers demand it: one pass per row instead of
+        // four tensor-sized ops, the Pre-LN block's step took 10 % longer without it (docs/performance.md)
+        Array g = empty_like(c.grad);
+        const double *py = c.output().data(), *pg = c.grad.data();
+        double* pr = g.data();
+        for_each_row(v, [&](std::size_t base) {
+            double dot = 0.0;
+            for (std::size_t j = 0; j < v.len; ++j) dot += pg[base + j * v.inner] * py[base + j * v.inner];
+            for (std::size_t j = 0; j < v.len; ++j) {
+                const std::size_t k = base + j * v.inner;
+                pr[k] = py[k] * (pg[k] - dot);
+            }
+        });
+        return {std::move(g)};
+    }, {}, [axis](const BackwardContext& c) -> std::vector<Tensor> {
         const Tensor y = c.output();
         return {y * (c.grad - sum(c.grad * y, Axes{axis}, true))};
     });
@@ -83,7 +98,21 @@ Tensor log_softmax(const Tensor& a, int axis) {
     if (s.empty()) fail("log_softmax", "needs at least a 1-D tensor");
     const AxisView v = axis_view(s, normalize_axis(axis, s.size(), "log_softmax"));
     // d log_softmax: g_in = g - softmax * sum_j g_j per row (softmax = exp(out))
-    return record("log_softmax", log_softmax_forward(a.value(), v), {a}, [axis](const BackwardContext& c) -> std::vector<Tensor> {
+    return record("log_softmax", log_softmax_forward(a.value(), v), {a}, [v](const GradContext& c) -> Grads {
+        // fast first-order path, kept for the same reason as softmax's (docs/performance.md)
+        Array g = empty_like(c.grad);
+        const double *py = c.output().data(), *pg = c.grad.data();
+        double* pr = g.data();
+        for_each_row(v, [&](std::size_t base) {
+            double total = 0.0;
+            for (std::size_t j = 0; j < v.len; ++j) total += pg[base + j * v.inner];
+            for (std::size_t j = 0; j < v.len; ++j) {
+                const std::size_t k = base + j * v.inner;
+                pr[k] = pg[k] - std::exp(py[k]) * total;
+            }
+        });
+        return {std::move(g)};
+    }, {}, [axis](const BackwardContext& c) -> std::vector<Tensor> {
         return {c.grad - exp(c.output()) * sum(c.grad, Axes{axis}, true)};
     });
 }
