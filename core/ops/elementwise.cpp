@@ -24,8 +24,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     return out;
 }
 
-Array sum_to(Array grad, const Shape& shape) {
-    if (std::equal(grad.shape().begin(), grad.shape().end(), shape.begin(), shape.end())) return grad;  // moved, not copied
+namespace {
+// grad summed into `shape` (which differs from grad's): read in place, never copied first.
+Array summed_to(const Array& grad, const Shape& shape) {
     Array out = xt::zeros<double>(shape);
     if (out.size() == 1) {  // a scalar operand: one running sum, same order as the strided walk
         double total = 0.0;
@@ -38,6 +39,12 @@ Array sum_to(Array grad, const Shape& shape) {
     double* o = out.data();
     parallel_for_each_index(gshape, broadcast_strides(shape, gshape), [&](std::size_t i, std::size_t io) { o[io] += g[i]; });
     return out;
+}
+}  // namespace
+
+Array sum_to(Array grad, const Shape& shape) {
+    if (std::equal(grad.shape().begin(), grad.shape().end(), shape.begin(), shape.end())) return grad;  // moved, not copied
+    return summed_to(grad, shape);
 }
 
 namespace {
@@ -69,7 +76,7 @@ Tensor sum_to(const Tensor& a, const Shape& shape) {
     if (a.shape() == shape) return a;
     check_broadcasts_to(shape, a.shape(), "sum_to");
     // d sum_to(a)/da = 1 for every element summed: the gradient broadcast back
-    return record("sum_to", sum_to(a.value(), shape), {a},
+    return record("sum_to", summed_to(a.value(), shape), {a},
         [](const BackwardContext& c) -> std::vector<Tensor> { return {expand(c.grad, c.input_shape(0))}; });
 }
 
