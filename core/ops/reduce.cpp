@@ -143,17 +143,8 @@ Tensor var(const Tensor& a, const Axes& axes, bool unbiased, bool keepdim) {
     });
     out /= denom;
     // d var/dx_i = 2 (x_i - mean) / (N - ddof)
-    return record("var", reshaped(std::move(out), r.out), {a}, [r, mu = std::move(mu), denom](const GradContext& c) -> Grads {
-        // fast first-order path, kept because the numbers demand it: one pass instead of three
-        // tensor-sized ops and a second mean; "LayerNorm by hand (ops)" took 60 % longer without it
-        // (docs/performance.md)
-        Array g = Array::from_shape(r.in);
-        const double *px = c.input(0).data(), *pg = c.grad.data(), *pm = mu.data();
-        double* pr = g.data();
-        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = 2.0 * (px[i] - pm[io]) / denom * pg[io]; });
-        return {std::move(g)};
-    }, {{"mean", r.kept}}, [r, denom](const BackwardContext& c) -> std::vector<Tensor> {
-        // the same formula in ops; the 2 goes on the (smaller) gradient, broadcast from the kept shape
+    return record("var", reshaped(std::move(out), r.out), {a}, [r, denom](const BackwardContext& c) -> std::vector<Tensor> {
+        // the 2 goes on the (smaller) gradient, broadcast against the input from the kept shape
         const Tensor x = c.input(0);
         return {(x - mean(x, kept_ones(r), true)) / denom * reshape(2.0 * c.grad, std::vector<long>(r.kept.begin(), r.kept.end()))};
     });
