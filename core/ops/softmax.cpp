@@ -74,7 +74,7 @@ Tensor softmax(const Tensor& a, int axis) {
     // d softmax: g_in = y * (g - sum_j g_j y_j) per row
     return record("softmax", std::move(out), {a}, [v](const GradContext& c) -> Grads {
         // fast first-order path, kept because the numbers demand it: one pass per row instead of
-        // four tensor-sized ops, the Pre-LN block's step took 10 % longer without it (docs/performance.md)
+        // four tensor-sized ops, the Pre-LN block took 8 % longer without it (docs/performance.md)
         Array g = empty_like(c.grad);
         const double *py = c.output().data(), *pg = c.grad.data();
         double* pr = g.data();
