@@ -4,8 +4,8 @@
 
 namespace xg {
 
-GraphBackwardFn through_composed(ComposedTwin twin) {
-    return [twin = std::move(twin)](const GraphGradContext& c) -> std::vector<Tensor> {
+Backward through_composed(ComposedTwin twin) {
+    return [twin = std::move(twin)](const BackwardContext& c) -> std::vector<Tensor> {
         // The twin runs on an alias of each input (an identity reshape) and the gradient is taken
         // with respect to the aliases: each is then the partial derivative for its input alone.
         // Taken with respect to the inputs themselves, it would also follow the paths from one

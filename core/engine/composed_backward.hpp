@@ -13,9 +13,9 @@ namespace xg {
 /// The composed twin of a fused op: the op's recorded inputs in, the same output out.
 using ComposedTwin = std::function<Tensor(const std::vector<Tensor>&)>;
 
-/// A GraphBackwardFn for record() that, under create_graph, runs `twin` on the op's inputs and
-/// returns xg::grad of it with the incoming gradient and create_graph, so the result can be
-/// differentiated again. The numeric backward stays the fused kernel's.
-GraphBackwardFn through_composed(ComposedTwin twin);
+/// The `backward` of a fused op's record() (the kernel form): under create_graph it runs `twin`
+/// on the op's inputs and returns xg::grad of it with the incoming gradient and create_graph, so
+/// the result can be differentiated again. The first-order backward stays the fused kernel's.
+Backward through_composed(ComposedTwin twin);
 
 }  // namespace xg

@@ -15,6 +15,9 @@ namespace xg {
 
 namespace {
 thread_local bool g_grad_mode = true;
+// True while a first-order backward runs an op's Backward: the ops it calls are the backward's
+// arithmetic, so anomaly mode checks their results as "backward of '<op>'", not as forwards.
+thread_local bool g_in_backward = false;
 bool g_anomaly_mode = false;
 std::atomic<std::size_t> g_live_nodes{0};
 // Ticks once per in-place change of any value (Node::version, Node::recorded_at).
@@ -248,19 +251,21 @@ RemovableHandle Tensor::register_hook(GradHook hook) const {
 
 namespace {
 
-// Nodes reachable from the roots that take part in backward, parents before children. Iterative
-// DFS (post-order) so depth is bounded by memory, not by the call stack.
-std::vector<Node*> topological_order(const std::vector<Node*>& roots) {
-    std::vector<Node*> order;
+// Nodes reachable from the roots that take part in backward, parents before children, as
+// pointers to the NodePtrs that hold them (a root's in `roots`, every other one's in its child's
+// parents, both alive for the walk). Iterative DFS (post-order) so depth is bounded by memory,
+// not by the call stack.
+std::vector<const NodePtr*> topological_order(const std::vector<NodePtr>& roots) {
+    std::vector<const NodePtr*> order;
     std::unordered_set<Node*> visited;
-    for (Node* root : roots) {
-        if (!visited.insert(root).second) continue;
-        std::vector<std::pair<Node*, std::size_t>> stack{{root, 0}};
+    for (const NodePtr& root : roots) {
+        if (!visited.insert(root.get()).second) continue;
+        std::vector<std::pair<const NodePtr*, std::size_t>> stack{{&root, 0}};
         while (!stack.empty()) {
             auto& [node, next] = stack.back();
-            if (next < node->parents.size()) {
-                Node* p = node->parents[next++].get();
-                if (p->requires_grad && visited.insert(p).second) stack.push_back({p, 0});
+            if (next < (*node)->parents.size()) {
+                const NodePtr* p = &(*node)->parents[next++];
+                if ((*p)->requires_grad && visited.insert(p->get()).second) stack.push_back({p, 0});
             } else {
                 order.push_back(node);
                 stack.pop_back();
@@ -315,7 +320,7 @@ void check_not_freed(const Node& node) {
 
 void release(Node& node) {
     node.backward = nullptr;  // releases saved tensors
-    node.graph_backward = nullptr;
+    node.kernel = nullptr;
     node.freed = true;        // parents stay linked so a second backward can report the error
 }
 
@@ -325,11 +330,11 @@ struct Targets {
     std::unordered_map<Node*, std::vector<std::size_t>> positions;
     // The nodes whose backward leads to a target; others are skipped (pruning, as PyTorch).
     std::unordered_set<Node*> leads;
-    void find_leads(const std::vector<Node*>& order) {  // parents come first in `order`
-        for (Node* n : order) {
-            for (const NodePtr& p : n->parents) {
+    void find_leads(const std::vector<const NodePtr*>& order) {  // parents come first in `order`
+        for (const NodePtr* n : order) {
+            for (const NodePtr& p : (*n)->parents) {
                 if (positions.count(p.get()) || leads.count(p.get())) {
-                    leads.insert(n);
+                    leads.insert(n->get());
                     break;
                 }
             }
@@ -337,70 +342,105 @@ struct Targets {
     }
 };
 
-// The numeric walk: gradients are plain arrays; closures run with recording off. A root's seed
-// is read by reference, so a caller's gradient is never copied; every other gradient is owned by
-// `pending` and moved into the leaf it ends in.
-void run_backward(const std::vector<Node*>& roots, const std::vector<const Array*>& seeds, bool retain_graph,
+// A part of a gradient as an array: moved out of its node when nothing else holds it (a
+// result the backward just computed), copied when it is shared (the seed, an input, the
+// incoming gradient passed through).
+Array take_value(Tensor&& t) {
+    if (t.node().use_count() == 1) return std::move(t.node()->value);
+    return t.value();
+}
+
+// Adds a part of input p's gradient to the walk's pending sum.
+void add_pending(std::unordered_map<Node*, Array>& pending, Node* p, Array&& part) {
+    auto [slot, inserted] = pending.try_emplace(p);
+    if (inserted) {
+        slot->second = std::move(part);
+    } else {
+        double* dst = slot->second.data();
+        const double* src = part.data();
+        for (std::size_t k = 0, n = slot->second.size(); k < n; ++k) dst[k] += src[k];
+    }
+}
+
+// The first-order walk: gradients are summed as plain arrays, and each node's backward runs
+// with recording off, so its ops compute values and make no nodes. A root's seed is used as the
+// caller's tensor, never copied; every other gradient is owned by `pending` and moved into the
+// leaf it ends in.
+void run_backward(const std::vector<NodePtr>& roots, const std::vector<Tensor>& seeds, bool retain_graph,
                   Targets* targets, std::vector<std::optional<Array>>* captured) {
-    std::vector<Node*> order = topological_order(roots);
+    const std::vector<const NodePtr*> order = topological_order(roots);
     if (targets) targets->find_leads(order);
-    std::unordered_map<Node*, const Array*> seed_of;
+    std::unordered_map<Node*, const Tensor*> seed_of;
     for (std::size_t i = 0; i < roots.size(); ++i) {
-        auto [slot, inserted] = seed_of.try_emplace(roots[i], seeds[i]);
+        auto [slot, inserted] = seed_of.try_emplace(roots[i].get(), &seeds[i]);
         if (!inserted) fail("grad", "the same output is given twice; pass it once");
     }
     // Gradients of non-leaves live only during this walk unless retain_grad() was called.
     std::unordered_map<Node*, Array> pending;
-    NoGradGuard no_grad;  // closures compute plain arrays; nothing they do is recorded
+    NoGradGuard no_grad;  // backwards compute values; nothing they do is recorded
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        Node* node = *it;
+        const NodePtr& self = **it;
+        Node* node = self.get();
         const auto seed = seed_of.find(node);
-        Array owned;
-        const Array* g = nullptr;
+        Tensor g;
         auto found = pending.find(node);
-        if (found != pending.end()) {
-            owned = std::move(found->second);
+        const bool summed = found != pending.end();  // else g is the caller's seed
+        if (summed) {
+            Array owned = std::move(found->second);
             pending.erase(found);
-            if (seed != seed_of.end()) owned += *seed->second;  // a root that is also an input of another root
-            g = &owned;
+            if (seed != seed_of.end()) owned += seed->second->value();  // a root that is also an input of another root
+            g = Tensor(std::move(owned));
         } else if (seed != seed_of.end()) {
-            g = seed->second;
+            g = *seed->second;
         } else {
             continue;  // no gradient reached this node
         }
-        if (!node->hooks.empty()) {
-            owned = run_hooks(*node, Tensor(g == &owned ? std::move(owned) : Array(*g))).value();
-            g = &owned;
+        if (!node->hooks.empty()) {  // a hook gets its own copy of the caller's seed
+            g = run_hooks(*node, summed ? std::move(g) : Tensor(Array(g.value())));
         }
-        if (g_anomaly_mode) check_finite(*g, "backward into '" + node->op + "'");
+        if (g_anomaly_mode) check_finite(g.value(), "backward into '" + node->op + "'");
         if (targets) {
             auto target = targets->positions.find(node);
             if (target != targets->positions.end()) {
-                for (std::size_t k : target->second) (*captured)[k] = *g;
+                for (std::size_t k : target->second) (*captured)[k] = g.value();
             }
             if (node->is_leaf() || !targets->leads.count(node)) continue;
         } else {
             if (node->is_leaf()) {
-                accumulate(*node, g == &owned ? std::move(owned) : Array(*g), node->op);  // a leaf is the end of the line
+                accumulate(*node, take_value(std::move(g)), node->op);  // a leaf is the end of the line
                 continue;
             }
-            if (node->retains_grad) accumulate(*node, Array(*g), node->op);
+            if (node->retains_grad) accumulate(*node, Array(g.value()), node->op);
         }
         check_not_freed(*node);
-        GradContext ctx(*g, *node, &pending);
-        Grads grads = node->backward(ctx);
-        for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
-            Node* p = node->parents[i].get();
-            if (!p->requires_grad || !grads[i]) continue;
-            if (grads[i]->shape() != p->value.shape()) wrong_shape(node->op, i, Shape(grads[i]->shape().begin(), grads[i]->shape().end()), *p);
-            if (g_anomaly_mode) check_finite(*grads[i], "backward of '" + node->op + "'");
-            auto [slot, inserted] = pending.try_emplace(p);
-            if (inserted) {
-                slot->second = std::move(*grads[i]);
-            } else {
-                double* dst = slot->second.data();
-                const double* src = grads[i]->data();
-                for (std::size_t k = 0, n = slot->second.size(); k < n; ++k) dst[k] += src[k];
+        if (node->kernel) {  // a fused op's hand-written kernel, on plain arrays
+            GradContext ctx(g.value(), *node, &pending);
+            Grads grads = node->kernel(ctx);
+            for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
+                Node* p = node->parents[i].get();
+                if (!p->requires_grad || !grads[i]) continue;
+                if (grads[i]->shape() != p->value.shape()) wrong_shape(node->op, i, Shape(grads[i]->shape().begin(), grads[i]->shape().end()), *p);
+                if (g_anomaly_mode) check_finite(*grads[i], "backward of '" + node->op + "'");
+                add_pending(pending, p, std::move(*grads[i]));
+            }
+        } else {  // the op's Backward, its Tensor ops unrecorded
+            std::vector<Tensor> grads;
+            {
+                const bool outer = g_in_backward;
+                g_in_backward = true;
+                struct Restore {
+                    bool value;
+                    ~Restore() { g_in_backward = value; }
+                } restore{outer};
+                grads = node->backward(BackwardContext(g, self));
+            }
+            g = Tensor();  // a part that is the incoming gradient itself can now be moved, not copied
+            for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
+                Node* p = node->parents[i].get();
+                if (!p->requires_grad || !grads[i].defined()) continue;
+                if (grads[i].value().shape() != p->value.shape()) wrong_shape(node->op, i, grads[i].shape(), *p);
+                if (g_anomaly_mode) check_finite(grads[i].value(), "backward of '" + node->op + "'");
+                add_pending(pending, p, take_value(std::move(grads[i])));
             }
         }
         if (!retain_graph) release(*node);
@@ -416,7 +456,7 @@ std::vector<Tensor> numeric_backward_in_graph(Node& node, const Tensor& g) {
     {
         NoGradGuard no_grad;
         GradContext ctx(g.value(), node, &added);
-        grads = node.backward(ctx);
+        grads = node.kernel(ctx);
     }
     std::vector<Tensor> deps{g};
     for (const NodePtr& p : node.parents) deps.push_back(Tensor(p));
@@ -432,7 +472,7 @@ std::vector<Tensor> numeric_backward_in_graph(Node& node, const Tensor& g) {
             added.erase(extra);
         }
         if (!part) continue;
-        out[i] = record(op + "_backward", std::move(*part), deps, [op](const GradContext&) -> Grads {
+        out[i] = record(op + "_backward", std::move(*part), deps, [op](const GradContext&) -> Grads {  // refuses
             fail("backward of '" + op + "_backward'",
                  "'" + op + "' has no double backward: its gradient was computed numerically under create_graph, "
                  "so it cannot be differentiated again (gradients of gradients through '" + op + "' are not implemented)");
@@ -454,14 +494,7 @@ void accumulate_in_graph(Node& node, const Tensor& g) {
 // with recording on, so the gradients it returns carry a graph of their own.
 void run_backward_graph(const std::vector<NodePtr>& roots, const std::vector<Tensor>& seeds, bool retain_graph,
                         Targets* targets, std::vector<Tensor>* captured) {
-    std::vector<Node*> raw;
-    std::unordered_map<Node*, NodePtr> owner;  // the NodePtr of every node in the walk (for output())
-    for (const NodePtr& r : roots) raw.push_back(r.get());
-    std::vector<Node*> order = topological_order(raw);
-    for (const NodePtr& r : roots) owner.emplace(r.get(), r);
-    for (Node* n : order) {
-        for (const NodePtr& p : n->parents) owner.emplace(p.get(), p);
-    }
+    const std::vector<const NodePtr*> order = topological_order(roots);
     if (targets) targets->find_leads(order);
     std::unordered_map<Node*, Tensor> pending;
     for (std::size_t i = 0; i < roots.size(); ++i) {
@@ -469,7 +502,8 @@ void run_backward_graph(const std::vector<NodePtr>& roots, const std::vector<Ten
     }
     EnableGradGuard recording;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        Node* node = *it;
+        const NodePtr& self = **it;
+        Node* node = self.get();
         auto found = pending.find(node);
         if (found == pending.end()) continue;
         Tensor g = std::move(found->second);
@@ -492,9 +526,7 @@ void run_backward_graph(const std::vector<NodePtr>& roots, const std::vector<Ten
             if (node->retains_grad) accumulate_in_graph(*node, g);
         }
         check_not_freed(*node);
-        const NodePtr& self = owner.at(node);
-        std::vector<Tensor> grads = node->graph_backward ? node->graph_backward(GraphGradContext(g, self))
-                                                         : numeric_backward_in_graph(*node, g);
+        std::vector<Tensor> grads = node->backward ? node->backward(BackwardContext(g, self)) : numeric_backward_in_graph(*node, g);
         for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
             Node* p = node->parents[i].get();
             if (!p->requires_grad || !grads[i].defined()) continue;
@@ -537,7 +569,7 @@ void Tensor::backward(const Tensor& gradient, BackwardOptions options) const {
     if (options.create_graph) {
         run_backward_graph({node_}, {gradient}, true, nullptr, nullptr);
     } else {
-        run_backward({node_.get()}, {&gradient.value()}, options.retain_graph, nullptr, nullptr);
+        run_backward({node_}, {gradient}, options.retain_graph, nullptr, nullptr);
     }
 }
 
@@ -580,11 +612,8 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     if (options.create_graph) {
         run_backward_graph(roots, seeds, retain, &targets, &result);
     } else {
-        std::vector<Node*> raw;
-        std::vector<const Array*> seed_values;
-        for (std::size_t i = 0; i < roots.size(); ++i) raw.push_back(roots[i].get()), seed_values.push_back(&seeds[i].value());
         std::vector<std::optional<Array>> arrays(inputs.size());
-        run_backward(raw, seed_values, retain, &targets, &arrays);
+        run_backward(roots, seeds, retain, &targets, &arrays);
         for (std::size_t k = 0; k < inputs.size(); ++k) {
             if (arrays[k]) result[k] = Tensor(std::move(*arrays[k]));
         }
@@ -598,9 +627,9 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     return result;
 }
 
-// ---- GraphGradContext ---------------------------------------------------------------------
+// ---- BackwardContext ---------------------------------------------------------------------
 
-Tensor GraphGradContext::output() const {
+Tensor BackwardContext::output() const {
     if (node_->version > node_->recorded_at) {
         const Shape s(node_->value.shape().begin(), node_->value.shape().end());
         modified_in_place(*node_, fmt::format("the output of '{}' (shape {})", node_->op, shape_str(s)));
@@ -608,19 +637,19 @@ Tensor GraphGradContext::output() const {
     return Tensor(node_);
 }
 
-Tensor GraphGradContext::input(std::size_t i) const {
+Tensor BackwardContext::input(std::size_t i) const {
     const NodePtr& p = node_->parents[i];
     if (p->version > node_->recorded_at) modified_in_place(*node_, fmt::format("input {} of '{}' ({})", i, node_->op, describe(*p)));
     return Tensor(p);
 }
 
-Shape GraphGradContext::input_shape(std::size_t i) const {
+Shape BackwardContext::input_shape(std::size_t i) const {
     const auto& s = node_->parents[i]->value.shape();
     return Shape(s.begin(), s.end());
 }
 
-std::size_t GraphGradContext::num_inputs() const { return node_->parents.size(); }
-bool GraphGradContext::needs_grad(std::size_t i) const { return node_->parents[i]->requires_grad; }
+std::size_t BackwardContext::num_inputs() const { return node_->parents.size(); }
+bool BackwardContext::needs_grad(std::size_t i) const { return node_->parents[i]->requires_grad; }
 
 void Tensor::backward(bool retain_graph) const { backward(BackwardOptions{retain_graph}); }
 
@@ -643,9 +672,11 @@ AnomalyModeGuard::~AnomalyModeGuard() { g_anomaly_mode = previous_; }
 
 std::size_t live_node_count() { return g_live_nodes.load(); }
 
-Tensor record(std::string op, Array value, std::vector<Tensor> inputs, BackwardFn backward,
-              std::vector<SavedInfo> saved, GraphBackwardFn graph_backward) {
-    if (g_anomaly_mode) check_finite(value, "forward of '" + op + "'");
+namespace {
+
+Tensor record_node(std::string op, Array value, std::vector<Tensor>& inputs, Backward backward, KernelBackward kernel,
+                   std::vector<SavedInfo> saved) {
+    if (g_anomaly_mode && !g_in_backward) check_finite(value, "forward of '" + op + "'");
     bool needs = false;
     if (g_grad_mode) {
         for (const Tensor& t : inputs) needs = needs || checked(t.node()).requires_grad;
@@ -656,13 +687,24 @@ Tensor record(std::string op, Array value, std::vector<Tensor> inputs, BackwardF
         node->requires_grad = true;
         node->op = std::move(op);
         node->backward = std::move(backward);
-        node->graph_backward = std::move(graph_backward);
+        node->kernel = std::move(kernel);
         node->saved = std::move(saved);
         node->parents.reserve(inputs.size());
         for (Tensor& t : inputs) node->parents.push_back(t.node());
         node->recorded_at = g_clock.load(std::memory_order_relaxed);
     }
     return Tensor(std::move(node));
+}
+
+}  // namespace
+
+Tensor record(std::string op, Array value, std::vector<Tensor> inputs, Backward backward, std::vector<SavedInfo> saved) {
+    return record_node(std::move(op), std::move(value), inputs, std::move(backward), nullptr, std::move(saved));
+}
+
+Tensor record(std::string op, Array value, std::vector<Tensor> inputs, KernelBackward kernel, std::vector<SavedInfo> saved,
+              Backward backward) {
+    return record_node(std::move(op), std::move(value), inputs, std::move(backward), std::move(kernel), std::move(saved));
 }
 
 // ---- creation -----------------------------------------------------------------------------

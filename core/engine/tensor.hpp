@@ -41,14 +41,47 @@ struct Node;
 /// Shared ownership of a graph node: tensors and their children's parent lists hold these.
 using NodePtr = std::shared_ptr<Node>;
 
-/// What a backward closure sees: the gradient flowing into the op's output, and the output and
-/// the inputs read through the node, so closures need not copy them. Reading a value checks that
-/// it has not changed in place since the forward recorded the node (Node::version) and throws
-/// xg::Error naming the op and the tensor otherwise; shapes are never checked, so an op that
-/// reads only shapes (add) does not mind in-place changes, as in PyTorch.
+class Tensor;
+
+/// What an op's backward sees (xg::record): the gradient flowing into the op's output and the
+/// op's inputs and output, all as Tensors, so the backward is written with ordinary ops. The
+/// graph walk runs it unrecorded for a first-order backward (no nodes are made, the ops only
+/// compute) and recorded under create_graph (the gradients it returns are then differentiable
+/// again). Reading input(i) or output() checks that the value has not changed in place since the
+/// forward recorded the node (Node::version) and throws xg::Error naming the op and the tensor
+/// otherwise; shapes are never checked, so an op that reads only shapes (add) does not mind
+/// in-place changes, as in PyTorch.
+class BackwardContext {
+public:
+    /// The context of `node`'s backward, fed the gradient `grad`.
+    BackwardContext(const Tensor& grad, const NodePtr& node) : grad(grad), node_(node) {}
+    const Tensor& grad;  ///< dLoss/dOutput, same shape as the output (it may require grad itself)
+    /// The op's forward result, as the forward left it (its node is this op's node).
+    Tensor output() const;
+    /// Input i (i < num_inputs()) as the tensor the forward was given.
+    Tensor input(std::size_t i) const;
+    /// The shape of input i (shapes are not versioned: reading one is always allowed).
+    Shape input_shape(std::size_t i) const;
+    /// The number of inputs given to record().
+    std::size_t num_inputs() const;
+    bool needs_grad(std::size_t i) const; ///< false when input i needs no gradient: skip its work
+
+private:
+    const NodePtr& node_;
+};
+
+/// An op's backward, written once with differentiable ops: maps dLoss/dOutput to one Tensor per
+/// input (an undefined Tensor for an input that needs none). It must not capture NodePtrs or
+/// Tensors (inputs are reachable through the context); that keeps the graph acyclic and lets
+/// backward() free it.
+using Backward = std::function<std::vector<Tensor>(const BackwardContext&)>;
+
+/// What a hand-written kernel backward sees (the fused ops of nn/, record()'s second form): the
+/// gradient and the values as plain arrays, read through the node with the same version checks
+/// as BackwardContext.
 class GradContext {
 public:
-    /// The context of `node`'s closure, fed the gradient `grad`; `pending` holds the walk's
+    /// The context of `node`'s kernel, fed the gradient `grad`; `pending` holds the walk's
     /// gradients of the nodes it has not reached yet (for accumulated(); may be null).
     GradContext(const Array& grad, const Node& node, std::unordered_map<Node*, Array>* pending = nullptr)
         : grad(grad), node_(node), pending_(pending) {}
@@ -63,11 +96,10 @@ public:
     std::size_t num_inputs() const;
     bool needs_grad(std::size_t i) const; ///< false when input i needs no gradient: skip its work
     /// The gradient of input i summed so far in this backward pass (zeros before the first
-    /// contribution), for a closure that adds its part in place and returns std::nullopt for
-    /// input i: a slice adds into its block instead of returning an input-sized array, a weight
-    /// used at every step of a sequence takes its GEMM with beta = 1. Only for inputs with
-    /// needs_grad(i); the sum is the same as returning the part. NaN checks of anomaly mode see
-    /// such a part when the walk reaches input i.
+    /// contribution), for a kernel that adds its part in place and returns std::nullopt for
+    /// input i: a weight used at every step of a sequence takes its GEMM with beta = 1. Only for
+    /// inputs with needs_grad(i); the sum is the same as returning the part. NaN checks of
+    /// anomaly mode see such a part when the walk reaches input i.
     Array& accumulated(std::size_t i) const;
 
 private:
@@ -78,40 +110,9 @@ private:
 /// One optional gradient per input (std::nullopt for inputs that need none).
 using Grads = std::vector<std::optional<Array>>;
 
-class Tensor;
-
-/// What a differentiable backward sees under create_graph: the same as GradContext, but every
-/// value is a Tensor in the graph, so the gradients it builds from them with ordinary ops are
-/// themselves differentiable (gradients of gradients). Reading input(i) or output() checks the
-/// version counters exactly as GradContext does.
-class GraphGradContext {
-public:
-    /// The context of `node`'s differentiable backward, fed the gradient `grad`.
-    GraphGradContext(const Tensor& grad, const NodePtr& node) : grad(grad), node_(node) {}
-    const Tensor& grad;  ///< dLoss/dOutput as a tensor (it may require grad itself)
-    /// The op's forward result as a tensor of the graph (its node is this op's node).
-    Tensor output() const;
-    /// Input i as the tensor the forward was given.
-    Tensor input(std::size_t i) const;
-    /// The shape of input i.
-    Shape input_shape(std::size_t i) const;
-    /// The number of inputs given to record().
-    std::size_t num_inputs() const;
-    bool needs_grad(std::size_t i) const; ///< false when input i needs no gradient
-
-private:
-    const NodePtr& node_;
-};
-
-/// A differentiable backward: the op's backward written with differentiable ops (one Tensor per
-/// input; an undefined Tensor for inputs that need none). backward(create_graph) and
-/// xg::grad(..., create_graph) call it instead of the numeric BackwardFn; without create_graph
-/// it is never called, so the fast path costs nothing more.
-using GraphBackwardFn = std::function<std::vector<Tensor>(const GraphGradContext&)>;
-/// A backward closure: maps dLoss/dOutput to dLoss/dInput_i. It must not capture NodePtrs or
-/// Tensors (inputs are reachable through the context); that keeps the graph acyclic and lets
-/// backward() free it.
-using BackwardFn = std::function<Grads(const GradContext&)>;
+/// A hand-written first-order backward on arrays (a fused op's kernel): maps dLoss/dOutput to
+/// dLoss/dInput_i. The same rule as Backward: no captured NodePtrs or Tensors.
+using KernelBackward = std::function<Grads(const GradContext&)>;
 
 /// A saved quantity a node keeps for backward, for graph pictures (xg::to_dot) and docs.
 struct SavedInfo {
@@ -163,11 +164,12 @@ struct Node {
     std::string op = "leaf";
     /// The op's inputs, in the order given to record().
     std::vector<NodePtr> parents;
-    /// Maps dLoss/dValue to the parents' gradients; empty on leaves and once freed.
-    BackwardFn backward;
-    /// The same map written with differentiable ops, used under create_graph (empty: the op
-    /// has no double backward, and a second differentiation through it throws xg::Error).
-    GraphBackwardFn graph_backward;
+    /// The op's backward in Tensor ops (record()): maps dLoss/dValue to the parents' gradients,
+    /// unrecorded for first order, recorded under create_graph. Empty on leaves and once freed.
+    Backward backward;
+    /// A fused op's hand-written first-order kernel (record()'s second form); when set, a
+    /// first-order backward runs it instead of `backward`. Empty on leaves and once freed.
+    KernelBackward kernel;
     /// Under create_graph, .grad of a leaf as a tensor of the graph that computed it (it keeps
     /// that graph alive, a reference cycle through this leaf until zero_grad(), as in PyTorch).
     NodePtr grad_graph;
@@ -363,10 +365,17 @@ private:
 };
 
 /// Records the result of op `op` on `inputs`: a leaf when no input needs a gradient or grad mode
-/// is off, otherwise a node whose backward is `backward`. The one way every op joins the graph.
-/// `graph_backward`, when given, is the same backward in differentiable ops (for create_graph).
-Tensor record(std::string op, Array value, std::vector<Tensor> inputs, BackwardFn backward,
-              std::vector<SavedInfo> saved = {}, GraphBackwardFn graph_backward = nullptr);
+/// is off, otherwise a node whose backward is `backward`, written once in Tensor ops. The one way
+/// every op joins the graph: a first-order backward runs `backward` without recording, and
+/// backward(create_graph) runs it recorded, so its gradients can be differentiated again.
+Tensor record(std::string op, Array value, std::vector<Tensor> inputs, Backward backward,
+              std::vector<SavedInfo> saved = {});
+/// The form for a fused op with a hand-written kernel backward (nn/functional): a first-order
+/// backward runs `kernel` on plain arrays, and create_graph runs `backward` (usually
+/// through_composed, the op's composed twin). Without `backward`, create_graph joins the
+/// kernel's gradients to the graph as nodes that refuse a second differentiation.
+Tensor record(std::string op, Array value, std::vector<Tensor> inputs, KernelBackward kernel,
+              std::vector<SavedInfo> saved = {}, Backward backward = nullptr);
 
 /// Options of xg::grad (torch.autograd.grad's).
 struct GradOptions {

@@ -24,8 +24,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     return out;
 }
 
-Array sum_to(Array grad, const Shape& shape) {
-    if (std::equal(grad.shape().begin(), grad.shape().end(), shape.begin(), shape.end())) return grad;  // moved, not copied
+namespace {
+// grad summed into `shape` (which differs from grad's): read in place, never copied first.
+Array summed_to(const Array& grad, const Shape& shape) {
     Array out = xt::zeros<double>(shape);
     if (out.size() == 1) {  // a scalar operand: one running sum, same order as the strided walk
         double total = 0.0;
@@ -38,6 +39,12 @@ Array sum_to(Array grad, const Shape& shape) {
     double* o = out.data();
     parallel_for_each_index(gshape, broadcast_strides(shape, gshape), [&](std::size_t i, std::size_t io) { o[io] += g[i]; });
     return out;
+}
+}  // namespace
+
+Array sum_to(Array grad, const Shape& shape) {
+    if (std::equal(grad.shape().begin(), grad.shape().end(), shape.begin(), shape.end())) return grad;  // moved, not copied
+    return summed_to(grad, shape);
 }
 
 namespace {
@@ -62,17 +69,15 @@ Tensor expand(const Tensor& a, const Shape& shape) {
     check_broadcasts_to(a.shape(), shape, "expand");
     // d expand(a)/da: every copy sends its gradient back to the one element, summed
     return record("expand", expand_value(a.value(), shape), {a},
-        [](const GradContext& c) -> Grads { return {sum_to(c.grad, c.input_shape(0))}; }, {},
-        [](const GraphGradContext& c) -> std::vector<Tensor> { return {sum_to(c.grad, c.input_shape(0))}; });
+        [](const BackwardContext& c) -> std::vector<Tensor> { return {sum_to(c.grad, c.input_shape(0))}; });
 }
 
 Tensor sum_to(const Tensor& a, const Shape& shape) {
     if (a.shape() == shape) return a;
     check_broadcasts_to(shape, a.shape(), "sum_to");
     // d sum_to(a)/da = 1 for every element summed: the gradient broadcast back
-    return record("sum_to", sum_to(a.value(), shape), {a},
-        [](const GradContext& c) -> Grads { return {expand_value(c.grad, c.input_shape(0))}; }, {},
-        [](const GraphGradContext& c) -> std::vector<Tensor> { return {expand(c.grad, c.input_shape(0))}; });
+    return record("sum_to", summed_to(a.value(), shape), {a},
+        [](const BackwardContext& c) -> std::vector<Tensor> { return {expand(c.grad, c.input_shape(0))}; });
 }
 
 std::size_t normalize_axis(int axis, std::size_t ndim, const char* op) {
@@ -86,12 +91,7 @@ std::size_t normalize_axis(int axis, std::size_t ndim, const char* op) {
 Tensor add(const Tensor& a, const Tensor& b) {
     Array out = broadcast_zip(a.value(), b.value(), std::plus<>(), "add");
     // d(a+b)/da = 1, d(a+b)/db = 1, each summed over its broadcast axes
-    return record("add", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
-        Grads g(2);
-        if (c.needs_grad(0)) g[0] = sum_to(c.grad, c.input_shape(0));
-        if (c.needs_grad(1)) g[1] = sum_to(c.grad, c.input_shape(1));
-        return g;
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> {
+    return record("add", std::move(out), {a, b}, [](const BackwardContext& c) -> std::vector<Tensor> {
         return {c.needs_grad(0) ? sum_to(c.grad, c.input_shape(0)) : Tensor(),
                 c.needs_grad(1) ? sum_to(c.grad, c.input_shape(1)) : Tensor()};
     });
@@ -100,26 +100,16 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
     Array out = broadcast_zip(a.value(), b.value(), std::minus<>(), "sub");
     // d(a-b)/da = 1, d(a-b)/db = -1
-    return record("sub", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
-        Grads g(2);
-        if (c.needs_grad(0)) g[0] = sum_to(c.grad, c.input_shape(0));
-        if (c.needs_grad(1)) g[1] = sum_to(map_elements(c.grad, std::negate<>()), c.input_shape(1));
-        return g;
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> {
+    return record("sub", std::move(out), {a, b}, [](const BackwardContext& c) -> std::vector<Tensor> {
         return {c.needs_grad(0) ? sum_to(c.grad, c.input_shape(0)) : Tensor(),
-                c.needs_grad(1) ? sum_to(neg(c.grad), c.input_shape(1)) : Tensor()};
+                c.needs_grad(1) ? neg(sum_to(c.grad, c.input_shape(1))) : Tensor()};  // negated after summing: fewer elements, same bits
     });
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
     Array out = broadcast_zip(a.value(), b.value(), std::multiplies<>(), "mul");
     // d(ab)/da = b, d(ab)/db = a: g times the other input, summed over the input's broadcast axes
-    return record("mul", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
-        Grads g(2);
-        if (c.needs_grad(0)) g[0] = sum_to(broadcast_zip(c.grad, c.input(1), std::multiplies<>()), c.input_shape(0));
-        if (c.needs_grad(1)) g[1] = sum_to(broadcast_zip(c.grad, c.input(0), std::multiplies<>()), c.input_shape(1));
-        return g;
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> {
+    return record("mul", std::move(out), {a, b}, [](const BackwardContext& c) -> std::vector<Tensor> {
         return {c.needs_grad(0) ? sum_to(c.grad * c.input(1), c.input_shape(0)) : Tensor(),
                 c.needs_grad(1) ? sum_to(c.grad * c.input(0), c.input_shape(1)) : Tensor()};
     });
@@ -127,18 +117,10 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 Tensor div(const Tensor& a, const Tensor& b) {
     Array out = broadcast_zip(a.value(), b.value(), std::divides<>(), "div");
-    // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2 = -out/b
-    return record("div", std::move(out), {a, b}, [](const GradContext& c) -> Grads {
-        Grads g(2);
-        if (c.needs_grad(0)) g[0] = sum_to(broadcast_zip(c.grad, c.input(1), std::divides<>()), c.input_shape(0));
-        if (c.needs_grad(1)) {
-            const Array minus_g_out = broadcast_zip(c.grad, c.output(), [](double gi, double o) { return -gi * o; });
-            g[1] = sum_to(broadcast_zip(minus_g_out, c.input(1), std::divides<>()), c.input_shape(1));
-        }
-        return g;
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> {
+    // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2 = -out/b (the sign put on b: b is often the smaller)
+    return record("div", std::move(out), {a, b}, [](const BackwardContext& c) -> std::vector<Tensor> {
         return {c.needs_grad(0) ? sum_to(c.grad / c.input(1), c.input_shape(0)) : Tensor(),
-                c.needs_grad(1) ? sum_to(neg(c.grad * c.output()) / c.input(1), c.input_shape(1)) : Tensor()};
+                c.needs_grad(1) ? sum_to(c.grad * c.output() / neg(c.input(1)), c.input_shape(1)) : Tensor()};
     });
 }
 
@@ -156,104 +138,88 @@ Tensor operator*(double a, const Tensor& b) { return mul(scalar(a), b); }
 Tensor operator/(double a, const Tensor& b) { return div(scalar(a), b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 
-// A piecewise-constant derivative (relu, abs, clamp) as a constant tensor: its own derivative
-// is 0 almost everywhere, so under create_graph it multiplies the gradient as a constant.
-template <class F>
-Tensor step_of(const Array& x, F f) {
-    return Tensor(map_elements(x, f));
+namespace {
+
+// The gradient times a piecewise-constant derivative `w` (relu, abs, clamp, maximum), exactly 0
+// where w is 0 even for an infinite or NaN gradient (PyTorch's backwards select there). w is a
+// constant of the graph: its own derivative is 0 almost everywhere.
+Tensor times_step(const Tensor& g, Array w) {
+    Mask zero = xt::equal(w, 0.0);
+    return masked_fill(g * Tensor(std::move(w)), zero, 0.0);
 }
+
+}  // namespace
 
 // ---- unary --------------------------------------------------------------------------------
 
 Tensor neg(const Tensor& a) {
     // d(-a)/da = -1
-    return record("neg", map_elements(a.value(), [](double x) { return -x; }), {a}, [](const GradContext& c) -> Grads {
-        return {map_elements(c.grad, [](double g) { return -g; })};
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> { return {neg(c.grad)}; });
+    return record("neg", map_elements(a.value(), [](double x) { return -x; }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {neg(c.grad)}; });
 }
 
 Tensor pow(const Tensor& a, double p) {
     // d(a^p)/da = p a^(p-1); a^0 = 1 is constant, so 0 also at a = 0 (where 0 * 0^-1 is NaN), as PyTorch
-    return record("pow", map_elements(a.value(), [p](double x) { return std::pow(x, p); }), {a}, [p](const GradContext& c) -> Grads {
-        if (p == 0.0) return {Array(xt::zeros<double>(c.input_shape(0)))};
-        return {broadcast_zip(c.grad, c.input(0), [p](double g, double x) { return g * p * std::pow(x, p - 1.0); })};
-    }, {}, [p](const GraphGradContext& c) -> std::vector<Tensor> {
+    return record("pow", map_elements(a.value(), [p](double x) { return std::pow(x, p); }), {a}, [p](const BackwardContext& c) -> std::vector<Tensor> {
         if (p == 0.0) return {zeros(c.input_shape(0))};
-        return {c.grad * (p * pow(c.input(0), p - 1.0))};
+        return {c.grad * p * pow(c.input(0), p - 1.0)};
     });
 }
 
 Tensor exp(const Tensor& a) {
     // d(e^a)/da = e^a = out
-    return record("exp", map_elements(a.value(), [](double x) { return std::exp(x); }), {a}, [](const GradContext& c) -> Grads {
-        return {broadcast_zip(c.grad, c.output(), [](double g, double y) { return g * y; })};
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> { return {c.grad * c.output()}; });
+    return record("exp", map_elements(a.value(), [](double x) { return std::exp(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * c.output()}; });
 }
 
 Tensor log(const Tensor& a) {
     // d(ln a)/da = 1/a
-    return record("log", map_elements(a.value(), [](double x) { return std::log(x); }), {a}, [](const GradContext& c) -> Grads {
-        return {broadcast_zip(c.grad, c.input(0), [](double g, double x) { return g / x; })};
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> { return {c.grad / c.input(0)}; });
+    return record("log", map_elements(a.value(), [](double x) { return std::log(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad / c.input(0)}; });
 }
 
 Tensor sqrt(const Tensor& a) {
     // d(sqrt a)/da = 1 / (2 sqrt a) = 1 / (2 out)
-    return record("sqrt", map_elements(a.value(), [](double x) { return std::sqrt(x); }), {a}, [](const GradContext& c) -> Grads {
-        return {broadcast_zip(c.grad, c.output(), [](double g, double y) { return g / (2.0 * y); })};
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> { return {c.grad / (2.0 * c.output())}; });
+    return record("sqrt", map_elements(a.value(), [](double x) { return std::sqrt(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad / (2.0 * c.output())}; });
 }
 
 Tensor tanh(const Tensor& a) {
     // d(tanh a)/da = 1 - tanh^2 = 1 - out^2
-    return record("tanh", map_elements(a.value(), [](double x) { return std::tanh(x); }), {a}, [](const GradContext& c) -> Grads {
-        return {broadcast_zip(c.grad, c.output(), [](double g, double y) { return g * (1.0 - y * y); })};
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> { return {c.grad * (1.0 - c.output() * c.output())}; });
+    return record("tanh", map_elements(a.value(), [](double x) { return std::tanh(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * (1.0 - c.output() * c.output())}; });
 }
 
 Tensor erf(const Tensor& a) {
     // d(erf a)/da = 2/sqrt(pi) e^(-a^2)
-    return record("erf", map_elements(a.value(), [](double x) { return std::erf(x); }), {a}, [](const GradContext& c) -> Grads {
-        return {broadcast_zip(c.grad, c.input(0), [](double g, double x) { return g * M_2_SQRTPI * std::exp(-x * x); })};
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> { return {c.grad * (M_2_SQRTPI * exp(neg(c.input(0) * c.input(0))))}; });
+    return record("erf", map_elements(a.value(), [](double x) { return std::erf(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * M_2_SQRTPI * exp(neg(c.input(0) * c.input(0)))}; });
 }
 
 Tensor relu(const Tensor& a) {
     // d(relu a)/da = 0 where a <= 0, else 1; NaN passes through both ways, as in PyTorch
-    return record("relu", map_elements(a.value(), [](double x) { return x <= 0.0 ? 0.0 : x; }), {a}, [](const GradContext& c) -> Grads {
-        return {broadcast_zip(c.grad, c.input(0), [](double g, double x) { return x <= 0.0 ? 0.0 : g; })};
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> { return {c.grad * step_of(c.input(0).value(), [](double x) { return x <= 0.0 ? 0.0 : 1.0; })}; });
+    return record("relu", map_elements(a.value(), [](double x) { return x <= 0.0 ? 0.0 : x; }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> {
+        return {masked_fill(c.grad, Mask(c.input(0).value() <= 0.0), 0.0)};
+    });
 }
 
 Tensor sigmoid(const Tensor& a) {
     // d(s(a))/da = s(a)(1 - s(a)) = out (1 - out); the two branches avoid overflow of exp
     auto s = [](double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); };
-    return record("sigmoid", map_elements(a.value(), s), {a}, [](const GradContext& c) -> Grads {
-        return {broadcast_zip(c.grad, c.output(), [](double g, double y) { return g * y * (1.0 - y); })};
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> { return {c.grad * c.output() * (1.0 - c.output())}; });
+    return record("sigmoid", map_elements(a.value(), s), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * c.output() * (1.0 - c.output())}; });
 }
 
 Tensor abs(const Tensor& a) {
     // d|a|/da = sign(a) (0 at 0, as in PyTorch)
-    return record("abs", map_elements(a.value(), [](double x) { return std::fabs(x); }), {a}, [](const GradContext& c) -> Grads {
-        return {broadcast_zip(c.grad, c.input(0), [](double g, double x) { return x > 0 ? g : (x < 0 ? -g : 0.0); })};
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> { return {c.grad * step_of(c.input(0).value(), [](double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); })}; });
+    return record("abs", map_elements(a.value(), [](double x) { return std::fabs(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> {
+        return {times_step(c.grad, map_elements(c.input(0).value(), [](double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }))};
+    });
 }
 
 // ---- sin, cos, clamp, maximum, minimum ------------------------------------------------------
 
 Tensor sin(const Tensor& a) {
     // d(sin a)/da = cos a
-    return record("sin", map_elements(a.value(), [](double x) { return std::sin(x); }), {a}, [](const GradContext& c) -> Grads {
-        return {broadcast_zip(c.grad, c.input(0), [](double g, double x) { return g * std::cos(x); })};
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> { return {c.grad * cos(c.input(0))}; });
+    return record("sin", map_elements(a.value(), [](double x) { return std::sin(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * cos(c.input(0))}; });
 }
 
 Tensor cos(const Tensor& a) {
     // d(cos a)/da = -sin a
-    return record("cos", map_elements(a.value(), [](double x) { return std::cos(x); }), {a}, [](const GradContext& c) -> Grads {
-        return {broadcast_zip(c.grad, c.input(0), [](double g, double x) { return -g * std::sin(x); })};
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> { return {neg(c.grad * sin(c.input(0)))}; });
+    return record("cos", map_elements(a.value(), [](double x) { return std::cos(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {neg(c.grad * sin(c.input(0)))}; });
 }
 
 Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max) {
@@ -266,10 +232,9 @@ Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> m
     // std::max/min keep a NaN first argument, so NaN inputs stay NaN (as in PyTorch)
     Array out = map_elements(a.value(), [lo, hi](double x) { return std::min(std::max(x, lo), hi); });
     // d clamp/da = 1 where lo <= a <= hi (bounds included, as PyTorch), else 0 (also for NaN)
-    return record("clamp", std::move(out), {a}, [lo, hi](const GradContext& c) -> Grads {
-        return {broadcast_zip(c.grad, c.input(0), [lo, hi](double g, double x) { return x >= lo && x <= hi ? g : 0.0; })};
-    }, {}, [lo, hi](const GraphGradContext& c) -> std::vector<Tensor> {
-        return {c.grad * step_of(c.input(0).value(), [lo, hi](double x) { return x >= lo && x <= hi ? 1.0 : 0.0; })};
+    return record("clamp", std::move(out), {a}, [lo, hi](const BackwardContext& c) -> std::vector<Tensor> {
+        const Array& x = c.input(0).value();
+        return {masked_fill(c.grad, Mask(!(x >= lo && x <= hi)), 0.0)};
     });
 }
 
@@ -283,17 +248,16 @@ Tensor extremum(const Tensor& a, const Tensor& b, bool larger, const char* op) {
     };
     // d/da = 1 where a wins, 1/2 where a == b, 0 where b wins (and 1 to both next to a NaN, as
     // torch: where(a == b, g / 2, g).masked_fill(b wins, 0)); symmetric for b
-    return record(op, broadcast_zip(a.value(), b.value(), wins, op), {a, b}, [larger](const GradContext& c) -> Grads {
-        Grads g(2);
+    return record(op, broadcast_zip(a.value(), b.value(), wins, op), {a, b}, [larger](const BackwardContext& c) -> std::vector<Tensor> {
+        std::vector<Tensor> g(2);
         for (std::size_t k = 0; k < 2; ++k) {
             if (!c.needs_grad(k)) continue;
             // the share of the gradient input k takes, per output element
-            const Array share = broadcast_zip(c.input(k), c.input(1 - k), [larger](double self, double other) {
+            Array share = broadcast_zip(c.input(k).value(), c.input(1 - k).value(), [larger](double self, double other) {
                 const bool loses = larger ? self < other : self > other;
                 return self == other ? 0.5 : (loses ? 0.0 : 1.0);
             });
-            g[k] = sum_to(broadcast_zip(c.grad, share, [](double gi, double w) { return w == 0.0 ? 0.0 : gi * w; }),
-                          c.input_shape(k));
+            g[k] = sum_to(times_step(c.grad, std::move(share)), c.input_shape(k));
         }
         return g;
     });

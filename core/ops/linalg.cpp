@@ -66,28 +66,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     for (std::size_t i = 0; i < p.a_off.size(); ++i) {
         gemm(pa + p.a_off[i] * m * k, m, k, false, pb + p.b_off[i] * k * n, k, n, false, out.data() + i * m * n, 0.0);
     }
-    // dA = dC @ B^T, dB = A^T @ dC; broadcast batches accumulate (beta = 1) into the shared matrix
-    return record("matmul", std::move(out), {a, b}, [p = std::move(p), m, k, n](const GradContext& c) -> Grads {
-        Grads g(2);
-        const double* pg = c.grad.data();
-        if (c.needs_grad(0)) {
-            const double* pb = c.input(1).data();
-            Array ga = xt::zeros<double>(c.input_shape(0));
-            for (std::size_t i = 0; i < p.a_off.size(); ++i) {
-                gemm(pg + i * m * n, m, n, false, pb + p.b_off[i] * k * n, k, n, true, ga.data() + p.a_off[i] * m * k, 1.0);
-            }
-            g[0] = std::move(ga);
-        }
-        if (c.needs_grad(1)) {
-            const double* pa = c.input(0).data();
-            Array gb = xt::zeros<double>(c.input_shape(1));
-            for (std::size_t i = 0; i < p.b_off.size(); ++i) {
-                gemm(pa + p.a_off[i] * m * k, m, k, true, pg + i * m * n, m, n, false, gb.data() + p.b_off[i] * k * n, 1.0);
-            }
-            g[1] = std::move(gb);
-        }
-        return g;
-    }, {}, [](const GraphGradContext& c) -> std::vector<Tensor> {
+    // dA = dC @ B^T, dB = A^T @ dC, each summed over the batch axes its operand was broadcast along
+    return record("matmul", std::move(out), {a, b}, [](const BackwardContext& c) -> std::vector<Tensor> {
         return {c.needs_grad(0) ? sum_to(matmul(c.grad, transpose(c.input(1), -1, -2)), c.input_shape(0)) : Tensor(),
                 c.needs_grad(1) ? sum_to(matmul(transpose(c.input(0), -1, -2), c.grad), c.input_shape(1)) : Tensor()};
     });

@@ -31,16 +31,15 @@ Tensor apply(const Tensor& x, const std::shared_ptr<const FlatGather>& m, bool a
     Array value = adjoint ? scatter_flat(*m, x.value()) : gather_flat(*m, x.value());
     return record(
         adjoint ? m->op + "_backward" : m->op, std::move(value), {x},
-        [m, adjoint](const GradContext& c) -> Grads { return {adjoint ? gather_flat(*m, c.grad) : scatter_flat(*m, c.grad)}; },
-        {}, [m, adjoint](const GraphGradContext& c) -> std::vector<Tensor> { return {apply(c.grad, m, !adjoint)}; });
+        [m, adjoint](const BackwardContext& c) -> std::vector<Tensor> { return {apply(c.grad, m, !adjoint)}; });
 }
 
 }  // namespace
 
 Tensor scatter_in_graph(const Tensor& g, std::shared_ptr<const FlatGather> map) { return apply(g, map, true); }
 
-GraphBackwardFn scaled_in_graph(std::shared_ptr<const Array> factors) {
-    return [factors = std::move(factors)](const GraphGradContext& c) -> std::vector<Tensor> {
+Backward scaled_in_graph(std::shared_ptr<const Array> factors) {
+    return [factors = std::move(factors)](const BackwardContext& c) -> std::vector<Tensor> {
         return {mul(c.grad, Tensor(*factors))};
     };
 }

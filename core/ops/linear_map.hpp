@@ -32,6 +32,6 @@ Tensor scatter_in_graph(const Tensor& g, std::shared_ptr<const FlatGather> map);
 
 /// The create_graph backward of an op whose gradient is the incoming gradient times the constant
 /// `factors` (masks, dropout): a product with a constant tensor, differentiable as mul is.
-GraphBackwardFn scaled_in_graph(std::shared_ptr<const Array> factors);
+Backward scaled_in_graph(std::shared_ptr<const Array> factors);
 
 }  // namespace xg

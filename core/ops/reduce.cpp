@@ -56,13 +56,20 @@ Array sum_into_kept(const Array& a, const Reduction& r) {
     return out;
 }
 
-// Expands a gradient of the output (returned shape) back over the input: g_in[i] = s * g_out[i's slot].
-Array expand_grad(const Array& g, const Reduction& r, double scale) {
-    Array out = Array::from_shape(r.in);
-    const double* pg = g.data();  // same memory order as the kept shape
-    double* po = out.data();
-    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { po[i] = scale * pg[io]; });
-    return out;
+// The gradient of a reduction's output (returned shape) spread back over the input: every
+// reduced element gets its slot's value.
+Tensor spread(const Tensor& g, const Reduction& r) {
+    return expand(reshape(g, std::vector<long>(r.kept.begin(), r.kept.end())), r.in);
+}
+
+// The axes of the kept shape that are 1: a mean over them is the reduction's mean (an axis that
+// was 1 already changes nothing).
+Axes kept_ones(const Reduction& r) {
+    Axes reduced;
+    for (std::size_t i = 0; i < r.kept.size(); ++i) {
+        if (r.kept[i] == 1) reduced.push_back(static_cast<int>(i));
+    }
+    return reduced;
 }
 
 Array reshaped(Array a, const Shape& shape) {
@@ -73,15 +80,24 @@ Array reshaped(Array a, const Shape& shape) {
 bool is_max_of(double x, double m) { return x == m || (std::isnan(x) && std::isnan(m)); }
 bool is_min_of(double x, double m) { return std::isnan(m) ? std::isnan(x) : x == m; }
 
-// 1/k at the k elements of each reduced slice that equal its extreme `kept`, 0 elsewhere.
+// The number k of elements of each reduced slice that equal its extreme `kept`, at those k
+// elements, and 0 elsewhere.
 template <class IsExtreme>
 Array tie_weights(const Array& x, const Array& kept, const Reduction& r, IsExtreme is_extreme) {
     const double *px = x.data(), *pm = kept.data();
     Array ties = xt::zeros<double>(r.kept);
     parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { ties.data()[io] += is_extreme(px[i], pm[io]) ? 1.0 : 0.0; });
-    Array w = Array::from_shape(r.in);
-    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { w.data()[i] = is_extreme(px[i], pm[io]) ? 1.0 / ties.data()[io] : 0.0; });
-    return w;
+    Array k = Array::from_shape(r.in);
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { k.data()[i] = is_extreme(px[i], pm[io]) ? ties.data()[io] : 0.0; });
+    return k;
+}
+
+// g / k where k (tie_weights) is not 0, exactly 0 elsewhere (even for an infinite gradient);
+// k is a constant of the graph.
+Tensor times_ties(const Tensor& g, Array k) {
+    Mask elsewhere = xt::equal(k, 0.0);
+    k = xt::where(elsewhere, 1.0, k);  // divides by 1 where the mask then writes 0: no 0/0 in a second backward
+    return masked_fill(g / Tensor(std::move(k)), elsewhere, 0.0);
 }
 
 }  // namespace
@@ -92,10 +108,7 @@ Tensor sum(const Tensor& a, const Axes& axes, bool keepdim) {
     const Reduction r = plan(a.shape(), axes, keepdim, "sum");
     Array out = reshaped(sum_into_kept(a.value(), r), r.out);
     // d(sum x)/dx_i = 1: the output gradient is copied to every reduced element
-    return record("sum", std::move(out), {a}, [r](const GradContext& c) -> Grads { return {expand_grad(c.grad, r, 1.0)}; }, {},
-                  [r](const GraphGradContext& c) -> std::vector<Tensor> {
-                      return {expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in)};
-                  });
+    return record("sum", std::move(out), {a}, [r](const BackwardContext& c) -> std::vector<Tensor> { return {spread(c.grad, r)}; });
 }
 
 Tensor mean(const Tensor& a) { return mean(a, {}, false); }
@@ -106,10 +119,8 @@ Tensor mean(const Tensor& a, const Axes& axes, bool keepdim) {
     Array out = sum_into_kept(a.value(), r);
     out /= static_cast<double>(r.count);
     // d(mean x)/dx_i = 1/N
-    return record("mean", reshaped(std::move(out), r.out), {a}, [r](const GradContext& c) -> Grads {
-        return {expand_grad(c.grad, r, 1.0 / static_cast<double>(r.count))};
-    }, {}, [r](const GraphGradContext& c) -> std::vector<Tensor> {
-        return {expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in) / static_cast<double>(r.count)};
+    return record("mean", reshaped(std::move(out), r.out), {a}, [r](const BackwardContext& c) -> std::vector<Tensor> {
+        return {spread(c.grad * (1.0 / static_cast<double>(r.count)), r)};  // scaled before spreading: N times fewer products
     });
 }
 
@@ -132,85 +143,44 @@ Tensor var(const Tensor& a, const Axes& axes, bool unbiased, bool keepdim) {
     });
     out /= denom;
     // d var/dx_i = 2 (x_i - mean) / (N - ddof)
-    return record("var", reshaped(std::move(out), r.out), {a}, [r, mu = std::move(mu), denom](const GradContext& c) -> Grads {
-        Array g = Array::from_shape(r.in);
-        const double *px = c.input(0).data(), *pg = c.grad.data(), *pm = mu.data();
-        double* pr = g.data();
-        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = 2.0 * (px[i] - pm[io]) / denom * pg[io]; });
-        return {std::move(g)};
-    }, {{"mean", r.kept}}, [r, denom](const GraphGradContext& c) -> std::vector<Tensor> {
-        Axes reduced;  // the kept shape's 1s: mean over them (an axis that was 1 already changes nothing)
-        for (std::size_t i = 0; i < r.kept.size(); ++i) {
-            if (r.kept[i] == 1) reduced.push_back(static_cast<int>(i));
-        }
+    return record("var", reshaped(std::move(out), r.out), {a}, [r, denom](const BackwardContext& c) -> std::vector<Tensor> {
+        // the 2 goes on the (smaller) gradient, broadcast against the input from the kept shape
         const Tensor x = c.input(0);
-        const Tensor g = expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in);
-        return {g * (x - mean(x, reduced, true)) * (2.0 / denom)};
+        return {(x - mean(x, kept_ones(r), true)) / denom * reshape(2.0 * c.grad, std::vector<long>(r.kept.begin(), r.kept.end()))};
     });
 }
+
+namespace {
+
+// max (largest) or min over `axes`. A NaN wins: it is the extreme of its slice and stays so
+// (std::max would drop it), as torch.amax / torch.amin.
+Tensor extreme(const Tensor& a, const Axes& axes, bool keepdim, bool largest, const char* op) {
+    const Reduction r = plan(a.shape(), axes, keepdim, op);
+    if (r.count == 0) {
+        fail(op, fmt::format("cannot take the {} over an empty axis of shape {}", largest ? "maximum" : "minimum", shape_str(r.in)));
+    }
+    Array out = Array::from_shape(r.kept);
+    out.fill(largest ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
+    const double* pa = a.value().data();
+    double* po = out.data();
+    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+        if (std::isnan(po[io])) return;
+        if (std::isnan(pa[i]) || (largest ? pa[i] > po[io] : pa[i] < po[io])) po[io] = pa[i];
+    });
+    // d max/dx_i = 1/k for the k elements equal to the extreme (the k NaNs when it is NaN), 0
+    // elsewhere: g spread over the reduced axes, divided by those constant counts
+    Array value = reshaped(out, r.out);  // a copy: `out` stays in the kept shape for backward
+    return record(op, std::move(value), {a}, [r, largest, kept = std::move(out)](const BackwardContext& c) -> std::vector<Tensor> {
+        const Array& x = c.input(0).value();
+        return {times_ties(spread(c.grad, r), largest ? tie_weights(x, kept, r, is_max_of) : tie_weights(x, kept, r, is_min_of))};
+    }, {{op, r.kept}});
+}
+
+}  // namespace
 
 Tensor max(const Tensor& a) { return max(a, {}, false); }
-
-Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
-    const Reduction r = plan(a.shape(), axes, keepdim, "max");
-    if (r.count == 0) fail("max", "cannot take the maximum over an empty axis of shape " + shape_str(r.in));
-    Array out = Array::from_shape(r.kept);
-    out.fill(-std::numeric_limits<double>::infinity());
-    const double* pa = a.value().data();
-    double* po = out.data();
-    // A NaN is the maximum of its slice and stays so (std::max would drop it), as in PyTorch.
-    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
-        if (!(po[io] >= pa[i]) && !std::isnan(po[io])) po[io] = pa[i];
-    });
-    auto kept_max = std::make_shared<const Array>(out);  // shared by both backwards
-    // d max/dx_i = 1/k for the k elements equal to the maximum (NaNs when it is NaN), 0 elsewhere
-    return record("max", reshaped(std::move(out), r.out), {a}, [r, kept_max](const GradContext& c) -> Grads {
-        const double *px = c.input(0).data(), *pm = kept_max->data(), *pg = c.grad.data();
-        const auto is_max = [](double x, double m) { return x == m || (std::isnan(x) && std::isnan(m)); };
-        Array ties = xt::zeros<double>(r.kept);
-        double* pt = ties.data();
-        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pt[io] += is_max(px[i], pm[io]) ? 1.0 : 0.0; });
-        Array g = Array::from_shape(r.in);
-        double* pr = g.data();
-        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = is_max(px[i], pm[io]) ? pg[io] / pt[io] : 0.0; });
-        return {std::move(g)};
-    }, {{"max", r.kept}}, [r, kept_max](const GraphGradContext& c) -> std::vector<Tensor> {
-        // create_graph: g spread over the kept axes times the constant 1/k weights at the k ties
-        return {expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in) *
-                Tensor(tie_weights(c.input(0).value(), *kept_max, r, is_max_of))};
-    });
-}
-
+Tensor max(const Tensor& a, const Axes& axes, bool keepdim) { return extreme(a, axes, keepdim, true, "max"); }
 Tensor min(const Tensor& a) { return min(a, {}, false); }
-
-Tensor min(const Tensor& a, const Axes& axes, bool keepdim) {
-    const Reduction r = plan(a.shape(), axes, keepdim, "min");
-    if (r.count == 0) fail("min", "cannot take the minimum over an empty axis of shape " + shape_str(r.in));
-    Array out = Array::from_shape(r.kept);
-    out.fill(std::numeric_limits<double>::infinity());
-    const double* pa = a.value().data();
-    double* po = out.data();
-    // a NaN anywhere in the reduced set is the result (as torch.amin), never skipped
-    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
-        if (std::isnan(pa[i]) || pa[i] < po[io]) po[io] = std::isnan(po[io]) ? po[io] : pa[i];
-    });
-    auto kept_min = std::make_shared<const Array>(out);  // shared by both backwards
-    // d min/dx_i = 1/k for the k elements equal to the minimum (the k NaNs if it is NaN), 0 elsewhere
-    return record("min", reshaped(std::move(out), r.out), {a}, [r, kept_min](const GradContext& c) -> Grads {
-        const double *px = c.input(0).data(), *pm = kept_min->data(), *pg = c.grad.data();
-        const auto is_min = [](double x, double m) { return std::isnan(m) ? std::isnan(x) : x == m; };
-        Array ties = xt::zeros<double>(r.kept);
-        double* pt = ties.data();
-        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pt[io] += is_min(px[i], pm[io]) ? 1.0 : 0.0; });
-        Array g = Array::from_shape(r.in);
-        double* pr = g.data();
-        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { pr[i] = is_min(px[i], pm[io]) ? pg[io] / pt[io] : 0.0; });
-        return {std::move(g)};
-    }, {{"min", r.kept}}, [r, kept_min](const GraphGradContext& c) -> std::vector<Tensor> {
-        // create_graph: g spread over the kept axes times the constant 1/k weights at the k ties
-        return {expand(reshape(c.grad, std::vector<long>(r.kept.begin(), r.kept.end())), r.in) *
-                Tensor(tie_weights(c.input(0).value(), *kept_min, r, is_min_of))};
-    });
-}
+Tensor min(const Tensor& a, const Axes& axes, bool keepdim) { return extreme(a, axes, keepdim, false, "min"); }
 
 }  // namespace xg

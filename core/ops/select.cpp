@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/ops/axis_view.hpp"
 #include "core/ops/linear_map.hpp"
 #include "core/ops/ops.hpp"
 #include "core/fast/strided.hpp"
@@ -30,20 +31,6 @@ IndexArray checked_indices(const Array& values, const std::string& op) {
         out.data()[i] = static_cast<std::int64_t>(v[i]);
     }
     return out;
-}
-
-// The tensor seen as (outer, len, inner) around `axis`: element (o, j, i) sits at
-// (o * len + j) * inner + i.
-struct AxisView {
-    std::size_t outer = 1, len = 1, inner = 1;
-};
-
-AxisView axis_view(const Shape& s, std::size_t ax) {
-    AxisView v;
-    for (std::size_t d = 0; d < ax; ++d) v.outer *= s[d];
-    v.len = s[ax];
-    for (std::size_t d = ax + 1; d < s.size(); ++d) v.inner *= s[d];
-    return v;
 }
 
 // Whether `candidate` replaces `best` as the extreme value: strictly beyond it (so the first of
@@ -127,29 +114,16 @@ Tensor where(const Mask& cond, const Tensor& a, const Tensor& b) {
     parallel_for_each_index2(out_shape, broadcast_strides(sa, out_shape), broadcast_strides(sb, out_shape),
                              [&](std::size_t i, std::size_t ia, std::size_t ib) { out.data()[i] = take_a[i] ? pa[ia] : pb[ib]; });
     // d where/da = 1 where cond, d where/db = 1 where !cond; each summed over its broadcast axes
-    auto taken = std::make_shared<const std::vector<char>>(std::move(take_a));  // shared by both backwards
-    return record("where", std::move(out), {a, b}, [taken](const GradContext& c) -> Grads {
-        Grads g(2);
-        const std::vector<char>& take_a = *taken;
-        for (std::size_t k = 0; k < 2; ++k) {
-            if (!c.needs_grad(k)) continue;
-            const bool want = k == 0;
-            Array part = empty_like(c.grad);
-            for (std::size_t i = 0; i < part.size(); ++i) part.data()[i] = (take_a[i] != 0) == want ? c.grad.data()[i] : 0.0;
-            g[k] = sum_to(std::move(part), c.input_shape(k));
-        }
-        return g;
-    }, {{"cond", sc}}, [taken](const GraphGradContext& c) -> std::vector<Tensor> {
-        // create_graph: the same selection as a product with constant 0/1 masks, then sum_to
+    return record("where", std::move(out), {a, b}, [take_a = std::move(take_a), out_shape](const BackwardContext& c) -> std::vector<Tensor> {
         std::vector<Tensor> g(2);
         for (std::size_t k = 0; k < 2; ++k) {
             if (!c.needs_grad(k)) continue;
-            Array keep = Array::from_shape(c.grad.shape());
-            for (std::size_t i = 0; i < keep.size(); ++i) keep.data()[i] = ((*taken)[i] != 0) == (k == 0) ? 1.0 : 0.0;
-            g[k] = sum_to(mul(c.grad, Tensor(std::move(keep))), c.input_shape(k));
+            Mask other = Mask::from_shape(out_shape);  // the elements the other input gave
+            for (std::size_t i = 0; i < take_a.size(); ++i) other.data()[i] = (take_a[i] != 0) != (k == 0);
+            g[k] = sum_to(masked_fill(c.grad, other, 0.0), c.input_shape(k));
         }
         return g;
-    });
+    }, {{"cond", sc}});
 }
 
 // ---- index_select ---------------------------------------------------------------------------
@@ -183,20 +157,7 @@ Tensor index_select(const Tensor& a, int axis, const Indices& index_arg) {
         }
     }
     // d out[.., k, ..] / d a[.., index[k], ..] = 1: add each selected slice's gradient back (repeats accumulate)
-    auto picked = std::make_shared<const std::vector<std::size_t>>(std::move(rows));  // shared by both backwards
-    return record("index_select", std::move(out), {a}, [in, view, picked](const GradContext& c) -> Grads {
-        const std::vector<std::size_t>& rows = *picked;
-        Array g = xt::zeros<double>(in);
-        for (std::size_t o = 0; o < view.outer; ++o) {
-            for (std::size_t k = 0; k < rows.size(); ++k) {
-                const double* src = c.grad.data() + (o * rows.size() + k) * view.inner;
-                double* dst = g.data() + (o * view.len + rows[k]) * view.inner;
-                for (std::size_t i = 0; i < view.inner; ++i) dst[i] += src[i];
-            }
-        }
-        return {std::move(g)};
-    }, {{"index", is}}, [in, view, picked, out_shape](const GraphGradContext& c) -> std::vector<Tensor> {
-        const std::vector<std::size_t>& rows = *picked;
+    return record("index_select", std::move(out), {a}, [in, view, rows = std::move(rows), out_shape](const BackwardContext& c) -> std::vector<Tensor> {
         auto m = std::make_shared<FlatGather>(FlatGather{"index_select", in, out_shape, {}});
         m->offsets.reserve(view.outer * rows.size() * view.inner);
         for (std::size_t o = 0; o < view.outer; ++o) {
@@ -205,7 +166,7 @@ Tensor index_select(const Tensor& a, int axis, const Indices& index_arg) {
             }
         }
         return {scatter_in_graph(c.grad, std::move(m))};
-    });
+    }, {{"index", is}});
 }
 
 // ---- argmax / argmin --------------------------------------------------------------------------

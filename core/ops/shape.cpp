@@ -105,9 +105,9 @@ Tensor reshape(const Tensor& a, const std::vector<long>& shape) {
         fail("reshape", fmt::format("shape {} is invalid for input of shape {} ({} elements)", longs_str(shape), shape_str(in), n));
     }
     // d reshape(x)/dx: reshape the gradient back
-    return record("reshape", reshaped(a.value(), out), {a}, [in](const GradContext& c) -> Grads {
-        return {reshaped(c.grad, in)};
-    }, {}, [in](const GraphGradContext& c) -> std::vector<Tensor> { return {reshape(c.grad, std::vector<long>(in.begin(), in.end()))}; });
+    return record("reshape", reshaped(a.value(), out), {a}, [in](const BackwardContext& c) -> std::vector<Tensor> {
+        return {reshape(c.grad, std::vector<long>(in.begin(), in.end()))};
+    });
 }
 
 Tensor permute(const Tensor& a, const Axes& order) {
@@ -127,9 +127,7 @@ Tensor permute(const Tensor& a, const Axes& order) {
         inverse[perm[i]] = i;
     }
     // d permute(x)/dx: apply the inverse permutation to the gradient
-    return record("permute", permuted(a.value(), perm), {a}, [inverse](const GradContext& c) -> Grads {
-        return {permuted(c.grad, inverse)};
-    }, {}, [inverse](const GraphGradContext& c) -> std::vector<Tensor> {
+    return record("permute", permuted(a.value(), perm), {a}, [inverse](const BackwardContext& c) -> std::vector<Tensor> {
         return {permute(c.grad, Axes(inverse.begin(), inverse.end()))};
     });
 }
@@ -181,16 +179,17 @@ Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t end, st
     Array out = Array::from_shape(out_shape);
     const double* from_a = a.data();
     sl.for_each_block([&](std::size_t from, std::size_t to) { std::copy_n(from_a + from, sl.inner, out.data() + to); });
-    // d slice(x)/dx: the gradient goes back into the selected positions, zero elsewhere; added
-    // in place, so T slices of one tensor cost T slices rather than T tensor-sized arrays
+    // d slice(x)/dx: the gradient goes back into the selected positions, zero elsewhere
     return record("slice", std::move(out), {a}, [sl](const GradContext& c) -> Grads {
+        // fast first-order path, kept because the numbers demand it: added in place, T slices of
+        // one tensor cost T slices rather than T tensor-sized arrays (docs/performance.md)
         double* g = c.accumulated(0).data();
         sl.for_each_block([&](std::size_t from, std::size_t to) {
             const double* part = c.grad.data() + to;
             for (std::size_t k = 0; k < sl.inner; ++k) g[from + k] += part[k];
         });
         return {std::nullopt};
-    }, {}, [sl, in, out_shape](const GraphGradContext& c) -> std::vector<Tensor> {
+    }, {}, [sl, in, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
         return {scatter_in_graph(c.grad, slice_map(sl, in, out_shape))};
     });
 }
@@ -242,18 +241,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int axis) {
         });
     }
     // d cat(x_k)/dx_k: the slice of the gradient that x_k filled
-    return record("cat", std::move(out), tensors, [parts, shapes](const GradContext& c) -> Grads {
-        Grads g(parts.size());
-        for (std::size_t k = 0; k < parts.size(); ++k) {
-            if (!c.needs_grad(k)) continue;
-            Array gk = empty_array(shapes[k]);
-            parts[k].for_each_block([&](std::size_t in_out, std::size_t in_part) {
-                std::copy_n(c.grad.data() + in_out, parts[k].inner, gk.data() + in_part);
-            });
-            g[k] = std::move(gk);
-        }
-        return g;
-    }, {}, [ax, offsets, shapes](const GraphGradContext& c) -> std::vector<Tensor> {
+    return record("cat", std::move(out), tensors, [ax, offsets, shapes](const BackwardContext& c) -> std::vector<Tensor> {
         std::vector<Tensor> g(shapes.size());
         for (std::size_t k = 0; k < shapes.size(); ++k) {
             if (!c.needs_grad(k)) continue;
@@ -307,11 +295,9 @@ Tensor gather(const Tensor& a, int axis, const Indices& index_arg) {
     for (std::size_t i = 0; i < offsets.size(); ++i) out.data()[i] = pa[offsets[i]];
     // d gather/dx: scatter-add the gradient back to the positions read (repeats accumulate)
     auto map = std::make_shared<const FlatGather>(FlatGather{"gather", in, is, std::move(offsets)});
-    return record("gather", std::move(out), {a}, [map](const GradContext& c) -> Grads {
-        Array g = xt::zeros<double>(map->in_shape);
-        for (std::size_t i = 0; i < map->offsets.size(); ++i) g.data()[map->offsets[i]] += c.grad.data()[i];
-        return {std::move(g)};
-    }, {{"index", is}}, [map](const GraphGradContext& c) -> std::vector<Tensor> { return {scatter_in_graph(c.grad, map)}; });
+    return record("gather", std::move(out), {a}, [map](const BackwardContext& c) -> std::vector<Tensor> {
+        return {scatter_in_graph(c.grad, map)};
+    }, {{"index", is}});
 }
 
 Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
@@ -328,21 +314,13 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
     for (std::size_t i = 0; i < hit.size(); ++i) {
         if (hit[i]) out.data()[i] = value;
     }
-    // d masked_fill/dx = 1 where the mask is false, 0 where it filled
-    auto filled = std::make_shared<const std::vector<char>>(std::move(hit));  // shared by both backwards
-    return record("masked_fill", std::move(out), {a}, [filled](const GradContext& c) -> Grads {
-        Array g = c.grad;
-        const std::vector<char>& hit = *filled;
-        for (std::size_t i = 0; i < hit.size(); ++i) {
-            if (hit[i]) g.data()[i] = 0.0;
-        }
-        return {std::move(g)};
-    }, {{"mask", ms}}, [filled](const GraphGradContext& c) -> std::vector<Tensor> {
-        // d masked_fill/dx as a product with the constant 0/1 mask, differentiable as mul is
-        Array keep = Array::from_shape(c.input_shape(0));
-        for (std::size_t i = 0; i < filled->size(); ++i) keep.data()[i] = (*filled)[i] ? 0.0 : 1.0;
-        return {mul(c.grad, Tensor(std::move(keep)))};
-    });
+    // d masked_fill/dx = 1 where the mask is false, 0 where it filled: the gradient filled with 0
+    // where the mask is true (a masked_fill again, so it differentiates to any order)
+    return record("masked_fill", std::move(out), {a}, [hit = std::move(hit), in](const BackwardContext& c) -> std::vector<Tensor> {
+        Mask filled = Mask::from_shape(in);
+        std::copy(hit.begin(), hit.end(), filled.data());
+        return {masked_fill(c.grad, filled, 0.0)};
+    }, {{"mask", ms}});
 }
 
 }  // namespace xg

@@ -3,26 +3,13 @@
 #include <cmath>
 #include <limits>
 
+#include "core/ops/axis_view.hpp"
 #include "core/ops/ops.hpp"
 #include "core/fast/parallel.hpp"
 
 namespace xg {
 
 namespace {
-
-// The tensor seen as (outer, len, inner) around `axis`: element (o, j, i) is at
-// o*len*inner + j*inner + i, so a "row" along the axis has stride `inner`.
-struct AxisView {
-    std::size_t outer = 1, len = 1, inner = 1;
-};
-
-AxisView axis_view(const Shape& s, std::size_t ax) {
-    AxisView v;
-    for (std::size_t d = 0; d < ax; ++d) v.outer *= s[d];
-    v.len = s[ax];
-    for (std::size_t d = ax + 1; d < s.size(); ++d) v.inner *= s[d];
-    return v;
-}
 
 // Calls f(base) for the first element of every row along the axis. Rows are independent, so the
 // outer blocks are shared between threads (core/fast/parallel.hpp).
@@ -86,6 +73,8 @@ Tensor softmax(const Tensor& a, int axis) {
     Array out = softmax_forward(a.value(), v);
     // d softmax: g_in = y * (g - sum_j g_j y_j) per row
     return record("softmax", std::move(out), {a}, [v](const GradContext& c) -> Grads {
+        // fast first-order path, kept because the numbers demand it: one pass per row instead of
+        // four tensor-sized ops, the Pre-LN block took 8 % longer without it (docs/performance.md)
         Array g = empty_like(c.grad);
         const double *py = c.output().data(), *pg = c.grad.data();
         double* pr = g.data();
@@ -98,7 +87,7 @@ Tensor softmax(const Tensor& a, int axis) {
             }
         });
         return {std::move(g)};
-    }, {}, [axis](const GraphGradContext& c) -> std::vector<Tensor> {
+    }, {}, [axis](const BackwardContext& c) -> std::vector<Tensor> {
         const Tensor y = c.output();
         return {y * (c.grad - sum(c.grad * y, Axes{axis}, true))};
     });
@@ -110,6 +99,7 @@ Tensor log_softmax(const Tensor& a, int axis) {
     const AxisView v = axis_view(s, normalize_axis(axis, s.size(), "log_softmax"));
     // d log_softmax: g_in = g - softmax * sum_j g_j per row (softmax = exp(out))
     return record("log_softmax", log_softmax_forward(a.value(), v), {a}, [v](const GradContext& c) -> Grads {
+        // fast first-order path, kept for the same reason as softmax's (docs/performance.md)
         Array g = empty_like(c.grad);
         const double *py = c.output().data(), *pg = c.grad.data();
         double* pr = g.data();
@@ -122,7 +112,7 @@ Tensor log_softmax(const Tensor& a, int axis) {
             }
         });
         return {std::move(g)};
-    }, {}, [axis](const GraphGradContext& c) -> std::vector<Tensor> {
+    }, {}, [axis](const BackwardContext& c) -> std::vector<Tensor> {
         return {c.grad - exp(c.output()) * sum(c.grad, Axes{axis}, true)};
     });
 }

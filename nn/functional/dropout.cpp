@@ -28,7 +28,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
         Array g = Array::from_shape(c.grad.shape());
         for (std::size_t i = 0; i < g.size(); ++i) g.data()[i] = c.grad.data()[i] * mask.data()[i];
         return {std::move(g)};
-    }, {{"mask", saved_shape}}, [factors](const GraphGradContext& c) -> std::vector<Tensor> {
+    }, {{"mask", saved_shape}}, [factors](const BackwardContext& c) -> std::vector<Tensor> {
         return {mul(c.grad, Tensor(*factors))};  // create_graph: a product with the constant mask
     });
 }

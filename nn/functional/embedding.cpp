@@ -50,7 +50,7 @@ Tensor embedding(const Indices& index_arg, const Tensor& weight, std::optional<s
             for (std::size_t j = 0; j < dim; ++j) dst[j] += src[j];
         }
         return {std::move(g)};
-    }, {{"indices", is}}, [read, rows, dim, padding, out_shape](const GraphGradContext& c) -> std::vector<Tensor> {
+    }, {{"indices", is}}, [read, rows, dim, padding, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
         const IndexArray& indices = *read;
         // create_graph: the same scatter-add as a graph node (its backward reads the rows again)
         auto m = std::make_shared<FlatGather>(FlatGather{"embedding", {rows, dim}, out_shape, {}});

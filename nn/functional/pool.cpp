@@ -114,7 +114,7 @@ MaxPoolResult max_pool2d_with_indices(const Tensor& x, Size2 kernel_size, std::o
             if (at.data()[o] >= 0) dx.data()[(o / plane_out) * plane_in + static_cast<std::size_t>(at.data()[o])] += dy[o];
         }
         return {std::move(dx)};
-    }, {{"indices", out_shape}}, [winners, plane_in, plane_out, out_shape](const GraphGradContext& c) -> std::vector<Tensor> {
+    }, {{"indices", out_shape}}, [winners, plane_in, plane_out, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
         const IndexArray& at = *winners;
         // create_graph: the same routing to the winners as a graph node (its backward reads them again)
         auto m = std::make_shared<FlatGather>(FlatGather{"max_pool2d", c.input_shape(0), out_shape, std::vector<std::size_t>(at.size())});

@@ -1,6 +1,6 @@
-// Under create_graph every op runs a second backward of its own: a core op its GraphGradContext
-// closure, a selection op a scatter node (core/ops/linear_map.hpp), a fused op the gradient of its
-// composed twin (core/engine/composed_backward.hpp). gradgradcheck cannot tell when that path is wrong
+// Under create_graph every op runs its backward recorded: a core op the same Tensor-op backward
+// first order runs unrecorded, a selection op a scatter node (core/ops/linear_map.hpp), a fused op
+// the gradient of its composed twin (core/engine/composed_backward.hpp) instead of its kernel. gradgradcheck cannot tell when that path is wrong
 // but consistent with itself (a twin reading the wrong gate differentiates just as well), so here
 // each op's create_graph gradients are compared with its ordinary backward's, to 1e-12, at first
 // order and once more at second order (the gradient graph's own nodes, scatter nodes included).
@@ -44,7 +44,7 @@ struct Case {
     std::string name;
     std::function<Tensor(const Inputs&)> f;
     Inputs inputs;
-    // false for maximum and minimum: their gradient has no double backward (docs/derivatives.md)
+    // false for an op whose gradient has no double backward (docs/derivatives.md)
     bool second_order = true;
 };
 
@@ -83,8 +83,8 @@ std::vector<Case> core_cases() {
         {"abs (squared)", [](const Inputs& a) { return square(xg::abs(a[0])); }, x},
         {"clamp both ends (squared)", [](const Inputs& a) { return square(xg::clamp(a[0], -0.5, 0.7)); }, x},
         {"clamp min only (squared)", [](const Inputs& a) { return square(xg::clamp(a[0], 0.1, std::nullopt)); }, x},
-        {"maximum broadcast", [](const Inputs& a) { return xg::maximum(a[0], a[1]); }, ab, false},
-        {"minimum broadcast", [](const Inputs& a) { return xg::minimum(a[0], a[1]); }, ab, false},
+        {"maximum broadcast", [](const Inputs& a) { return xg::maximum(a[0], a[1]); }, ab},
+        {"minimum broadcast", [](const Inputs& a) { return xg::minimum(a[0], a[1]); }, ab},
         {"expand (squared)", [](const Inputs& a) { return square(xg::expand(a[0], {2, 3, 4})); }, {randn_leaf({3, 1}, 7)}},
         {"sum_to (squared)", [](const Inputs& a) { return square(xg::sum_to(a[0], {3, 1})); }, {randn_leaf({2, 3, 4}, 8)}},
         {"matmul 2-D", [](const Inputs& a) { return xg::matmul(a[0], a[1]); }, {randn_leaf({2, 3}, 9), randn_leaf({3, 4}, 10)}},
@@ -367,6 +367,7 @@ std::set<std::string> recorded_op_names(std::vector<std::string>& unknown_sites)
     // record(op, ...) sites whose op comes from the caller: the names their callers pass.
     const std::map<std::string, std::set<std::string>> names_from_callers = {
         {"core/ops/elementwise.cpp: op", {"maximum", "minimum"}},
+        {"core/ops/reduce.cpp: op", {"max", "min"}},
         {"nn/functional/group_norm.cpp: op", {"group_norm", "instance_norm"}},
         {"core/ops/linear_map.cpp: adjoint ? m->op + \"_backward\" : m->op", {}},  // the FlatGather names below
         // ops without a double backward get numeric "<op>_backward" nodes that refuse to be

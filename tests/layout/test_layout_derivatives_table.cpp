@@ -147,8 +147,8 @@ TEST_CASE("derivatives table: the double backward column matches the code and th
         const std::string& kind = row.double_backward;
         if (kind == "ops" || kind == "twin") {
             ++with_double_backward;
-            // ops: a GraphGradContext closure in its file; twin: recomputed through_composed
-            const std::string marker = kind == "ops" ? "GraphGradContext" : "through_composed";
+            // ops: a BackwardContext backward in its file; twin: recomputed through_composed
+            const std::string marker = kind == "ops" ? "BackwardContext" : "through_composed";
             CHECK(read_text(kSource / row.code_path).find(marker) != std::string::npos);
             INFO("no gradgradcheck test calls " << name << "(");
             CHECK(gradgrad_tests.find("::" + name + "(") != std::string::npos);

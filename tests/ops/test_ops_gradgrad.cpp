@@ -86,7 +86,7 @@ TEST_CASE("gradgradcheck catches a wrong double backward", "[gradgradcheck]") {
         return xg::record(
             "cube", out, {x},
             [](const xg::GradContext& c) -> xg::Grads { return {xg::Array(3.0 * c.grad * c.input(0) * c.input(0))}; }, {},
-            [](const xg::GraphGradContext& c) -> std::vector<Tensor> { return {3.0 * c.grad * c.input(0) * c.input(0).detach()}; });
+            [](const xg::BackwardContext& c) -> std::vector<Tensor> { return {3.0 * c.grad * c.input(0) * c.input(0).detach()}; });
     };
     const Inputs x = {randn_leaf({3}, 41)};
     const auto f = [&](const Inputs& a) { return cube(a[0]); };

@@ -172,7 +172,7 @@ TEST_CASE("Tutorial 05: the composed graph has 8 op nodes, the fused one 1, grad
     const tv::GraphComparison g = tv::graph_comparison();
     CHECK(g.composed_nodes == 8);
     CHECK(g.fused_nodes == 1);
-    CHECK(g.composed_kept == 102);
+    CHECK(g.composed_kept == 96);
     CHECK(g.fused_kept == 12);
     CHECK(g.max_out_diff < 1e-14);
     CHECK(g.max_grad_diff < 1e-13);
