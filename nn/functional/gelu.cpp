@@ -22,7 +22,7 @@ Tensor gelu(const Tensor& x, GeluApproximate approximate) {
     const bool exact = approximate == GeluApproximate::none;
     Array y = empty_like(x.value());
     detail::by_tier(reference::gelu_forward, fast::gelu_forward, x.value().data(), y.data(), y.size(), approximate);
-    // dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x); exact: Phi = y / x read back from the output
+    // dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x) (exact); the output goes along for the fast tier's Phi = y / x
     return record(exact ? "gelu" : "gelu_tanh", std::move(y), {x}, [exact, approximate](const GradContext& c) -> Grads {
         const Array& x = c.input(0);
         Array gx = empty_like(x);
