@@ -1,6 +1,6 @@
-// DyT as one graph node: y = w * tanh(alpha * x) + b, one pass over contiguous rows of the
-// D = prod(normalized_shape) trailing elements. No row statistics, so no row sums in the forward;
-// the backward has one sum over every element (for d alpha). Derivation: docs/derivations/dyt.md.
+// DyT as one graph node: y = w * tanh(alpha * x) + b over contiguous rows of the
+// D = prod(normalized_shape) trailing elements. Derivation: docs/derivations/dyt.md; the kernels:
+// nn/reference/dyt.cpp and nn/fast/dyt.cpp, chosen per call by xg::kernel_tier().
 #include <cmath>
 #include <vector>
 
@@ -8,8 +8,10 @@
 
 #include "core/engine/composed_backward.hpp"
 #include "nn/modules/dyt.hpp"
-#include "nn/fast/kernel_primitives.hpp"
+#include "nn/fast/dyt.hpp"
 #include "nn/functional/row_layout.hpp"
+#include "nn/functional/tier.hpp"
+#include "nn/reference/dyt.hpp"
 
 namespace xg::nn::functional {
 
@@ -28,45 +30,15 @@ RowLayout check_dyt(const char* op, const Tensor& x, const Shape& normalized_sha
     return l;
 }
 
-void dyt_forward(const double* x, double a, const double* w, const double* b, double* y, const RowLayout& l) {
-    const std::size_t n = l.width;
-    for (std::size_t r = 0; r < l.rows; ++r) {
-        const double* xr = x + r * n;
-        double* yr = y + r * n;
-        for (std::size_t j = 0; j < n; ++j) yr[j] = w[j] * std::tanh(a * xr[j]) + b[j];
-    }
-}
-
-// With t = tanh(a x) recomputed and s = 1 - t^2 = dt/d(a x): dx = g w a s, and over every row
-// d alpha += sum g w x s, dw += g t, db += g. Recomputing t costs one tanh per element; keeping
-// it would hold a second input-sized array alive from forward to backward.
-void dyt_backward(const double* x, const double* g, double a, const double* w, double* dx, double& dalpha, double* dw, double* db,
-                  const RowLayout& l) {
-    const std::size_t n = l.width;
-    dalpha = 0.0;
-    for (std::size_t r = 0; r < l.rows; ++r) {
-        const double* xr = x + r * n;
-        const double* gr = g + r * n;
-        double* dxr = dx == nullptr ? nullptr : dx + r * n;
-        dalpha += detail::row_sum(n, [=](std::size_t j) {
-            const double t = std::tanh(a * xr[j]);
-            const double dt = gr[j] * w[j] * (1.0 - t * t);  // dL/d(a x_j)
-            if (dxr != nullptr) dxr[j] = dt * a;
-            dw[j] += gr[j] * t;
-            db[j] += gr[j];
-            return dt * xr[j];
-        });
-    }
-}
-
 }  // namespace
 
 Tensor dyt(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight, const Tensor& bias) {
     const RowLayout l = check_dyt("dyt", x, normalized_shape, alpha, weight, bias);
     const std::vector<double> ones(weight.defined() ? 0 : l.width, 1.0), zeros(bias.defined() ? 0 : l.width, 0.0);
     Array y = empty_like(x.value());
-    dyt_forward(x.data(), alpha.data()[0], weight.defined() ? weight.data() : ones.data(),
-                bias.defined() ? bias.data() : zeros.data(), y.data(), l);
+    detail::by_tier(reference::dyt_forward, fast::dyt_forward, x.data(), alpha.data()[0],
+                    weight.defined() ? weight.data() : ones.data(), bias.defined() ? bias.data() : zeros.data(), y.data(), l.rows,
+                    l.width);
 
     std::vector<Tensor> inputs{x, alpha};
     const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
@@ -82,8 +54,8 @@ Tensor dyt(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, 
         Array dx;
         if (c.needs_grad(0)) dx = empty_like(c.input(0));
         double dalpha = 0.0;
-        dyt_backward(c.input(0).data(), c.grad.data(), c.input(1).data()[0], w, c.needs_grad(0) ? dx.data() : nullptr, dalpha,
-                     dw.data(), db.data(), l);
+        detail::by_tier(reference::dyt_backward, fast::dyt_backward, c.input(0).data(), c.grad.data(), c.input(1).data()[0], w,
+                        c.needs_grad(0) ? dx.data() : nullptr, dalpha, dw.data(), db.data(), l.rows, l.width);
         if (c.needs_grad(0)) g[0] = std::move(dx);
         if (c.needs_grad(1)) {
             Array da = Array::from_shape(c.input_shape(1));

@@ -1,59 +1,19 @@
-// GELU as one element-wise graph node, exact (erf) or PyTorch's tanh approximation.
-// Derivation of the backward: docs/derivations/gelu.md. The loops vectorise, erfc, exp and tanh
-// included (nn/fast/simd_math.hpp: glibc's vector math library).
-#include <cmath>
-
+// GELU as one element-wise graph node, exact (erf) or PyTorch's tanh approximation. The kernels:
+// nn/reference/gelu.cpp (the formulas of docs/derivations/gelu.md) and nn/fast/gelu.cpp (the same
+// with glibc's vector math and threads), chosen per call by xg::kernel_tier().
 #include "core/engine/composed_backward.hpp"
-#include "core/fast/parallel.hpp"
+#include "nn/fast/gelu.hpp"
 #include "nn/functional/functional.hpp"
-#include "nn/fast/kernel_primitives.hpp"
-#include "nn/fast/simd_math.hpp"
+#include "nn/functional/tier.hpp"
+#include "nn/reference/gelu.hpp"
 
 namespace xg::nn::functional {
 
 namespace {
 
-using detail::simd_erfc;
-using detail::simd_map;
-using detail::simd_exp;
-using detail::simd_tanh;
-
 constexpr double kInvSqrt2 = 0.70710678118654752440;     // 1/sqrt(2)
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1/sqrt(2 pi)
 constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
 constexpr double kKappa = 0.044715;
-
-// y = x Phi(x), Phi written with erfc so the left tail keeps its tiny relative precision:
-// 0.5 * (1 + erf(z)) rounds to exactly 0 for x < -8.3, erfc does not.
-XG_KERNEL_CLONES void gelu_exact_forward(const double* x, double* y, std::size_t n) {
-    simd_map(n, y, [](double x_i) { return x_i * (0.5 * simd_erfc(-x_i * kInvSqrt2)); }, x);
-}
-
-// dx = g (Phi(x) + x phi(x)), with Phi(x) = y / x from the forward output y = x Phi(x): a
-// division instead of a second erfc, within 2 ulp of Phi. Near 0 (where y / x would lose bits
-// or divide by zero) Phi = 0.5 to double precision.
-XG_KERNEL_CLONES void gelu_exact_backward(const double* x, const double* y, const double* g, double* dx, std::size_t n) {
-    simd_map(n, dx, [](double x_i, double y_i, double g_i) {
-        const double cdf = std::fabs(x_i) > 1e-17 ? y_i / x_i : 0.5;
-        return g_i * (cdf + x_i * kInvSqrt2Pi * simd_exp(-0.5 * x_i * x_i));
-    }, x, y, g);
-}
-
-// y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + kappa x^3)
-XG_KERNEL_CLONES void gelu_tanh_forward(const double* x, double* y, std::size_t n) {
-    simd_map(n, y, [](double x_i) {
-        const double t = simd_tanh(kSqrt2OverPi * (x_i + kKappa * x_i * x_i * x_i));
-        return 0.5 * x_i * (1.0 + t);
-    }, x);
-}
-
-// dx = g (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 kappa x^2)), t = tanh(u)
-XG_KERNEL_CLONES void gelu_tanh_backward(const double* x, const double* g, double* dx, std::size_t n) {
-    simd_map(n, dx, [](double x_i, double g_i) {
-        const double t = simd_tanh(kSqrt2OverPi * (x_i + kKappa * x_i * x_i * x_i));
-        return g_i * (0.5 * (1.0 + t) + 0.5 * x_i * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kKappa * x_i * x_i));
-    }, x, g);
-}
 
 }  // namespace
 
@@ -61,29 +21,13 @@ Tensor gelu(const Tensor& x, GeluApproximate approximate) {
     if (!x.defined()) fail("gelu", "input must be a defined tensor");
     const bool exact = approximate == GeluApproximate::none;
     Array y = empty_like(x.value());
-    const double* px = x.value().data();
-    double* py = y.data();
-    xg::detail::parallel_for(y.size(), 1, [=](std::size_t begin, std::size_t end) {
-        if (exact) {
-            gelu_exact_forward(px + begin, py + begin, end - begin);
-        } else {
-            gelu_tanh_forward(px + begin, py + begin, end - begin);
-        }
-    });
-    // dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x); exact: Phi = y / x read back from the output
-    return record(exact ? "gelu" : "gelu_tanh", std::move(y), {x}, [exact](const GradContext& c) -> Grads {
+    detail::by_tier(reference::gelu_forward, fast::gelu_forward, x.value().data(), y.data(), y.size(), approximate);
+    // dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x) (exact); the output goes along for the fast tier's Phi = y / x
+    return record(exact ? "gelu" : "gelu_tanh", std::move(y), {x}, [exact, approximate](const GradContext& c) -> Grads {
         const Array& x = c.input(0);
         Array gx = empty_like(x);
-        const double *px = x.data(), *pg = c.grad.data();
-        double* po = gx.data();
-        const double* py = exact ? c.output().data() : nullptr;
-        xg::detail::parallel_for(x.size(), 1, [=](std::size_t begin, std::size_t end) {
-            if (exact) {
-                gelu_exact_backward(px + begin, py + begin, pg + begin, po + begin, end - begin);
-            } else {
-                gelu_tanh_backward(px + begin, pg + begin, po + begin, end - begin);
-            }
-        });
+        detail::by_tier(reference::gelu_backward, fast::gelu_backward, x.data(), exact ? c.output().data() : nullptr,
+                        c.grad.data(), gx.data(), x.size(), approximate);
         return {std::move(gx)};
     }, {}, through_composed([approximate](const std::vector<Tensor>& in) { return gelu_composed(in[0], approximate); }));
 }

@@ -10,6 +10,9 @@
 #include <xtensor/xview.hpp>
 
 #include "core/engine/composed_backward.hpp"
+#include "nn/fast/cross_entropy.hpp"
+#include "nn/functional/tier.hpp"
+#include "nn/reference/cross_entropy.hpp"
 
 namespace xg::nn {
 
@@ -58,92 +61,6 @@ std::vector<double> check_cross_entropy(const Shape& s, const IndexArray& target
     return weight;
 }
 
-// What the forward leaves for the reduction and the backward.
-struct CrossEntropyRows {
-    Array log_probs;           // (N, C); zero rows where the target is ignore_index
-    Array per_row;             // (N): loss_i, 0 where ignored
-    double denominator = 0.0;  // of mean: sum of w[t] (count when unweighted) over counted rows
-    std::size_t counted = 0;   // rows whose target is not ignore_index
-};
-
-// loss_i = -(1 - ls) w_t log p_it - (ls / C) sum_j w_j log p_ij, p = softmax(x_i); one pass per
-// row for the max, one for sum(exp), one for sum(w * log p): the loss needs only these.
-CrossEntropyRows cross_entropy_forward(const Array& logits, const IndexArray& targets, const std::vector<double>& weight,
-                                       double label_smoothing, std::int64_t ignore_index) {
-    const std::size_t n = logits.shape()[0], classes = logits.shape()[1];
-    const bool weighted = !weight.empty();
-    CrossEntropyRows r{Array::from_shape({n, classes}), Array::from_shape({n})};
-    const double* x = logits.data();
-    const double smooth = label_smoothing / static_cast<double>(classes);
-    for (std::size_t i = 0; i < n; ++i) {
-        double* lp = r.log_probs.data() + i * classes;
-        if (targets(i) == ignore_index) {
-            // Never read by backward; zeroed so the saved array holds no uninitialised memory.
-            std::fill(lp, lp + classes, 0.0);
-            r.per_row(i) = 0.0;
-            continue;
-        }
-        const double* row = x + i * classes;
-        double m = row[0];
-        for (std::size_t j = 1; j < classes; ++j) m = std::max(m, row[j]);
-        double sum_exp = 0.0;
-#pragma omp simd reduction(+ : sum_exp)
-        for (std::size_t j = 0; j < classes; ++j) sum_exp += std::exp(row[j] - m);
-        // (x - m) - log(sum) rather than x - (m + log(sum)): at |x| ~ 1000 the rounded m + log(sum)
-        // would cost ~1e-13 absolute in every log-probability (as in core log_softmax).
-        const double log_sum = std::log(sum_exp);
-        for (std::size_t j = 0; j < classes; ++j) lp[j] = (row[j] - m) - log_sum;
-        // Without smoothing the term is absent, not 0 * sum: a masked (-inf) logit makes the sum
-        // -inf, and 0 * -inf would turn the whole loss into NaN (PyTorch skips the term too).
-        double smooth_sum = 0.0;
-        if (label_smoothing > 0.0 && weighted) {
-#pragma omp simd reduction(+ : smooth_sum)
-            for (std::size_t j = 0; j < classes; ++j) smooth_sum += weight[j] * lp[j];
-        } else if (label_smoothing > 0.0) {
-#pragma omp simd reduction(+ : smooth_sum)
-            for (std::size_t j = 0; j < classes; ++j) smooth_sum += lp[j];
-        }
-        const auto t = static_cast<std::size_t>(targets(i));
-        const double wt = weighted ? weight[t] : 1.0;
-        const double smooth_term = label_smoothing > 0.0 ? smooth * smooth_sum : 0.0;
-        r.per_row(i) = -(1.0 - label_smoothing) * wt * lp[t] - smooth_term;
-        r.denominator += wt;
-        ++r.counted;
-    }
-    return r;
-}
-
-// gx_ij = up_i ((1 - ls) w_t (p_ij - [j == t]) + (ls / C) (p_ij sum_k w_k - w_j)), 0 on ignored
-// rows; up_i is the upstream gradient of row i (already scaled for mean).
-Array cross_entropy_backward(const Array& log_probs, const IndexArray& targets, std::int64_t ignore_index,
-                             const std::vector<double>& weight, double label_smoothing,
-                             const std::function<double(std::size_t)>& upstream) {
-    const std::size_t rows = log_probs.shape()[0], cols = log_probs.shape()[1];
-    const double smooth = label_smoothing / static_cast<double>(cols);
-    double weight_sum = 0.0;  // sum_j w_j, which scales softmax in the smoothed gradient
-    for (double wj : weight) weight_sum += wj;
-    Array g = Array::from_shape({rows, cols});
-    for (std::size_t i = 0; i < rows; ++i) {
-        double* gi = g.data() + i * cols;
-        if (targets(i) == ignore_index) {
-            std::fill(gi, gi + cols, 0.0);
-            continue;
-        }
-        const double up = upstream(i);
-        const double* lp = log_probs.data() + i * cols;
-        const auto t = static_cast<std::size_t>(targets(i));
-        if (weight.empty()) {
-            for (std::size_t j = 0; j < cols; ++j) gi[j] = up * (std::exp(lp[j]) - smooth);
-            gi[t] -= up * (1.0 - label_smoothing);
-        } else {
-            const double p_coef = (1.0 - label_smoothing) * weight[t] + smooth * weight_sum;
-            for (std::size_t j = 0; j < cols; ++j) gi[j] = up * (p_coef * std::exp(lp[j]) - smooth * weight[j]);
-            gi[t] -= up * (1.0 - label_smoothing) * weight[t];
-        }
-    }
-    return g;
-}
-
 // The class weights as the coefficients of cross_entropy_composed need them (empty: all 1).
 std::vector<double> cross_entropy_coefficients_weight(const CrossEntropyFuncOptions& options, std::size_t classes) {
     std::vector<double> w;
@@ -181,27 +98,38 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
     const double label_smoothing = options.label_smoothing();
     const std::int64_t ignore_index = options.ignore_index();
     std::vector<double> weight = check_cross_entropy(s, targets, options, shown);
-    CrossEntropyRows r = cross_entropy_forward(logits.value(), targets, weight, label_smoothing, ignore_index);
+    // loss_n = -(1 - s) w[t_n] l[n, t_n] - (s / C) sum_j w_j l[n, j], l = log_softmax(z); 0 if ignored
+    const double* w = weight.empty() ? nullptr : weight.data();
+    Array log_probs = Array::from_shape({n, classes}), per_row = Array::from_shape({n});
+    detail::by_tier(reference::cross_entropy_forward, fast::cross_entropy_forward, logits.value().data(), targets.data(), w,
+                    label_smoothing, ignore_index, n, classes, log_probs.data(), per_row.data());
+    double denominator = 0.0;  // of mean: sum of w[t] (count when unweighted) over counted rows
+    std::size_t counted = 0;   // rows whose target is not ignore_index
+    for (std::size_t i = 0; i < n; ++i) {
+        if (targets(i) == ignore_index) continue;
+        denominator += weight.empty() ? 1.0 : weight[static_cast<std::size_t>(targets(i))];
+        ++counted;
+    }
 
     Array out;
     double scale = 1.0;  // d out / d per_row (for mean and sum)
     if (reduction == Reduction::none) {
-        out = std::move(r.per_row);
+        out = std::move(per_row);
     } else {
         double total = 0.0;
-        for (std::size_t i = 0; i < n; ++i) total += r.per_row(i);
+        for (std::size_t i = 0; i < n; ++i) total += per_row(i);
         if (reduction == Reduction::mean) {
-            if (r.counted == 0) {
+            if (counted == 0) {
                 fail("cross_entropy", fmt::format("mean over no rows: all {} targets equal ignore_index = {} (PyTorch "
                                                   "would return NaN; use reduction sum to get 0)",
                                                   n, ignore_index));
             }
-            if (r.denominator == 0.0) {
+            if (denominator == 0.0) {
                 fail("cross_entropy", fmt::format("mean divides by the sum of weight[target] over the {} non-ignored "
                                                   "rows, which is 0",
-                                                  r.counted));
+                                                  counted));
             }
-            scale = 1.0 / r.denominator;
+            scale = 1.0 / denominator;
         }
         out = Array(total * scale);
     }
@@ -209,12 +137,16 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
     if (!weight.empty()) saved.push_back({"weight", {classes}});
     // d loss_i / d x_ij = (1 - ls) w_t (p_ij - [j == t]) + (ls / C) (p_ij sum_k w_k - w_j); 0 if ignored
     return record("cross_entropy", std::move(out), {logits},
-                  [log_probs = std::move(r.log_probs), targets, ignore_index, weight = std::move(weight), reduction,
+                  [log_probs = std::move(log_probs), targets, ignore_index, weight = std::move(weight), reduction,
                    scale, label_smoothing](const GradContext& c) -> Grads {
-                      const auto upstream = [&](std::size_t i) {
-                          return reduction == Reduction::none ? c.grad(i) : c.grad() * scale;
-                      };
-                      return {cross_entropy_backward(log_probs, targets, ignore_index, weight, label_smoothing, upstream)};
+                      const std::size_t rows = log_probs.shape()[0], cols = log_probs.shape()[1];
+                      std::vector<double> upstream(rows);  // g_n, already scaled for mean
+                      for (std::size_t i = 0; i < rows; ++i) upstream[i] = reduction == Reduction::none ? c.grad(i) : c.grad() * scale;
+                      Array g = Array::from_shape({rows, cols});
+                      detail::by_tier(reference::cross_entropy_backward, fast::cross_entropy_backward, log_probs.data(),
+                                      targets.data(), weight.empty() ? nullptr : weight.data(), label_smoothing, ignore_index,
+                                      upstream.data(), rows, cols, g.data());
+                      return {std::move(g)};
                   },
                   std::move(saved),
                   // create_graph: the double backward differentiates the composed twin (docs/derivatives.md)

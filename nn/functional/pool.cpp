@@ -1,5 +1,6 @@
-// max_pool2d and avg_pool2d as one graph node each: plain loops over each (n, c) plane, which is
-// contiguous. Derivation of the backwards: docs/derivations/pool2d.md. The composed twins take
+// max_pool2d and avg_pool2d as one graph node each. Derivation of the backwards:
+// docs/derivations/pool2d.md; the kernels: nn/reference/pool.cpp and nn/fast/pool.cpp, chosen per
+// call by xg::kernel_tier(). The composed twins take
 // max / mean over `unfold`'s windows; adaptive_avg_pool2d is composed only (a mean per cell).
 #include <algorithm>
 #include <cmath>
@@ -11,7 +12,10 @@
 #include "core/engine/composed_backward.hpp"
 #include "core/ops/linear_map.hpp"
 #include "nn/modules/conv.hpp"
+#include "nn/fast/pool.hpp"
+#include "nn/functional/tier.hpp"
 #include "nn/functional/window.hpp"
+#include "nn/reference/pool.hpp"
 
 namespace xg::nn::functional {
 
@@ -27,53 +31,10 @@ Window2d check_pool(const char* op, const Tensor& x, Size2 kernel, std::optional
 
 std::size_t planes(const Tensor& x) { return x.size(0) * x.size(1); }
 
-// y = max over the window; at = its flat position r W + q in the plane: the first maximum in
-// row-major window order, or the last NaN (PyTorch's `v > best || isnan(v)`).
-void max_pool_forward(const double* x, std::size_t n_planes, const Window2d& w, double* y, std::int64_t* at) {
-    for (std::size_t p = 0; p < n_planes; ++p) {
-        const double* in = x + p * w.H * w.W;
-        for (std::size_t oh = 0; oh < w.OH; ++oh) {
-            for (std::size_t ow = 0; ow < w.OW; ++ow) {
-                double best = -std::numeric_limits<double>::infinity();
-                std::int64_t best_at = -1;
-                for (std::size_t i = 0; i < w.kh; ++i) {
-                    for (std::size_t j = 0; j < w.kw; ++j) {
-                        const long r = w.row(oh, i), q = w.col(ow, j);
-                        if (!w.inside(r, q)) continue;  // padding never wins
-                        const double v = in[r * static_cast<long>(w.W) + q];
-                        if (best_at < 0 || v > best || std::isnan(v)) best = v, best_at = r * static_cast<long>(w.W) + q;
-                    }
-                }
-                const std::size_t o = (p * w.OH + oh) * w.OW + ow;
-                y[o] = best;
-                at[o] = best_at;
-            }
-        }
-    }
-}
-
-// The rows and columns of input that window (oh, ow) averages, and what it divides by.
-struct AvgCell {
-    long r0, r1, q0, q1;  // [r0, r1) x [q0, q1) inside the input
-    double divisor;
-};
-
-// PyTorch's rule: the window clipped to the padded input sets the count_include_pad divisor,
-// then clipped to the input it sets the other divisor and the elements summed.
-AvgCell avg_cell(const Window2d& w, std::size_t oh, std::size_t ow, bool count_include_pad) {
-    const long r0 = w.row(oh, 0), q0 = w.col(ow, 0);
-    const long r1 = std::min(r0 + static_cast<long>(w.kh), static_cast<long>(w.H + w.ph));
-    const long q1 = std::min(q0 + static_cast<long>(w.kw), static_cast<long>(w.W + w.pw));
-    const double padded_count = static_cast<double>((r1 - r0) * (q1 - q0));
-    AvgCell c{std::max(r0, 0L), std::min(r1, static_cast<long>(w.H)), std::max(q0, 0L), std::min(q1, static_cast<long>(w.W)), 0.0};
-    c.divisor = count_include_pad ? padded_count : static_cast<double>((c.r1 - c.r0) * (c.q1 - c.q0));
-    return c;
-}
-
-std::vector<AvgCell> avg_cells(const Window2d& w, bool count_include_pad) {
-    std::vector<AvgCell> cells;
+std::vector<detail::AvgCell> avg_cells(const Window2d& w, bool count_include_pad) {
+    std::vector<detail::AvgCell> cells;
     for (std::size_t oh = 0; oh < w.OH; ++oh) {
-        for (std::size_t ow = 0; ow < w.OW; ++ow) cells.push_back(avg_cell(w, oh, ow, count_include_pad));
+        for (std::size_t ow = 0; ow < w.OW; ++ow) cells.push_back(detail::avg_cell(w, oh, ow, count_include_pad));
     }
     return cells;
 }
@@ -102,17 +63,14 @@ MaxPoolResult max_pool2d_with_indices(const Tensor& x, Size2 kernel_size, std::o
     const Shape out_shape{x.size(0), x.size(1), w.OH, w.OW};
     Array y = empty_array(out_shape);
     IndexArray at = IndexArray::from_shape(out_shape);
-    max_pool_forward(x.data(), planes(x), w, y.data(), at.data());
+    detail::by_tier(reference::max_pool2d_forward, fast::max_pool2d_forward, x.data(), planes(x), w, y.data(), at.data());
     const std::size_t plane_in = w.H * w.W, plane_out = w.out_area();
     // dx[plane][at] += dy: each output's gradient goes to the one element that won
     auto winners = std::make_shared<const IndexArray>(at);  // shared by both backwards
-    Tensor out = record("max_pool2d", std::move(y), {x}, [winners, plane_in, plane_out](const GradContext& c) -> Grads {
-        const IndexArray& at = *winners;
+    Tensor out = record("max_pool2d", std::move(y), {x}, [winners, w](const GradContext& c) -> Grads {
         Array dx = xt::zeros<double>(c.input_shape(0));
-        const double* dy = c.grad.data();
-        for (std::size_t o = 0; o < at.size(); ++o) {
-            if (at.data()[o] >= 0) dx.data()[(o / plane_out) * plane_in + static_cast<std::size_t>(at.data()[o])] += dy[o];
-        }
+        detail::by_tier(reference::max_pool2d_backward, fast::max_pool2d_backward, winners->data(), c.grad.data(),
+                        c.input(0).size() / (w.H * w.W), w, dx.data());
         return {std::move(dx)};
     }, {{"indices", out_shape}}, [winners, plane_in, plane_out, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
         const IndexArray& at = *winners;
@@ -141,34 +99,14 @@ Tensor max_pool2d_composed(const Tensor& x, Size2 kernel_size, std::optional<Siz
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
                   bool count_include_pad) {
     const Window2d w = check_pool("avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode);
-    const std::vector<AvgCell> cells = avg_cells(w, count_include_pad);
     Array y = empty_array({x.size(0), x.size(1), w.OH, w.OW});
-    const std::size_t n_planes = planes(x), plane_in = w.H * w.W, plane_out = w.out_area();
-    for (std::size_t p = 0; p < n_planes; ++p) {
-        const double* in = x.data() + p * plane_in;
-        for (std::size_t o = 0; o < plane_out; ++o) {
-            const AvgCell& k = cells[o];
-            double s = 0.0;
-            for (long r = k.r0; r < k.r1; ++r) {
-                for (long q = k.q0; q < k.q1; ++q) s += in[r * static_cast<long>(w.W) + q];
-            }
-            y.data()[p * plane_out + o] = s / k.divisor;
-        }
-    }
+    const std::size_t n_planes = planes(x);
+    detail::by_tier(reference::avg_pool2d_forward, fast::avg_pool2d_forward, x.data(), n_planes, w, count_include_pad, y.data());
     // dx[window of o] += dy[o] / divisor[o]
-    return record("avg_pool2d", std::move(y), {x}, [w, cells, n_planes](const GradContext& c) -> Grads {
+    return record("avg_pool2d", std::move(y), {x}, [w, n_planes, count_include_pad](const GradContext& c) -> Grads {
         Array dx = xt::zeros<double>(c.input_shape(0));
-        const std::size_t plane_in = w.H * w.W, plane_out = w.out_area();
-        for (std::size_t p = 0; p < n_planes; ++p) {
-            double* out = dx.data() + p * plane_in;
-            for (std::size_t o = 0; o < plane_out; ++o) {
-                const AvgCell& k = cells[o];
-                const double share = c.grad.data()[p * plane_out + o] / k.divisor;
-                for (long r = k.r0; r < k.r1; ++r) {
-                    for (long q = k.q0; q < k.q1; ++q) out[r * static_cast<long>(w.W) + q] += share;
-                }
-            }
-        }
+        detail::by_tier(reference::avg_pool2d_backward, fast::avg_pool2d_backward, c.grad.data(), n_planes, w, count_include_pad,
+                        dx.data());
         return {std::move(dx)};
     }, {}, through_composed([kernel_size, stride, padding, ceil_mode, count_include_pad](const std::vector<Tensor>& in) {
         return avg_pool2d_composed(in[0], kernel_size, stride, padding, ceil_mode, count_include_pad);  // create_graph
@@ -179,7 +117,7 @@ Tensor avg_pool2d_composed(const Tensor& x, Size2 kernel_size, std::optional<Siz
                            bool ceil_mode, bool count_include_pad) {
     const Window2d w = check_pool("avg_pool2d_composed", x, kernel_size, stride, padding, 1, ceil_mode);
     Array divisors = Array::from_shape({w.OH, w.OW});
-    const std::vector<AvgCell> cells = avg_cells(w, count_include_pad);
+    const std::vector<detail::AvgCell> cells = avg_cells(w, count_include_pad);
     for (std::size_t o = 0; o < cells.size(); ++o) divisors.data()[o] = cells[o].divisor;
     const Tensor padded = pad_for_windows(x, w, 0.0);
     return sum(windows(padded, x, w, kernel_size, stride.value_or(kernel_size), 1), {2}) / Tensor(divisors);

@@ -1,7 +1,8 @@
 // One LSTM step as a fused graph node, the element-wise arithmetic of LSTM / GRU steps as fused
 // nodes, and the cells built on them. Rows are batch entries; within a row the gate
 // pre-activations sit side by side ([i, f, g, o] or [r, z, n], H values each). Derivations:
-// docs/derivations/lstm.md.
+// docs/derivations/lstm.md. The element-wise kernels: nn/reference/rnn.cpp and nn/fast/rnn.cpp, chosen
+// per call by xg::kernel_tier(); the products are linear's GEMMs (core/ops/gemm.hpp) in both tiers.
 #include <cmath>
 #include <vector>
 
@@ -10,7 +11,9 @@
 #include "core/ops/gemm.hpp"
 #include "core/engine/composed_backward.hpp"
 #include "nn/functional/functional.hpp"
-#include "nn/fast/gate_math.hpp"
+#include "nn/fast/rnn.hpp"
+#include "nn/functional/tier.hpp"
+#include "nn/reference/rnn.hpp"
 #include "nn/modules/recurrent.hpp"
 
 namespace xg::nn::functional {
@@ -18,8 +21,6 @@ namespace xg::nn::functional {
 namespace {
 
 using xg::detail::gemm;
-using detail::sigmoid;
-using detail::tanh;
 
 // gates (B, k H) against a state (B, H); returns H.
 std::size_t check_gates(const char* op, const char* gates_name, const Tensor& gates, std::size_t k, const char* state_name,
@@ -41,27 +42,14 @@ Tensor lstm_next_c(const Tensor& gates, const Tensor& c) {
     const std::size_t H = check_gates("lstm_next_c", "gates", gates, 4, "c", c), B = c.size(0);
     Array c_next = empty_like(c.value());
     Array i = Array::from_shape({B, H}), f = Array::from_shape({B, H}), g = Array::from_shape({B, H});
-    for (std::size_t b = 0; b < B; ++b) {
-        const double *a = gates.data() + b * 4 * H, *c_prev = c.data() + b * H;
-        for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-            i[k] = sigmoid(a[j]), f[k] = sigmoid(a[H + j]), g[k] = tanh(a[2 * H + j]);
-            c_next[k] = f[k] * c_prev[j] + i[k] * g[k];
-        }
-    }
+    detail::by_tier(reference::lstm_next_c_forward, fast::lstm_next_c_forward, gates.data(), c.data(), B, H, c_next.data(), i.data(),
+                    f.data(), g.data());
     // da_i = dc' g i (1 - i), da_f = dc' c f (1 - f), da_g = dc' i (1 - g^2), da_o = 0; dc = dc' f
     return record("lstm_next_c", std::move(c_next), {gates, c},
                   [B, H, i = std::move(i), f = std::move(f), g = std::move(g)](const GradContext& ctx) -> Grads {
         Array da = xt::zeros<double>({B, 4 * H}), dc = empty_like(ctx.input(1));
-        for (std::size_t b = 0; b < B; ++b) {
-            const double *c_prev = ctx.input(1).data() + b * H, *dc_next = ctx.grad.data() + b * H;
-            double* da_b = da.data() + b * 4 * H;
-            for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-                da_b[j] = dc_next[j] * g[k] * i[k] * (1.0 - i[k]);
-                da_b[H + j] = dc_next[j] * c_prev[j] * f[k] * (1.0 - f[k]);
-                da_b[2 * H + j] = dc_next[j] * i[k] * (1.0 - g[k] * g[k]);
-                dc[k] = dc_next[j] * f[k];
-            }
-        }
+        detail::by_tier(reference::lstm_next_c_backward, fast::lstm_next_c_backward, ctx.grad.data(), ctx.input(1).data(), i.data(),
+                        f.data(), g.data(), B, H, da.data(), dc.data());
         return {std::move(da), std::move(dc)};
     }, {{"i", {B, H}}, {"f", {B, H}}, {"g", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
         // create_graph: c' = sigmoid(a_f) c + sigmoid(a_i) tanh(a_g) from core ops
@@ -72,24 +60,14 @@ Tensor lstm_next_c(const Tensor& gates, const Tensor& c) {
 Tensor lstm_next_h(const Tensor& gates, const Tensor& c_next) {
     const std::size_t H = check_gates("lstm_next_h", "gates", gates, 4, "c_next", c_next), B = c_next.size(0);
     Array h = empty_like(c_next.value()), o = Array::from_shape({B, H}), tanh_c = Array::from_shape({B, H});
-    for (std::size_t b = 0; b < B; ++b) {
-        const double *a = gates.data() + b * 4 * H, *c = c_next.data() + b * H;
-        for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-            o[k] = sigmoid(a[3 * H + j]), tanh_c[k] = tanh(c[j]);
-            h[k] = o[k] * tanh_c[k];
-        }
-    }
+    detail::by_tier(reference::lstm_next_h_forward, fast::lstm_next_h_forward, gates.data(), c_next.data(), B, H, h.data(), o.data(),
+                    tanh_c.data());
     // da_o = dh tanh(c') o (1 - o), other gates 0; dc' = dh o (1 - tanh(c')^2)
     return record("lstm_next_h", std::move(h), {gates, c_next},
                   [B, H, o = std::move(o), tanh_c = std::move(tanh_c)](const GradContext& ctx) -> Grads {
         Array da = xt::zeros<double>({B, 4 * H}), dc = empty_array(ctx.input_shape(1));
-        for (std::size_t b = 0; b < B; ++b) {
-            const double* dh = ctx.grad.data() + b * H;
-            for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-                da[b * 4 * H + 3 * H + j] = dh[j] * tanh_c[k] * o[k] * (1.0 - o[k]);
-                dc[k] = dh[j] * o[k] * (1.0 - tanh_c[k] * tanh_c[k]);
-            }
-        }
+        detail::by_tier(reference::lstm_next_h_backward, fast::lstm_next_h_backward, ctx.grad.data(), o.data(), tanh_c.data(), B, H,
+                        da.data(), dc.data());
         return {std::move(da), std::move(dc)};
     }, {{"o", {B, H}}, {"tanh_c", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
         return sigmoid(narrow(in[0], 1, 3 * H, H)) * tanh(in[1]);  // create_graph: h' = sigmoid(a_o) tanh(c')
@@ -100,34 +78,15 @@ Tensor gru_next_h(const Tensor& gi, const Tensor& gh, const Tensor& h) {
     const std::size_t H = check_gates("gru_next_h", "gi", gi, 3, "h", h), B = h.size(0);
     check_gates("gru_next_h", "gh", gh, 3, "h", h);
     Array h_next = empty_like(h.value()), r = Array::from_shape({B, H}), z = Array::from_shape({B, H}), n = Array::from_shape({B, H});
-    for (std::size_t b = 0; b < B; ++b) {
-        const double *x = gi.data() + b * 3 * H, *s = gh.data() + b * 3 * H, *h_prev = h.data() + b * H;
-        for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-            r[k] = sigmoid(x[j] + s[j]), z[k] = sigmoid(x[H + j] + s[H + j]);
-            n[k] = tanh(x[2 * H + j] + r[k] * s[2 * H + j]);
-            h_next[k] = (1.0 - z[k]) * n[k] + z[k] * h_prev[j];
-        }
-    }
+    detail::by_tier(reference::gru_next_h_forward, fast::gru_next_h_forward, gi.data(), gh.data(), h.data(), B, H, h_next.data(),
+                    r.data(), z.data(), n.data());
     // dn = dh' (1 - z), dz = dh' (h - n), dh = dh' z; da_n = dn (1 - n^2) -> dgi_n = da_n, dgh_n = da_n r;
     // da_r = da_n gh_n r (1 - r) and da_z = dz z (1 - z) go to gi and gh alike
     return record("gru_next_h", std::move(h_next), {gi, gh, h},
                   [B, H, r = std::move(r), z = std::move(z), n = std::move(n)](const GradContext& ctx) -> Grads {
         Array dgi = empty_array(ctx.input_shape(0)), dgh = empty_array(ctx.input_shape(1)), dh = empty_array(ctx.input_shape(2));
-        for (std::size_t b = 0; b < B; ++b) {
-            const double *s = ctx.input(1).data() + b * 3 * H, *h_prev = ctx.input(2).data() + b * H;
-            const double* dh_next = ctx.grad.data() + b * H;
-            double *dx = dgi.data() + b * 3 * H, *ds = dgh.data() + b * 3 * H;
-            for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-                const double da_n = dh_next[j] * (1.0 - z[k]) * (1.0 - n[k] * n[k]);
-                const double da_r = da_n * s[2 * H + j] * r[k] * (1.0 - r[k]);
-                const double da_z = dh_next[j] * (h_prev[j] - n[k]) * z[k] * (1.0 - z[k]);
-                dx[j] = ds[j] = da_r;
-                dx[H + j] = ds[H + j] = da_z;
-                dx[2 * H + j] = da_n;
-                ds[2 * H + j] = da_n * r[k];
-                dh[k] = dh_next[j] * z[k];
-            }
-        }
+        detail::by_tier(reference::gru_next_h_backward, fast::gru_next_h_backward, ctx.grad.data(), ctx.input(1).data(),
+                        ctx.input(2).data(), r.data(), z.data(), n.data(), B, H, dgi.data(), dgh.data(), dh.data());
         return {std::move(dgi), std::move(dgh), std::move(dh)};
     }, {{"r", {B, H}}, {"z", {B, H}}, {"n", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
         // create_graph: the same step from core ops
@@ -176,18 +135,8 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
     Array act = Array::from_shape({B, 4 * H}), tanh_c = Array::from_shape({B, H}), hc = empty_array({B, 2 * H});
     gemm(x.data(), B, I, false, w_ih.data(), 4 * H, I, true, act.data(), 0.0);
     gemm(state.h.data(), B, H, false, w_hh.data(), 4 * H, H, true, act.data(), 1.0);
-    for (std::size_t b = 0; b < B; ++b) {
-        double *a = act.data() + b * 4 * H, *h_next = hc.data() + b * 2 * H, *c_next = h_next + H, *t = tanh_c.data() + b * H;
-        const double* c = state.c.data() + b * H;
-        for (std::size_t j = 0; j < H; ++j) {
-            const double i = sigmoid(a[j] + bias[j]), f = sigmoid(a[H + j] + bias[H + j]);
-            const double g = tanh(a[2 * H + j] + bias[2 * H + j]), o = sigmoid(a[3 * H + j] + bias[3 * H + j]);
-            c_next[j] = f * c[j] + i * g;
-            t[j] = tanh(c_next[j]);
-            h_next[j] = o * t[j];
-            a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;
-        }
-    }
+    detail::by_tier(reference::lstm_cell_forward, fast::lstm_cell_forward, act.data(), bias.data(), state.c.data(), B, H, tanh_c.data(),
+                    hc.data());
 
     std::vector<Tensor> inputs{x, state.h, state.c, w_ih, w_hh};
     for (const Tensor* b : {&b_ih, &b_hh}) {
@@ -199,20 +148,8 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
     return record("lstm_cell", std::move(hc), std::move(inputs),
                   [B, I, H, n_inputs, act = std::move(act), tanh_c = std::move(tanh_c)](const GradContext& ctx) -> Grads {
         Array da = Array::from_shape({B, 4 * H}), dc = empty_like(ctx.input(2));
-        for (std::size_t b = 0; b < B; ++b) {
-            const double *dh_next = ctx.grad.data() + b * 2 * H, *dc_in = dh_next + H, *c = ctx.input(2).data() + b * H;
-            const double *gates = act.data() + b * 4 * H, *t = tanh_c.data() + b * H;
-            double *da_b = da.data() + b * 4 * H, *dc_b = dc.data() + b * H;
-            for (std::size_t j = 0; j < H; ++j) {
-                const double i = gates[j], f = gates[H + j], g = gates[2 * H + j], o = gates[3 * H + j];
-                const double dc_next = dc_in[j] + dh_next[j] * o * (1.0 - t[j] * t[j]);
-                da_b[j] = dc_next * g * i * (1.0 - i);
-                da_b[H + j] = dc_next * c[j] * f * (1.0 - f);
-                da_b[2 * H + j] = dc_next * i * (1.0 - g * g);
-                da_b[3 * H + j] = dh_next[j] * t[j] * o * (1.0 - o);
-                dc_b[j] = dc_next * f;
-            }
-        }
+        detail::by_tier(reference::lstm_cell_backward, fast::lstm_cell_backward, ctx.grad.data(), ctx.input(2).data(), act.data(),
+                        tanh_c.data(), B, H, da.data(), dc.data());
         Grads grads(n_inputs);
         grads[2] = std::move(dc);
         const auto product = [&](std::size_t in, std::size_t w, std::size_t cols) {  // d(input) = da W

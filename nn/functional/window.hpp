@@ -30,12 +30,29 @@ struct Window2d {
     std::size_t out_area() const { return OH * OW; }
 };
 
+/// conv2d's sizes: x (N, C, H, W) with weight (O, C/G, KH, KW): G groups of Cg = C/G input and
+/// Og = O/G output channels; a group's im2col matrix has K = Cg KH KW rows and L = OH OW columns.
+struct ConvDims {
+    std::size_t N = 0, C = 0, O = 0, G = 1, Cg = 0, Og = 0, K = 0, L = 0;
+    Window2d win;
+};
+
 /// The window over x's last two axes for kernel/stride/padding/dilation, after checking them:
 /// kernel, stride and dilation positive, padding non-negative (and, for pooling, at most half the
 /// kernel), and a non-empty output. ceil_mode rounds the output size up as PyTorch's pooling does.
 /// Errors name `op`, the argument and x's shape.
 Window2d make_window(const char* op, const Shape& x, Size2 kernel, Size2 stride, Size2 padding, Size2 dilation,
                      bool ceil_mode = false, bool pooling = false);
+
+/// The rows and columns of input that average-pooling window (oh, ow) sums, and what it divides by.
+struct AvgCell {
+    long r0, r1, q0, q1;  ///< [r0, r1) x [q0, q1) inside the input
+    double divisor;
+};
+
+/// PyTorch's rule: the window clipped to the padded input sets the count_include_pad divisor,
+/// then clipped to the input it sets the other divisor and the elements summed.
+AvgCell avg_cell(const Window2d& w, std::size_t oh, std::size_t ow, bool count_include_pad);
 
 /// "(a, b)" for error messages.
 std::string size2_str(Size2 s);

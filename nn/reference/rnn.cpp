@@ -1,0 +1,133 @@
+// One LSTM / GRU step's element-wise arithmetic: docs/derivations/lstm.md, with its symbols. Unit
+// j of row b is element k = b H + j of a (B, H) array; gate q's pre-activation sits at b k H + q H + j
+// of a (B, k H) one.
+#include "nn/reference/rnn.hpp"
+
+#include <cmath>
+
+namespace xg::nn::reference {
+
+namespace {
+
+double sigma(double v) { return 1.0 / (1.0 + std::exp(-v)); }  // sigma(v) = 1 / (1 + e^-v)
+
+}  // namespace
+
+void lstm_next_c_forward(const double* a, const double* c, std::size_t B, std::size_t H, double* c_next, double* i, double* f,
+                         double* g) {
+    for (std::size_t b = 0; b < B; ++b) {
+        const double* a_b = a + b * 4 * H;  // [a_i, a_f, a_g, a_o]
+        for (std::size_t j = 0; j < H; ++j) {
+            const std::size_t k = b * H + j;
+            i[k] = sigma(a_b[j]), f[k] = sigma(a_b[H + j]), g[k] = std::tanh(a_b[2 * H + j]);
+            c_next[k] = f[k] * c[k] + i[k] * g[k];  // c' = f c + i g
+        }
+    }
+}
+
+void lstm_next_c_backward(const double* dc_next, const double* c, const double* i, const double* f, const double* g, std::size_t B,
+                          std::size_t H, double* da, double* dc) {
+    for (std::size_t b = 0; b < B; ++b) {
+        double* da_b = da + b * 4 * H;
+        for (std::size_t j = 0; j < H; ++j) {
+            const std::size_t k = b * H + j;
+            da_b[j] = dc_next[k] * g[k] * i[k] * (1.0 - i[k]);          // da_i = dc' g i (1 - i)
+            da_b[H + j] = dc_next[k] * c[k] * f[k] * (1.0 - f[k]);      // da_f = dc' c f (1 - f)
+            da_b[2 * H + j] = dc_next[k] * i[k] * (1.0 - g[k] * g[k]);  // da_g = dc' i (1 - g^2)
+            dc[k] = dc_next[k] * f[k];                                  // dc = dc' f
+        }
+    }
+}
+
+void lstm_next_h_forward(const double* a, const double* c_next, std::size_t B, std::size_t H, double* h, double* o, double* tanh_c) {
+    for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t j = 0; j < H; ++j) {
+            const std::size_t k = b * H + j;
+            o[k] = sigma(a[b * 4 * H + 3 * H + j]), tanh_c[k] = std::tanh(c_next[k]);
+            h[k] = o[k] * tanh_c[k];  // h' = o tanh(c')
+        }
+    }
+}
+
+void lstm_next_h_backward(const double* dh, const double* o, const double* tanh_c, std::size_t B, std::size_t H, double* da,
+                          double* dc_next) {
+    for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t j = 0; j < H; ++j) {
+            const std::size_t k = b * H + j;
+            da[b * 4 * H + 3 * H + j] = dh[k] * tanh_c[k] * o[k] * (1.0 - o[k]);  // da_o = dh' tanh(c') o (1 - o)
+            dc_next[k] = dh[k] * o[k] * (1.0 - tanh_c[k] * tanh_c[k]);             // dc' = dh' o (1 - tanh(c')^2)
+        }
+    }
+}
+
+void gru_next_h_forward(const double* gi, const double* gh, const double* h, std::size_t B, std::size_t H, double* h_next, double* r,
+                        double* z, double* n) {
+    for (std::size_t b = 0; b < B; ++b) {
+        const double *gi_b = gi + b * 3 * H, *gh_b = gh + b * 3 * H;  // [r, z, n] each
+        for (std::size_t j = 0; j < H; ++j) {
+            const std::size_t k = b * H + j;
+            r[k] = sigma(gi_b[j] + gh_b[j]);                         // r = sigma(gi_r + gh_r)
+            z[k] = sigma(gi_b[H + j] + gh_b[H + j]);                 // z = sigma(gi_z + gh_z)
+            n[k] = std::tanh(gi_b[2 * H + j] + r[k] * gh_b[2 * H + j]);  // n = tanh(gi_n + r gh_n)
+            h_next[k] = (1.0 - z[k]) * n[k] + z[k] * h[k];           // h' = (1 - z) n + z h
+        }
+    }
+}
+
+void gru_next_h_backward(const double* dh_next, const double* gh, const double* h, const double* r, const double* z, const double* n,
+                         std::size_t B, std::size_t H, double* dgi, double* dgh, double* dh) {
+    for (std::size_t b = 0; b < B; ++b) {
+        const double* gh_b = gh + b * 3 * H;
+        double *dgi_b = dgi + b * 3 * H, *dgh_b = dgh + b * 3 * H;
+        for (std::size_t j = 0; j < H; ++j) {
+            const std::size_t k = b * H + j;
+            const double dn = dh_next[k] * (1.0 - z[k]);          // dn = dh' (1 - z)
+            const double dz = dh_next[k] * (h[k] - n[k]);         // dz = dh' (h - n)
+            const double da_n = dn * (1.0 - n[k] * n[k]);         // da_n = dn (1 - n^2)
+            const double dr = da_n * gh_b[2 * H + j];             // dr = da_n gh_n
+            const double da_r = dr * r[k] * (1.0 - r[k]);         // da_r = dr r (1 - r)
+            const double da_z = dz * z[k] * (1.0 - z[k]);         // da_z = dz z (1 - z)
+            dgi_b[j] = dgh_b[j] = da_r;                           // dgi_r = dgh_r = da_r
+            dgi_b[H + j] = dgh_b[H + j] = da_z;                   // dgi_z = dgh_z = da_z
+            dgi_b[2 * H + j] = da_n;                              // dgi_n = da_n
+            dgh_b[2 * H + j] = da_n * r[k];                       // dgh_n = da_n r
+            dh[k] = dh_next[k] * z[k];                            // dh = dh' z
+        }
+    }
+}
+
+void lstm_cell_forward(double* act, const double* bias, const double* c, std::size_t B, std::size_t H, double* tanh_c, double* hc) {
+    for (std::size_t b = 0; b < B; ++b) {
+        double* a = act + b * 4 * H;  // a = x W_ih^T + h W_hh^T, then + b_ih + b_hh below
+        double *h_next = hc + b * 2 * H, *c_next = h_next + H;
+        for (std::size_t j = 0; j < H; ++j) {
+            const std::size_t k = b * H + j;
+            const double i = sigma(a[j] + bias[j]), f = sigma(a[H + j] + bias[H + j]);
+            const double g = std::tanh(a[2 * H + j] + bias[2 * H + j]), o = sigma(a[3 * H + j] + bias[3 * H + j]);
+            c_next[j] = f * c[k] + i * g;  // c' = f c + i g
+            tanh_c[k] = std::tanh(c_next[j]);
+            h_next[j] = o * tanh_c[k];     // h' = o tanh(c')
+            a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;  // kept for the backward
+        }
+    }
+}
+
+void lstm_cell_backward(const double* dhc, const double* c, const double* act, const double* tanh_c, std::size_t B, std::size_t H,
+                        double* da, double* dc) {
+    for (std::size_t b = 0; b < B; ++b) {
+        const double *dh_next = dhc + b * 2 * H, *dc_in = dh_next + H, *gates = act + b * 4 * H;
+        double* da_b = da + b * 4 * H;
+        for (std::size_t j = 0; j < H; ++j) {
+            const std::size_t k = b * H + j;
+            const double i = gates[j], f = gates[H + j], g = gates[2 * H + j], o = gates[3 * H + j], t = tanh_c[k];
+            const double dc_next = dc_in[j] + dh_next[j] * o * (1.0 - t * t);  // dc' <- dc' + dh' o (1 - tanh(c')^2)
+            da_b[j] = dc_next * g * i * (1.0 - i);                             // da_i = dc' g i (1 - i)
+            da_b[H + j] = dc_next * c[k] * f * (1.0 - f);                      // da_f = dc' c f (1 - f)
+            da_b[2 * H + j] = dc_next * i * (1.0 - g * g);                     // da_g = dc' i (1 - g^2)
+            da_b[3 * H + j] = dh_next[j] * t * o * (1.0 - o);                  // da_o = dh' tanh(c') o (1 - o)
+            dc[k] = dc_next * f;                                               // dc = dc' f
+        }
+    }
+}
+
+}  // namespace xg::nn::reference
