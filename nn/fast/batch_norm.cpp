@@ -116,15 +116,26 @@ void batch_norm_backward(const double* x, const double* g, const double* w, cons
     for (std::size_t c = 0; c < C; ++c) dw[c] *= rstd[c];
     if (dx == nullptr) return;
     const double M = static_cast<double>(l.per_channel());
-    std::vector<double> w_rstd(C), mean_g(C, 0.0), slope(C, 0.0);
+    std::vector<double> mean_g(C, 0.0), mean_g_xhat(C, 0.0);
     for (std::size_t c = 0; c < C; ++c) {
-        w_rstd[c] = w[c] * rstd[c];
         if (!training) continue;
         mean_g[c] = db[c] / M;
-        slope[c] = w_rstd[c] * rstd[c] * (dw[c] / M);
+        mean_g_xhat[c] = dw[c] / M;
+    }
+    batch_norm_input_grad(x, g, w, mean, rstd, mean_g.data(), mean_g_xhat.data(), dx, N, C, L);
+}
+
+void batch_norm_input_grad(const double* x, const double* g, const double* w, const double* mean, const double* rstd,
+                           const double* mean_g, const double* mean_g_xhat, double* dx, std::size_t N, std::size_t C,
+                           std::size_t L) {
+    const ChannelLayout l{N, C, L};
+    std::vector<double> w_rstd(C), slope(C);
+    for (std::size_t c = 0; c < C; ++c) {
+        w_rstd[c] = w[c] * rstd[c];
+        slope[c] = w_rstd[c] * rstd[c] * mean_g_xhat[c];
     }
     xg::detail::parallel_for(l.n, C * l.length, [&](std::size_t i0, std::size_t i1) {
-        input_grad_rows(x, g, mean, w_rstd.data(), mean_g.data(), slope.data(), dx, l.rows(i0, i1));
+        input_grad_rows(x, g, mean, w_rstd.data(), mean_g, slope.data(), dx, l.rows(i0, i1));
     });
 }
 

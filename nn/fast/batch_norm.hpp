@@ -19,4 +19,10 @@ void batch_norm_forward(const double* x, const double* w, const double* b, const
 void batch_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd, double* dx,
                          double* dw, double* db, std::size_t N, std::size_t C, std::size_t L, bool training);
 
+/// dx = w_c rstd_c (g - mean_g_c - xhat mean_g_xhat_c) from given per-channel means of g and
+/// g xhat: batch_norm_backward's second pass, for SyncBatchNorm, whose means are over every rank.
+void batch_norm_input_grad(const double* x, const double* g, const double* w, const double* mean, const double* rstd,
+                           const double* mean_g, const double* mean_g_xhat, double* dx, std::size_t N, std::size_t C,
+                           std::size_t L);
+
 }  // namespace xg::nn::fast

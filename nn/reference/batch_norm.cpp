@@ -3,6 +3,7 @@
 #include "nn/reference/batch_norm.hpp"
 
 #include <algorithm>
+#include <vector>
 
 namespace xg::nn::reference {
 
@@ -48,6 +49,7 @@ void batch_norm_forward(const double* x, const double* w, const double* b, const
 void batch_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd, double* dx,
                          double* dw, double* db, std::size_t N, std::size_t C, std::size_t L, bool training) {
     const double M = static_cast<double>(N * L);
+    std::vector<double> mean_g(C), mean_g_xhat(C);  // training: through the statistics; eval: constants
     for (std::size_t c = 0; c < C; ++c) {
         double sum_g = 0.0, sum_g_xhat = 0.0;
         for (std::size_t i = 0; i < N; ++i) {
@@ -59,13 +61,22 @@ void batch_norm_backward(const double* x, const double* g, const double* w, cons
         }
         db[c] += sum_g;
         dw[c] += sum_g_xhat;
-        if (dx == nullptr) continue;
-        const double mean_g = training ? sum_g / M : 0.0, mean_g_xhat = training ? sum_g_xhat / M : 0.0;
+        mean_g[c] = training ? sum_g / M : 0.0;
+        mean_g_xhat[c] = training ? sum_g_xhat / M : 0.0;
+    }
+    if (dx != nullptr) batch_norm_input_grad(x, g, w, mean, rstd, mean_g.data(), mean_g_xhat.data(), dx, N, C, L);
+}
+
+// dx = w_c rstd_c (g - mean(g) - xhat mean(g xhat)), the means given
+void batch_norm_input_grad(const double* x, const double* g, const double* w, const double* mean, const double* rstd,
+                           const double* mean_g, const double* mean_g_xhat, double* dx, std::size_t N, std::size_t C,
+                           std::size_t L) {
+    for (std::size_t c = 0; c < C; ++c) {
         for (std::size_t i = 0; i < N; ++i) {
             for (std::size_t l = 0; l < L; ++l) {
                 const std::size_t k = (i * C + c) * L + l;
                 const double xhat = (x[k] - mean[c]) * rstd[c];
-                dx[k] = w[c] * rstd[c] * (g[k] - mean_g - xhat * mean_g_xhat);
+                dx[k] = w[c] * rstd[c] * (g[k] - mean_g[c] - xhat * mean_g_xhat[c]);
             }
         }
     }
