@@ -48,7 +48,7 @@ inline xg::Array random_array(const xg::Shape& shape, std::uint64_t seed, double
 /// eps = 2^-52, and `magnitude` the size of the terms a result is the difference of, when they
 /// cancel: dx = w rstd (g - mean(g) - xhat mean(g xhat)) is tiny when a channel has two values
 /// (xhat = +-1), but its rounding errors are those of |w| rstd |g|. The measured worst case over
-/// every array of the tier tests is 0.14 of this bound (2026-12-02); a changed formula (D + 1
+/// every array of the tier tests is 0.15 of this bound (2026-12-02); a changed formula (D + 1
 /// for D, a wrong sign, eps in the wrong place) misses it by orders of magnitude.
 inline double tier_tolerance(const xg::Array& reference, std::size_t terms, double magnitude = 0.0) {
     const double scale = std::max(reference.size() == 0 ? 0.0 : xt::amax(xt::abs(reference))(), magnitude);
