@@ -1,6 +1,6 @@
 // GroupNorm, one row (a sample's group) at a time, with the symbols of docs/derivations/groupnorm.md.
-// Row r = n G + group holds channels c = group C/G + k, k < C/G, each S values: value j of the row
-// (j = k S + s) belongs to channel group C/G + j / S.
+// Row r = n G + group holds channels c = group C/G + k, k < C/G, each S values: value j = k S + s
+// of the row belongs to channel c.
 #include "nn/reference/group_norm.hpp"
 
 #include <cmath>
@@ -17,10 +17,12 @@ void group_norm_forward(const double* x, const double* w, const double* b, doubl
         const double* xr = x + r * D;
         mean_var(xr, D, mean[r], var[r]);
         rstd[r] = 1.0 / std::sqrt(var[r] + eps);
-        for (std::size_t j = 0; j < D; ++j) {
-            const std::size_t c = r % G * (C / G) + j / S;
-            const double xhat = (xr[j] - mean[r]) * rstd[r];
-            y[r * D + j] = xhat * w[c] + b[c];
+        for (std::size_t k = 0, j = 0; k < C / G; ++k) {  // channel c: S values of the row
+            const std::size_t c = r % G * (C / G) + k;
+            for (std::size_t s = 0; s < S; ++s, ++j) {
+                const double xhat = (xr[j] - mean[r]) * rstd[r];
+                y[r * D + j] = xhat * w[c] + b[c];
+            }
         }
     }
 }
@@ -32,20 +34,24 @@ void group_norm_backward(const double* x, const double* g, const double* w, cons
     for (std::size_t r = 0; r < N * G; ++r) {
         const double *xr = x + r * D, *gr = g + r * D;
         double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
-        for (std::size_t j = 0; j < D; ++j) {
-            const std::size_t c = r % G * (C / G) + j / S;
-            const double xhat = (xr[j] - mean[r]) * rstd[r], dxhat = gr[j] * w[c];
-            sum_dxhat += dxhat;
-            sum_dxhat_xhat += dxhat * xhat;
-            dw[c] += gr[j] * xhat;
-            db[c] += gr[j];
+        for (std::size_t k = 0, j = 0; k < C / G; ++k) {
+            const std::size_t c = r % G * (C / G) + k;
+            for (std::size_t s = 0; s < S; ++s, ++j) {
+                const double xhat = (xr[j] - mean[r]) * rstd[r], dxhat = gr[j] * w[c];
+                sum_dxhat += dxhat;
+                sum_dxhat_xhat += dxhat * xhat;
+                dw[c] += gr[j] * xhat;
+                db[c] += gr[j];
+            }
         }
         if (dx == nullptr) continue;
         const double mean_dxhat = sum_dxhat / static_cast<double>(D), mean_dxhat_xhat = sum_dxhat_xhat / static_cast<double>(D);
-        for (std::size_t j = 0; j < D; ++j) {
-            const std::size_t c = r % G * (C / G) + j / S;
-            const double xhat = (xr[j] - mean[r]) * rstd[r], dxhat = gr[j] * w[c];
-            dx[r * D + j] = rstd[r] * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
+        for (std::size_t k = 0, j = 0; k < C / G; ++k) {
+            const std::size_t c = r % G * (C / G) + k;
+            for (std::size_t s = 0; s < S; ++s, ++j) {
+                const double xhat = (xr[j] - mean[r]) * rstd[r], dxhat = gr[j] * w[c];
+                dx[r * D + j] = rstd[r] * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
+            }
         }
     }
 }
