@@ -5,8 +5,9 @@
 #                           here, the whole log on failure); each tutorial's banner and verdicts,
 #                           a summary, and the HTML report <build>/tutorials/report/index.html
 #   scripts/setup.sh test   install what is missing, build, run the whole test suite, run it
-#                           again under a second OpenBLAS kernel (OPENBLAS_CORETYPE, see below),
-#                           then the sanitizer run below (skip it with XGRAD_SANITIZE_TESTS=0)
+#                           again under a second OpenBLAS kernel (OPENBLAS_CORETYPE, see below)
+#                           on the reference kernels (XGRAD_REFERENCE_KERNELS=1), then the
+#                           sanitizer run below (skip it with XGRAD_SANITIZE_TESTS=0)
 #   scripts/setup.sh sanitize  only the sanitizer run: the test executables built with
 #                           AddressSanitizer + UBSan (-O1 -g1) in build-asan (SANITIZE_DIR), and the
 #                           whole ctest suite run under them except the install/consumer tests
@@ -134,6 +135,11 @@ fi
 # may pick Sandybridge itself, so it gets Nehalem (SSE). XGRAD_SECOND_KERNEL overrides the choice;
 # XGRAD_SECOND_KERNEL=none skips the second pass. The second pass leaves out the install.* tests
 # (packaging: they build consumer projects again and compare no numbers).
+# The second pass also runs the fused ops on their reference kernels (XGRAD_REFERENCE_KERNELS=1,
+# nn/reference/), so that the whole suite passes on both tiers: the BLAS is shared by both tiers,
+# so the fast tier under a second BLAS kernel would add little over the first pass, and a third
+# pass would not fit CI's time budget. (The fast tier is tested against the reference in every
+# pass: ctest -L tiers switches tiers itself.)
 second_kernel() {
   local first="${OPENBLAS_CORETYPE:-}"
   if [ -n "${XGRAD_SECOND_KERNEL:-}" ]; then echo "$XGRAD_SECOND_KERNEL"
@@ -148,8 +154,9 @@ case "$mode" in
   test)  ctest_no_skips --test-dir "$build_dir" -j "$jobs" --output-on-failure --timeout 600
          kernel="$(second_kernel)"
          if [ "$kernel" != none ]; then
-           echo "setup: the suite again with OPENBLAS_CORETYPE=$kernel (another summation order in matrix products)"
-           OPENBLAS_CORETYPE="$kernel" ctest_no_skips --test-dir "$build_dir" -j "$jobs" --output-on-failure --timeout 600 -LE install
+           echo "setup: the suite again with OPENBLAS_CORETYPE=$kernel (another summation order in matrix products)" \
+                "and XGRAD_REFERENCE_KERNELS=1 (the reference kernels of the fused ops)"
+           OPENBLAS_CORETYPE="$kernel" XGRAD_REFERENCE_KERNELS=1 ctest_no_skips --test-dir "$build_dir" -j "$jobs" --output-on-failure --timeout 600 -LE install
          fi
          if [ "${XGRAD_SANITIZE_TESTS:-1}" != 0 ]; then run_sanitized_suite; fi ;;
   build) ;;

@@ -1,5 +1,5 @@
-// The speed machinery of the normalisation kernels (nn/functional/layer_norm.cpp, _rmsnorm,
-// _batchnorm, _groupnorm), as a few named primitives, so that each kernel body reads like its
+// The speed machinery of the normalisation kernels (nn/fast/layer_norm.cpp, rms_norm.cpp,
+// batch_norm.cpp, group_norm.cpp), as a few named primitives, so that each kernel body reads like its
 // derivation (docs/derivations/). A learner can skip this file: every primitive does what its
 // one-line description says, with plain-loop semantics. What each one bought, measured:
 // docs/performance.md, "The figures behind nn/fast/kernel_primitives.hpp".

@@ -1,33 +1,38 @@
 // SyncBatchNorm's forward and backward, one graph node, with the symbols of
 // docs/derivations/sync_batchnorm.md: per channel c, M = the global count, mean and rstd the
-// global statistics, g = dL/dy on this rank's rows.
+// global statistics, g = dL/dy on this rank's rows. The loops are batch_norm's kernels
+// (nn/reference/batch_norm.cpp, nn/fast/batch_norm.cpp): only the statistics and the two sums of
+// the backward cross between ranks.
 #include "nn/modules/sync_batchnorm.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "core/distributed/collectives.hpp"
+#include "nn/fast/batch_norm.hpp"
+#include "nn/functional/affine.hpp"
+#include "nn/functional/tier.hpp"
 #include "nn/modules/image_norm.hpp"
+#include "nn/reference/batch_norm.hpp"
 
 namespace xg::nn {
 
 namespace {
 
+using detail::AffineSlots;
+using detail::by_tier;
+using detail::ValuesOr;
+
 constexpr const char* kOp = "SyncBatchNorm";
 
-// (N, C, *) as N rows of C channels of L values: element (i, c, l) at (i C + c) L + l.
+// (N, C, *) as N rows of C channels of L values: element (i, c, l) at (i C + c) L + l, batch_norm's
+// channel layout.
 struct Layout {
     std::size_t n, channels, length;
     std::size_t count() const { return n * length; }  // values per channel on this rank
-    template <class F>
-    void each(std::size_t c, F&& f) const {
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::size_t row = (i * channels + c) * length;
-            for (std::size_t l = 0; l < length; ++l) f(row + l);
-        }
-    }
 };
 
 Layout layout_of(const Shape& s) {
@@ -49,20 +54,13 @@ GlobalStats synchronised_stats(const double* x, const Layout& l, const Shape& sh
     const std::size_t C = l.channels;
     const double m = static_cast<double>(l.count());
     Array local = xt::zeros<double>({std::size_t{3}, C});  // rows: count, mean, sum of squares
+    std::vector<double> mean(C), var(C);
+    if (l.count() > 0) by_tier(reference::batch_norm_stats, fast::batch_norm_stats, x, mean.data(), var.data(), l.n, C, l.length);
     for (std::size_t c = 0; c < C; ++c) {
         local(0, c) = m;
         if (l.count() == 0) continue;
-        double sum = 0.0;
-        l.each(c, [&](std::size_t k) { sum += x[k]; });
-        const double mean = sum / m;
-        double dev = 0.0, dev_sq = 0.0;
-        l.each(c, [&](std::size_t k) {
-            const double d = x[k] - mean;
-            dev += d;
-            dev_sq += d * d;
-        });
-        local(1, c) = mean;
-        local(2, c) = dev_sq - dev * dev / m;
+        local(1, c) = mean[c];
+        local(2, c) = var[c] * m;  // S_r = m_r var_r
     }
     const std::vector<Array> ranks = distributed::all_gather(local);
     GlobalStats s{xt::zeros<double>({C}), Array::from_shape({C}), xt::zeros<double>({C}), 0.0};
@@ -118,56 +116,45 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
         num_batches_tracked.mutable_value()() = batches;
     }
 
-    const double* xv = x.data();
+    const ValuesOr w(weight, C, 1.0), b(bias, C, 0.0);
     Array y = Array::from_shape(x.shape());
-    double* yv = y.data();
-    for (std::size_t c = 0; c < C; ++c) {
-        const double w = weight.defined() ? weight.value()(c) : 1.0, b = bias.defined() ? bias.value()(c) : 0.0;
-        const double scale = s.rstd(c) * w, mean = s.mean(c);
-        l.each(c, [&](std::size_t k) { yv[k] = (xv[k] - mean) * scale + b; });
+    if (l.count() > 0) {
+        by_tier(reference::batch_norm_forward, fast::batch_norm_forward, x.data(), w.data(), b.data(), s.mean.data(),
+                s.rstd.data(), y.data(), l.n, C, l.length);
     }
 
-    std::vector<Tensor> inputs{x};
-    const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
-    if (weight.defined()) inputs.push_back(weight);
-    const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
-    if (bias.defined()) inputs.push_back(bias);
+    const AffineSlots affine(weight, bias);
     std::vector<SavedInfo> saved{{"mean", {C}}, {"rstd", {C}}};
     // dx = w rstd (g - sum_all(g)/M - (x - mean) rstd^2 sum_all(g (x - mean))/M), the sums over
     // every rank (one all_reduce of 2C values); dw = rstd sum g (x - mean), db = sum g, this rank's
     return record(
-        "sync_batch_norm", std::move(y), std::move(inputs),
-        [l, wi, bi, M = s.count, mean = std::move(s.mean), rstd = std::move(s.rstd)](const GradContext& ctx) -> Grads {
+        "sync_batch_norm", std::move(y), affine.inputs(x, weight, bias),
+        [l, affine, M = s.count, mean = std::move(s.mean), rstd = std::move(s.rstd)](const GradContext& ctx) -> Grads {
             const std::size_t C = l.channels;
-            const double* xv = ctx.input(0).data();
-            const double* g = ctx.grad.data();
-            Array sums = xt::zeros<double>({std::size_t{2}, C});  // rows: sum g, sum g (x - mean)
-            for (std::size_t c = 0; c < C; ++c) {
-                l.each(c, [&](std::size_t k) {
-                    sums(0, c) += g[k];
-                    sums(1, c) += g[k] * (xv[k] - mean(c));
-                });
+            const ValuesOr w(affine.weight_values(ctx), C, 1.0);
+            // rows: sum g (db) and sum g xhat (dw) over this rank's values, then over every rank's
+            Array sums = xt::zeros<double>({std::size_t{2}, C});
+            double *sum_g = sums.data(), *sum_g_xhat = sums.data() + C;
+            if (l.count() > 0) {
+                by_tier(reference::batch_norm_backward, fast::batch_norm_backward, ctx.input(0).data(), ctx.grad.data(), w.data(),
+                        mean.data(), rstd.data(), nullptr, sum_g_xhat, sum_g, l.n, C, l.length, true);
             }
             Grads grads(ctx.num_inputs());
-            if (wi >= 0 && ctx.needs_grad(static_cast<std::size_t>(wi))) {
-                Array dw = Array::from_shape({C});
-                for (std::size_t c = 0; c < C; ++c) dw(c) = rstd(c) * sums(1, c);
-                grads[static_cast<std::size_t>(wi)] = std::move(dw);
-            }
-            if (bi >= 0 && ctx.needs_grad(static_cast<std::size_t>(bi))) {
-                Array db = Array::from_shape({C});
-                for (std::size_t c = 0; c < C; ++c) db(c) = sums(0, c);
-                grads[static_cast<std::size_t>(bi)] = std::move(db);
-            }
+            Array db = Array::from_shape({C}), dw = Array::from_shape({C});
+            std::copy(sum_g, sum_g + C, db.data());
+            std::copy(sum_g_xhat, sum_g_xhat + C, dw.data());
+            affine.put_grads(ctx, grads, std::move(dw), std::move(db));
             if (!ctx.needs_grad(0)) return grads;
             distributed::all_reduce(sums);
-            Array dx = Array::from_shape(ctx.input_shape(0));
-            double* dxv = dx.data();
+            std::vector<double> mean_g(C), mean_g_xhat(C);
             for (std::size_t c = 0; c < C; ++c) {
-                const double w = wi < 0 ? 1.0 : ctx.input(static_cast<std::size_t>(wi))(c);
-                const double w_rstd = w * rstd(c), mean_g = sums(0, c) / M;
-                const double slope = w_rstd * rstd(c) * rstd(c) * sums(1, c) / M;
-                l.each(c, [&](std::size_t k) { dxv[k] = w_rstd * (g[k] - mean_g) - slope * (xv[k] - mean(c)); });
+                mean_g[c] = sum_g[c] / M;
+                mean_g_xhat[c] = sum_g_xhat[c] / M;
+            }
+            Array dx = Array::from_shape(ctx.input_shape(0));
+            if (l.count() > 0) {
+                by_tier(reference::batch_norm_input_grad, fast::batch_norm_input_grad, ctx.input(0).data(), ctx.grad.data(),
+                        w.data(), mean.data(), rstd.data(), mean_g.data(), mean_g_xhat.data(), dx.data(), l.n, C, l.length);
             }
             grads[0] = std::move(dx);
             return grads;

@@ -1,0 +1,77 @@
+// LayerNorm's fast kernels: the row loops of nn/reference/layer_norm.cpp in the style of llm.c's
+// layernorm_forward/backward, written with the primitives of nn/fast/kernel_primitives.hpp (kLanes
+// partial sums, streaming stores, the next row's prefetch) and split between threads by rows.
+#include "nn/fast/layer_norm.hpp"
+
+#include <cmath>
+
+#include "core/fast/parallel.hpp"
+#include "nn/fast/kernel_primitives.hpp"
+
+namespace xg::nn::fast {
+
+namespace {
+
+using detail::next_row;
+using detail::OutputStore;
+
+// Per row r in [r0, r1): mean, var, rstd = 1 / sqrt(var + eps), xhat = (x - mean) rstd, y = xhat w + b.
+XG_KERNEL_CLONES void forward_rows(const double* x, const double* w, const double* b, double* y, double* row_mean,
+                                   double* row_rstd, std::size_t rows, std::size_t D, double eps, std::size_t r0, std::size_t r1) {
+    const OutputStore store(y, rows * D, D);
+    for (std::size_t r = r0; r < r1; ++r) {
+        const double* xr = x + r * D;
+        double mean, var;
+        detail::row_mean_var(xr, D, mean, var);
+        const double rstd = 1.0 / std::sqrt(var + eps);
+        row_mean[r] = mean;
+        row_rstd[r] = rstd;
+        const auto xhat = [=](std::size_t j) { return (xr[j] - mean) * rstd; };
+        store(y + r * D, D, [=](std::size_t j) { return xhat(j) * w[j] + b[j]; });
+    }
+}
+
+// Per row, with g = dL/dy and dxhat = g w:
+//   dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat));  dw += g xhat, db += g.
+// Pass 1 takes the two means (and dw, db), pass 2 writes dx; the row stays in L1/L2 between them,
+// and pass 2 fetches the next row of x and g meanwhile (OutputStore: otherwise memory idles).
+// Rows [r0, r1); dw and db are this range's partial sums.
+XG_KERNEL_CLONES void backward_rows(const double* x, const double* g, const double* w, const double* row_mean,
+                                    const double* row_rstd, double* dx, double* dw, double* db, std::size_t rows, std::size_t D,
+                                    std::size_t r0, std::size_t r1) {
+    const double inv_D = 1.0 / static_cast<double>(D);
+    const OutputStore store(dx, rows * D, D);
+    for (std::size_t r = r0; r < r1; ++r) {
+        const double *xr = x + r * D, *gr = g + r * D, mean = row_mean[r], rstd = row_rstd[r];
+        const auto xhat = [=](std::size_t j) { return (xr[j] - mean) * rstd; };
+        const auto dxhat = [=](std::size_t j) { return gr[j] * w[j]; };
+        const auto [sum_dxhat, sum_dxhat_xhat] = detail::row_sums(D, [=](std::size_t j) {
+            const double g_j = gr[j], xhat_j = xhat(j), dxhat_j = dxhat(j);  // read before dw, db are written
+            dw[j] += g_j * xhat_j;
+            db[j] += g_j;
+            return std::pair{dxhat_j, dxhat_j * xhat_j};
+        });
+        if (dx == nullptr) continue;
+        const double mean_dxhat = sum_dxhat * inv_D, mean_dxhat_xhat = sum_dxhat_xhat * inv_D;
+        store(dx + r * D, D, [=](std::size_t j) { return rstd * (dxhat(j) - mean_dxhat - xhat(j) * mean_dxhat_xhat); },
+              next_row(x, g, r, r1, D));
+    }
+}
+
+}  // namespace
+
+void layer_norm_forward(const double* x, const double* w, const double* b, double* y, double* mean, double* rstd,
+                        std::size_t rows, std::size_t D, double eps) {
+    xg::detail::parallel_for(rows, D, [&](std::size_t r0, std::size_t r1) {
+        forward_rows(x, w, b, y, mean, rstd, rows, D, eps, r0, r1);
+    });
+}
+
+void layer_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd, double* dx,
+                         double* dw, double* db, std::size_t rows, std::size_t D) {
+    xg::detail::sums_over_chunks(rows, D, D, dw, db, [&](std::size_t r0, std::size_t r1, double* dw_part, double* db_part) {
+        backward_rows(x, g, w, mean, rstd, dx, dw_part, db_part, rows, D, r0, r1);
+    });
+}
+
+}  // namespace xg::nn::fast

@@ -1,0 +1,98 @@
+// `ctest -L tiers`: LayerNorm's fast kernels (nn/fast/layer_norm.cpp) against its reference kernels
+// (nn/reference/layer_norm.cpp) within the tolerance of tests/support/norm_tiers.hpp, at 1 and 3
+// threads; and layer_norm() on either tier, with and without weight and bias.
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "core/engine/kernel_tier.hpp"
+#include "nn/fast/layer_norm.hpp"
+#include "nn/functional/functional.hpp"
+#include "nn/reference/layer_norm.hpp"
+#include "tests/support/norm_tiers.hpp"
+
+namespace xg_test_layer_norm_tiers {
+
+namespace F = xg::nn::functional;
+using xg::Array;
+using xg::Tensor;
+using xg_test_support::check_tiers_agree;
+
+struct Shape2 {
+    std::size_t rows, D;
+};
+
+// Odd widths, a single row, a single element per row, threads' shares, and outputs of 4 MiB or more
+// with rows longer than 4 KiB (streaming stores and the next row's prefetch in nn/fast/).
+constexpr Shape2 kShapes[] = {{1, 7}, {37, 83}, {5, 1}, {3, 2049}, {64, 768}, {128, 4100}};
+
+TEST_CASE("layer_norm tiers: fast kernels match the reference kernels", "[tiers][layer_norm]") {
+    xg_test_support::ThreadCountGuard restore;
+    for (const auto [rows, D] : kShapes) {
+        const Array x = xg_test_support::random_array({rows, D}, 1, 3.0, 1.0), g = xg_test_support::random_array({rows, D}, 2);
+        const Array w = xg_test_support::random_array({D}, 3), b = xg_test_support::random_array({D}, 4);
+        for (int threads : xg_test_support::kTierThreadCounts) {
+            xg::set_num_threads(threads);
+            const std::string at = fmt::format("({}, {}) at {} threads", rows, D, threads);
+            Array y[2], mean[2], rstd[2], dx[2], dw[2], db[2], dw_only[2];
+            for (int fast = 0; fast < 2; ++fast) {
+                y[fast] = Array::from_shape({rows, D}), mean[fast] = Array::from_shape({rows}), rstd[fast] = Array::from_shape({rows});
+                dx[fast] = Array::from_shape({rows, D});
+                dw[fast] = xt::zeros<double>({D}), db[fast] = xt::zeros<double>({D}), dw_only[fast] = xt::zeros<double>({D});
+                Array db_only = xt::zeros<double>({D});
+                auto* forward = fast ? xg::nn::fast::layer_norm_forward : xg::nn::reference::layer_norm_forward;
+                auto* backward = fast ? xg::nn::fast::layer_norm_backward : xg::nn::reference::layer_norm_backward;
+                forward(x.data(), w.data(), b.data(), y[fast].data(), mean[fast].data(), rstd[fast].data(), rows, D, 1e-5);
+                backward(x.data(), g.data(), w.data(), mean[fast].data(), rstd[fast].data(), dx[fast].data(), dw[fast].data(),
+                         db[fast].data(), rows, D);
+                // without dx (x needs no gradient): the parameter gradients alone
+                backward(x.data(), g.data(), w.data(), mean[fast].data(), rstd[fast].data(), nullptr, dw_only[fast].data(),
+                         db_only.data(), rows, D);
+            }
+            check_tiers_agree("y " + at, y[1], y[0], D);
+            check_tiers_agree("mean " + at, mean[1], mean[0], D);
+            check_tiers_agree("rstd " + at, rstd[1], rstd[0], D);
+            check_tiers_agree("dx " + at, dx[1], dx[0], D, xg_test_support::dx_magnitude(w, rstd[0], g));
+            check_tiers_agree("dw " + at, dw[1], dw[0], std::max(rows, D));
+            check_tiers_agree("db " + at, db[1], db[0], std::max(rows, D));
+            check_tiers_agree("dw without dx " + at, dw_only[1], dw_only[0], std::max(rows, D));
+        }
+    }
+}
+
+TEST_CASE("layer_norm tiers: the op on either tier, with and without weight and bias", "[tiers][layer_norm]") {
+    const Array xv = xg_test_support::random_array({6, 4, 33}, 5, 2.0, -1.0), gv = xg_test_support::random_array({6, 4, 33}, 6);
+    for (int affine = 0; affine < 4; ++affine) {
+        const bool has_w = affine & 1, has_b = affine & 2;
+        Tensor out[2], x[2], w[2], b[2];
+        for (int fast = 0; fast < 2; ++fast) {
+            const xg::KernelTierGuard tier(fast ? xg::KernelTier::fast : xg::KernelTier::reference);
+            x[fast] = Tensor(xv, true);
+            if (has_w) w[fast] = Tensor(xg_test_support::random_array({4, 33}, 7), true);
+            if (has_b) b[fast] = Tensor(xg_test_support::random_array({4, 33}, 8), true);
+            out[fast] = F::layer_norm(x[fast], {4, 33}, w[fast], b[fast]);
+            out[fast].backward(Tensor(gv));
+        }
+        const std::string with = fmt::format("weight {}, bias {}", has_w, has_b);
+        check_tiers_agree("y, " + with, out[1].value(), out[0].value(), 132);
+        check_tiers_agree("dx, " + with, x[1].grad_value(), x[0].grad_value(), 132);
+        if (has_w) check_tiers_agree("dw, " + with, w[1].grad_value(), w[0].grad_value(), 132);
+        if (has_b) check_tiers_agree("db, " + with, b[1].grad_value(), b[0].grad_value(), 132);
+    }
+}
+
+TEST_CASE("layer_norm tiers: the op runs the kernels of the tier it is on", "[tiers][layer_norm]") {
+    const std::size_t rows = 9, D = 31;
+    const Array x = xg_test_support::random_array({rows, D}, 9, 3.0, 1.0);
+    const Array ones = xt::ones<double>({D}), zeros = xt::zeros<double>({D});
+    for (int fast = 0; fast < 2; ++fast) {
+        const xg::KernelTierGuard tier(fast ? xg::KernelTier::fast : xg::KernelTier::reference);
+        Array y = Array::from_shape({rows, D}), mean = Array::from_shape({rows}), rstd = Array::from_shape({rows});
+        (fast ? xg::nn::fast::layer_norm_forward : xg::nn::reference::layer_norm_forward)(
+            x.data(), ones.data(), zeros.data(), y.data(), mean.data(), rstd.data(), rows, D, 1e-5);
+        CHECK(F::layer_norm(Tensor(x), {D}).value() == y);  // bit for bit
+    }
+}
+
+}  // namespace xg_test_layer_norm_tiers
