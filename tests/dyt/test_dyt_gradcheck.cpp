@@ -10,6 +10,7 @@
 #include "core/tools/gradcheck.hpp"
 #include "nn/nn.hpp"
 #include "tests/support/gradcheck_support.hpp"
+#include "tests/support/module_gradcheck.hpp"
 
 namespace xg_test_dyt_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -25,40 +26,9 @@ using xg::test::randn_leaf;
 
 namespace {
 
-// A parameter of a module: the module and the name it registered the parameter under.
-using Slot = std::pair<nn::Module*, std::string>;
-
-Tensor registered(const Slot& slot) {
-    for (const auto& [n, t] : slot.first->named_parameters(false)) {
-        if (n == slot.second) return t;
-    }
-    throw std::logic_error("no parameter " + slot.second);
-}
-
-// Checks forward(inputs) w.r.t. the inputs and the parameters in `slots` (gradcheck's copies are
-// put in their place for each forward, and the originals restored after).
-void check_module(const std::string& name, const std::function<Tensor(const Inputs&)>& forward, Inputs inputs,
-                  const std::vector<Slot>& slots) {
-    const std::size_t n = inputs.size();
-    std::vector<Tensor> saved;
-    for (const Slot& s : slots) {
-        saved.push_back(registered(s));
-        inputs.emplace_back(saved.back().value(), true);
-    }
-    auto f = [&](const Inputs& in) {
-        for (std::size_t i = 0; i < slots.size(); ++i) slots[i].first->replace_parameter(slots[i].second, in[n + i]);
-        return forward(Inputs(in.begin(), in.begin() + static_cast<long>(n)));
-    };
-    check_gradient(f, inputs, name);
-    for (std::size_t i = 0; i < slots.size(); ++i) slots[i].first->replace_parameter(slots[i].second, saved[i]);
-}
-
-void perturb(nn::Module& m, std::uint64_t seed) {
-    Generator gen(seed);
-    for (Tensor& p : m.parameters()) {
-        for (double& v : p.mutable_value()) v += 0.5 * gen.normal();
-    }
-}
+using xg::test::check_module;
+using xg::test::Slot;
+using xg::test::perturb;
 
 }  // namespace
 

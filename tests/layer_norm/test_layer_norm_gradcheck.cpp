@@ -15,6 +15,7 @@
 #include "nn/functional/functional.hpp"
 #include "nn/nn.hpp"
 #include "tests/support/gradcheck_support.hpp"
+#include "tests/support/module_gradcheck.hpp"
 
 namespace xg_test_layer_norm_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -59,40 +60,9 @@ constexpr auto report = xg::test::expect_passed;
 
 namespace {
 
-// A parameter of a module: the module and the name it registered the parameter under.
-using Slot = std::pair<nn::Module*, std::string>;
-
-Tensor registered(const Slot& slot) {
-    for (const auto& [n, t] : slot.first->named_parameters(false)) {
-        if (n == slot.second) return t;
-    }
-    throw std::logic_error("no parameter " + slot.second);
-}
-
-// Checks forward(x) w.r.t. x and the parameters in `slots`, which are restored after.
-void check_module(const std::string& name, const std::function<Tensor(const Tensor&)>& forward, const Tensor& x,
-                  const std::vector<Slot>& slots) {
-    std::vector<Tensor> saved;
-    Inputs inputs{x};
-    for (const Slot& s : slots) {
-        saved.push_back(registered(s));
-        inputs.emplace_back(saved.back().value(), true);
-    }
-    auto f = [&](const Inputs& in) {
-        for (std::size_t i = 0; i < slots.size(); ++i) slots[i].first->replace_parameter(slots[i].second, in[i + 1]);
-        return forward(in[0]);
-    };
-    report(gradcheck(f, inputs, {name}));
-    for (std::size_t i = 0; i < slots.size(); ++i) slots[i].first->replace_parameter(slots[i].second, saved[i]);
-}
-
-// Parameters and buffers are perturbed away from their trivial init so every term matters.
-void perturb(nn::Module& m, std::uint64_t seed) {
-    Generator gen(seed);
-    for (Tensor& p : m.parameters()) {
-        for (double& v : p.mutable_value()) v += 0.5 * gen.normal();
-    }
-}
+using xg::test::check_module;
+using xg::test::Slot;
+using xg::test::perturb;
 
 }  // namespace
 
