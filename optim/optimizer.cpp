@@ -116,6 +116,11 @@ void Optimizer::step() {
             }
             ++state.step;
             update(group, p, grad, state);
+            // The state has the parameter's dtype (as PyTorch's): a float32 parameter's moments are stored as float32.
+            // The parameter itself is rounded at its next read (Tensor::mutable_value).
+            if (p.dtype() == Dtype::Float32) {
+                for (Array& buffer : state.buffers) round_to_float32(buffer.data(), buffer.size());
+            }
         }
     }
 }

@@ -32,6 +32,21 @@ NodePtr new_node() {
     });
 }
 
+// Rounds a float32 node's value and gradient to float32 once a writer may have left them off
+// the grid (Node::unrounded).
+void settle(Node& n) {
+    if (!n.unrounded) return;
+    n.unrounded = false;
+    round_to_float32(n.value.data(), n.value.size());
+    if (n.grad) round_to_float32(n.grad->data(), n.grad->size());
+}
+
+// `a` stored as `dtype`: rounded when float32.
+Array stored_as(Dtype dtype, Array a) {
+    if (dtype == Dtype::Float32) round_to_float32(a.data(), a.size());
+    return a;
+}
+
 void check_finite(const Array& a, const std::string& what) {
     const double* p = a.data();
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -120,13 +135,16 @@ Node::~Node() {
 
 // ---- Tensor -------------------------------------------------------------------------------
 
-Tensor::Tensor(Array value, bool requires_grad) : node_(new_node()) {
-    node_->value = std::move(value);
+Tensor::Tensor(Array value, bool requires_grad) : Tensor(std::move(value), default_dtype(), requires_grad) {}
+Tensor::Tensor(Array value, Dtype dtype, bool requires_grad) : node_(new_node()) {
+    node_->value = stored_as(dtype, std::move(value));
+    node_->dtype = dtype;
     node_->requires_grad = requires_grad;
 }
 Tensor::Tensor(std::initializer_list<ListElement> v) : Tensor(Array::from_shape({v.size()})) {
     std::size_t i = 0;
     for (const ListElement& e : v) node_->value.data()[i++] = e.value;
+    node_->value = stored_as(node_->dtype, std::move(node_->value));
 }
 Tensor::Tensor(xt::nested_initializer_list_t<double, 2> v) : Tensor(Array(v)) {}
 Tensor::Tensor(xt::nested_initializer_list_t<double, 3> v) : Tensor(Array(v)) {}
@@ -137,12 +155,18 @@ static const Node& checked(const NodePtr& n) {
     return *n;
 }
 
-const Array& Tensor::value() const { return checked(node_).value; }
+const Array& Tensor::value() const {
+    checked(node_);
+    settle(*node_);
+    return node_->value;
+}
 Array& Tensor::mutable_value() {
     checked(node_);
     node_->version = g_clock.fetch_add(1, std::memory_order_relaxed) + 1;
+    node_->unrounded = node_->dtype == Dtype::Float32;
     return node_->value;
 }
+Dtype Tensor::dtype() const { return checked(node_).dtype; }
 Shape Tensor::shape() const {
     const auto& s = value().shape();
     return Shape(s.begin(), s.end());
@@ -206,15 +230,18 @@ bool Tensor::has_grad() const { return checked(node_).grad.has_value(); }
 Tensor Tensor::grad() const {
     if (!has_grad()) return Tensor();
     if (node_->grad_graph) return Tensor(node_->grad_graph);  // from backward(create_graph): differentiable
-    return Tensor(*node_->grad);
+    settle(*node_);
+    return Tensor(*node_->grad, node_->dtype);
 }
 const Array& Tensor::grad_value() const {
     if (!has_grad()) fail("grad", "this tensor has no gradient (did backward() reach it?)");
+    settle(*node_);
     return *node_->grad;
 }
 Array& Tensor::mutable_grad() {
     if (!has_grad()) fail("grad", "this tensor has no gradient (did backward() reach it?)");
     node_->grad_graph.reset();  // changed outside the graph: grad() is a plain leaf again
+    node_->unrounded = node_->dtype == Dtype::Float32;
     return *node_->grad;
 }
 void Tensor::zero_grad() {
@@ -224,7 +251,29 @@ void Tensor::zero_grad() {
 }
 void Tensor::retain_grad() { checked(node_), node_->retains_grad = true; }
 
-Tensor Tensor::detach() const { return Tensor(value()); }
+Tensor Tensor::detach() const { return Tensor(value(), node_->dtype); }
+
+void Tensor::convert_in_place(Dtype dtype) {
+    if (!checked(node_).is_leaf()) {
+        fail("to", fmt::format("can convert only a leaf in place; this tensor was made by '{}' (use to(dtype), which copies)", node_->op));
+    }
+    if (node_->dtype == dtype) return;
+    settle(*node_);
+    mutable_value();
+    node_->dtype = dtype;
+    node_->unrounded = dtype == Dtype::Float32;
+    settle(*node_);
+}
+
+Tensor Tensor::to(Dtype dtype) const {
+    const Dtype from = checked(node_).dtype;
+    if (from == dtype) return *this;
+    // d to(a)/da = 1: the gradient goes back converted to a's dtype
+    Tensor out = record("to", value(), {*this}, [from](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad.to(from)}; });
+    out.node_->dtype = dtype;
+    if (dtype == Dtype::Float32) round_to_float32(out.node_->value.data(), out.node_->value.size());
+    return out;
+}
 
 RemovableHandle Tensor::register_hook(GradHook hook) const {
     const Node& n = checked(node_);
@@ -350,15 +399,18 @@ Array take_value(Tensor&& t) {
     return t.value();
 }
 
-// Adds a part of input p's gradient to the walk's pending sum.
+// Adds a part of input p's gradient to the walk's pending sum, both stored as p's dtype (a
+// float32 input sums float32 parts, each sum rounded, as a float32 .grad would).
 void add_pending(std::unordered_map<Node*, Array>& pending, Node* p, Array&& part) {
     auto [slot, inserted] = pending.try_emplace(p);
     if (inserted) {
-        slot->second = std::move(part);
+        slot->second = stored_as(p->dtype, std::move(part));
     } else {
+        if (p->dtype == Dtype::Float32) round_to_float32(part.data(), part.size());
         double* dst = slot->second.data();
         const double* src = part.data();
         for (std::size_t k = 0, n = slot->second.size(); k < n; ++k) dst[k] += src[k];
+        if (p->dtype == Dtype::Float32) round_to_float32(dst, slot->second.size());
     }
 }
 
@@ -389,14 +441,14 @@ void run_backward(const std::vector<NodePtr>& roots, const std::vector<Tensor>& 
             Array owned = std::move(found->second);
             pending.erase(found);
             if (seed != seed_of.end()) owned += seed->second->value();  // a root that is also an input of another root
-            g = Tensor(std::move(owned));
+            g = Tensor(std::move(owned), node->dtype);
         } else if (seed != seed_of.end()) {
             g = *seed->second;
         } else {
             continue;  // no gradient reached this node
         }
         if (!node->hooks.empty()) {  // a hook gets its own copy of the caller's seed
-            g = run_hooks(*node, summed ? std::move(g) : Tensor(Array(g.value())));
+            g = run_hooks(*node, summed ? std::move(g) : Tensor(Array(g.value()), node->dtype));
         }
         if (g_anomaly_mode) check_finite(g.value(), "backward into '" + node->op + "'");
         if (targets) {
@@ -532,8 +584,9 @@ void run_backward_graph(const std::vector<NodePtr>& roots, const std::vector<Ten
             if (!p->requires_grad || !grads[i].defined()) continue;
             if (grads[i].value().shape() != p->value.shape()) wrong_shape(node->op, i, grads[i].shape(), *p);
             if (g_anomaly_mode) check_finite(grads[i].value(), "backward of '" + node->op + "'");
-            auto [slot, inserted] = pending.try_emplace(p, grads[i]);
-            if (!inserted) slot->second = add(slot->second, grads[i]);
+            const Tensor part = grads[i].dtype() == p->dtype ? grads[i] : grads[i].to(p->dtype);  // p's gradient has p's dtype
+            auto [slot, inserted] = pending.try_emplace(p, part);
+            if (!inserted) slot->second = add(slot->second, part);
         }
         if (!retain_graph) release(*node);
     }
@@ -555,7 +608,7 @@ void Tensor::backward(BackwardOptions options) const {
                                      "pass a gradient of that shape",
                                      shape_str(shape())));
     }
-    backward(Tensor(Array(xt::ones<double>(n.value.shape()))), options);
+    backward(Tensor(Array(xt::ones<double>(n.value.shape())), n.dtype), options);
 }
 
 void Tensor::backward(const Tensor& gradient, BackwardOptions options) const {
@@ -566,10 +619,11 @@ void Tensor::backward(const Tensor& gradient, BackwardOptions options) const {
                                      shape_str(gradient.shape()), shape_str(shape())));
     }
     check_root(*node_);
+    const Tensor seed = gradient.dtype() == node_->dtype ? gradient : gradient.to(node_->dtype);  // as the engine casts every gradient
     if (options.create_graph) {
-        run_backward_graph({node_}, {gradient}, true, nullptr, nullptr);
+        run_backward_graph({node_}, {seed}, true, nullptr, nullptr);
     } else {
-        run_backward({node_}, {gradient}, options.retain_graph, nullptr, nullptr);
+        run_backward({node_}, {seed}, options.retain_graph, nullptr, nullptr);
     }
 }
 
@@ -591,13 +645,13 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                 fail("grad", fmt::format("grad_outputs[{}] has shape {} but output {} has shape {}", i, shape_str(given.shape()), i,
                                          shape_str(outputs[i].shape())));
             }
-            seeds.push_back(given);
+            seeds.push_back(given.dtype() == out.dtype ? given : given.to(out.dtype));
         } else {
             if (out.value.size() != 1) {
                 fail("grad", fmt::format("output {} has shape {}: grad can be implicitly created only for one-element "
                                          "outputs; pass grad_outputs", i, shape_str(outputs[i].shape())));
             }
-            seeds.push_back(Tensor(Array(xt::ones<double>(out.value.shape()))));
+            seeds.push_back(Tensor(Array(xt::ones<double>(out.value.shape())), out.dtype));
         }
         roots.push_back(outputs[i].node());
     }
@@ -615,7 +669,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
         std::vector<std::optional<Array>> arrays(inputs.size());
         run_backward(roots, seeds, retain, &targets, &arrays);
         for (std::size_t k = 0; k < inputs.size(); ++k) {
-            if (arrays[k]) result[k] = Tensor(std::move(*arrays[k]));
+            if (arrays[k]) result[k] = Tensor(std::move(*arrays[k]), inputs[k].dtype());
         }
     }
     for (std::size_t k = 0; k < inputs.size(); ++k) {
@@ -682,7 +736,8 @@ Tensor record_node(std::string op, Array value, std::vector<Tensor>& inputs, Bac
         for (const Tensor& t : inputs) needs = needs || checked(t.node()).requires_grad;
     }
     NodePtr node = new_node();
-    node->value = std::move(value);
+    node->dtype = result_dtype(inputs);
+    node->value = stored_as(node->dtype, std::move(value));
     if (needs) {
         node->requires_grad = true;
         node->op = std::move(op);
@@ -697,6 +752,22 @@ Tensor record_node(std::string op, Array value, std::vector<Tensor>& inputs, Bac
 }
 
 }  // namespace
+
+Dtype result_dtype(const std::vector<Tensor>& inputs) {
+    bool any = false, any_with_axes = false;
+    Dtype all = Dtype::Float32, with_axes = Dtype::Float32;
+    for (const Tensor& t : inputs) {
+        const Node& n = checked(t.node());
+        all = any ? promote_types(all, n.dtype) : n.dtype;
+        any = true;
+        if (n.value.dimension() > 0) {
+            with_axes = any_with_axes ? promote_types(with_axes, n.dtype) : n.dtype;
+            any_with_axes = true;
+        }
+    }
+    if (!any) return default_dtype();
+    return any_with_axes ? with_axes : all;
+}
 
 Tensor record(std::string op, Array value, std::vector<Tensor> inputs, Backward backward, std::vector<SavedInfo> saved) {
     return record_node(std::move(op), std::move(value), inputs, std::move(backward), nullptr, std::move(saved));
@@ -717,17 +788,21 @@ Array empty_array(const Shape& shape) {
 
 Array empty_like(const Array& a) { return empty_array(Shape(a.shape().begin(), a.shape().end())); }
 
-Tensor zeros(const Shape& shape, bool rg) { return Tensor(Array(xt::zeros<double>(shape)), rg); }
-Tensor ones(const Shape& shape, bool rg) { return Tensor(Array(xt::ones<double>(shape)), rg); }
-Tensor full(const Shape& shape, double fill, bool rg) {
+Tensor zeros(const Shape& shape, bool rg) { return zeros(shape, default_dtype(), rg); }
+Tensor zeros(const Shape& shape, Dtype dtype, bool rg) { return Tensor(Array(xt::zeros<double>(shape)), dtype, rg); }
+Tensor ones(const Shape& shape, bool rg) { return ones(shape, default_dtype(), rg); }
+Tensor ones(const Shape& shape, Dtype dtype, bool rg) { return Tensor(Array(xt::ones<double>(shape)), dtype, rg); }
+Tensor full(const Shape& shape, double fill, bool rg) { return full(shape, fill, default_dtype(), rg); }
+Tensor full(const Shape& shape, double fill, Dtype dtype, bool rg) {
     Array a = Array::from_shape(shape);
     a.fill(fill);
-    return Tensor(std::move(a), rg);
+    return Tensor(std::move(a), dtype, rg);
 }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape()); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape()); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
 Tensor arange(double end) { return arange(0.0, end, 1.0); }
-Tensor arange(double start, double end, double step) {
+Tensor arange(double start, double end, double step) { return arange(start, end, step, default_dtype()); }
+Tensor arange(double start, double end, double step, Dtype dtype) {
     if (step == 0.0 || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step)) {
         fail("arange", fmt::format("needs finite bounds and a non-zero step, got start={} end={} step={}", start, end, step));
     }
@@ -735,12 +810,13 @@ Tensor arange(double start, double end, double step) {
     const std::size_t n = count > 0 ? static_cast<std::size_t>(count) : 0;
     Array a = Array::from_shape({n});
     for (std::size_t i = 0; i < n; ++i) a(i) = start + step * static_cast<double>(i);
-    return Tensor(std::move(a));
+    return Tensor(std::move(a), dtype);
 }
-Tensor scalar(double value, bool rg) {
+Tensor scalar(double value, bool rg) { return scalar(value, default_dtype(), rg); }
+Tensor scalar(double value, Dtype dtype, bool rg) {
     Array a = Array::from_shape({});
     a() = value;
-    return Tensor(std::move(a), rg);
+    return Tensor(std::move(a), dtype, rg);
 }
 
 }  // namespace xg

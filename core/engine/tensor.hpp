@@ -17,9 +17,12 @@
 
 #include <xtensor/xarray.hpp>
 
+#include "core/engine/dtype.hpp"
+
 namespace xg {
 
-/// The storage of every tensor: a row-major, double-precision xtensor array.
+/// The storage of every tensor: a row-major, double-precision xtensor array (a float32 tensor
+/// keeps float32 values in it: core/engine/dtype.hpp).
 using Array = xt::xarray<double>;
 /// A tensor shape, outermost axis first.
 using Shape = std::vector<std::size_t>;
@@ -148,6 +151,11 @@ using GradHook = std::function<Tensor(const Tensor&)>;
 struct Node {
     /// The forward result.
     Array value;
+    /// The number format of value and grad: for float32 every store is rounded to float32.
+    Dtype dtype = Dtype::Float64;
+    /// value or grad was handed out for writing (Tensor::mutable_value) and is rounded to dtype
+    /// at the next read (float32 only), so no writer can leave a float32 tensor off the grid.
+    bool unrounded = false;
     /// When `value` last changed in place (0: never): every Tensor::mutable_value() sets it to the
     /// next tick of one process-wide counter, so versions only grow.
     std::uint64_t version = 0;
@@ -207,8 +215,10 @@ struct BackwardOptions {
 class Tensor {
 public:
     Tensor() = default; ///< an undefined tensor; defined() is false
-    /// A leaf holding `value` (any shape, including 0-D).
+    /// A leaf holding `value` (any shape, including 0-D), of the default dtype.
     explicit Tensor(Array value, bool requires_grad = false);
+    /// A leaf holding `value` rounded to `dtype`.
+    Tensor(Array value, Dtype dtype, bool requires_grad = false);
     /// A leaf from a braced list: {1, 2, 3} is (3,), {{1, 2}, {3, 4}} is (2, 2), the column
     /// {{1.0}, {2.0}} is (2, 1); up to 4-D, and every row must have the same length.
     Tensor(std::initializer_list<ListElement> values);
@@ -221,7 +231,17 @@ public:
 
     /// False for a default-constructed Tensor (e.g. an absent bias).
     bool defined() const { return node_ != nullptr; }
-    /// The stored values; throws xg::Error on an undefined tensor.
+    /// The number format (xg::kFloat64 or xg::kFloat32).
+    Dtype dtype() const;
+    /// This tensor in `dtype`: itself when it already is, otherwise a differentiable copy (its
+    /// gradient is converted back to this tensor's dtype), as torch.Tensor.to(dtype).
+    Tensor to(Dtype dtype) const;
+    /// Converts this leaf's value and gradient to `dtype` in place, so every handle (a module's
+    /// parameter, an optimizer's list) sees it: what Module::to does, as PyTorch's
+    /// `param.data = param.data.to(dtype)`. A new version, like any in-place change.
+    void convert_in_place(Dtype dtype);
+    /// The stored values (for float32, float32 values in float64 storage); throws xg::Error on an
+    /// undefined tensor.
     const Array& value() const;
     /// Writable storage for in-place updates outside the graph (optimizers, initialisers). Each
     /// call gives the tensor a new version, so a pending backward that would read the old value
@@ -305,7 +325,7 @@ public:
         }));
     }
 
-    /// A new leaf sharing nothing with the graph (value copied, requires_grad false).
+    /// A new leaf sharing nothing with the graph (value copied, same dtype, requires_grad false).
     Tensor detach() const;
 
     /// The underlying graph node (for graph walkers such as to_dot).
@@ -364,10 +384,16 @@ private:
     bool previous_;
 };
 
+/// The dtype of an op's result on `inputs` (PyTorch's rule): the promotion of the inputs that
+/// have at least one axis; only when all are 0-D, of all of them. So a float32 matrix times a
+/// float64 0-D tensor stays float32, and float32 with a float64 matrix gives float64.
+Dtype result_dtype(const std::vector<Tensor>& inputs);
+
 /// Records the result of op `op` on `inputs`: a leaf when no input needs a gradient or grad mode
 /// is off, otherwise a node whose backward is `backward`, written once in Tensor ops. The one way
 /// every op joins the graph: a first-order backward runs `backward` without recording, and
-/// backward(create_graph) runs it recorded, so its gradients can be differentiated again.
+/// backward(create_graph) runs it recorded, so its gradients can be differentiated again. The
+/// result has result_dtype(inputs) and is rounded to it (the store of a float32 op).
 Tensor record(std::string op, Array value, std::vector<Tensor> inputs, Backward backward,
               std::vector<SavedInfo> saved = {});
 /// The form for a fused op with a hand-written kernel backward (nn/functional): a first-order
@@ -408,19 +434,29 @@ Array empty_like(const Array& a);
 
 /// A leaf of zeros of `shape`.
 Tensor zeros(const Shape& shape, bool requires_grad = false);
+/// A leaf of zeros of `shape` and `dtype`.
+Tensor zeros(const Shape& shape, Dtype dtype, bool requires_grad = false);
 /// A leaf of ones of `shape`.
 Tensor ones(const Shape& shape, bool requires_grad = false);
+/// A leaf of ones of `shape` and `dtype`.
+Tensor ones(const Shape& shape, Dtype dtype, bool requires_grad = false);
 /// A leaf of `shape` filled with `fill`.
 Tensor full(const Shape& shape, double fill, bool requires_grad = false);
-/// Zeros of t's shape (no gradient).
+/// A leaf of `shape` and `dtype` filled with `fill` (rounded to dtype).
+Tensor full(const Shape& shape, double fill, Dtype dtype, bool requires_grad = false);
+/// Zeros of t's shape and dtype (no gradient).
 Tensor zeros_like(const Tensor& t);
-/// Ones of t's shape (no gradient).
+/// Ones of t's shape and dtype (no gradient).
 Tensor ones_like(const Tensor& t);
-/// 0, 1, ..., end-1 (as doubles).
+/// 0, 1, ..., end-1 (default dtype).
 Tensor arange(double end);
-/// start, start+step, ... below end.
+/// start, start+step, ... below end (default dtype).
 Tensor arange(double start, double end, double step = 1.0);
-/// A 0-D leaf holding `value`.
+/// start, start+step, ... below end, in `dtype`.
+Tensor arange(double start, double end, double step, Dtype dtype);
+/// A 0-D leaf holding `value` (default dtype).
 Tensor scalar(double value, bool requires_grad = false);
+/// A 0-D leaf holding `value` rounded to `dtype`.
+Tensor scalar(double value, Dtype dtype, bool requires_grad = false);
 
 }  // namespace xg

@@ -88,6 +88,7 @@ std::string to_string(const Tensor& t, const PrintOptions& options) {
         p.print(out, 0, 0, 7);
     }
     out += ", shape=" + shape_str(t.shape());
+    if (t.dtype() != default_dtype()) out += fmt::format(", dtype={}", dtype_name(t.dtype()));  // torch shows it when not the default
     if (t.requires_grad()) out += ", requires_grad=true";
     if (!t.is_leaf()) out += ", grad_fn=" + t.op();
     return out + ")";

@@ -128,14 +128,15 @@ Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator+(const Tensor& a, double b) { return add(a, scalar(b)); }
-Tensor operator-(const Tensor& a, double b) { return sub(a, scalar(b)); }
-Tensor operator*(const Tensor& a, double b) { return mul(a, scalar(b)); }
-Tensor operator/(const Tensor& a, double b) { return div(a, scalar(b)); }
-Tensor operator+(double a, const Tensor& b) { return add(scalar(a), b); }
-Tensor operator-(double a, const Tensor& b) { return sub(scalar(a), b); }
-Tensor operator*(double a, const Tensor& b) { return mul(scalar(a), b); }
-Tensor operator/(double a, const Tensor& b) { return div(scalar(a), b); }
+// A C++ number takes the tensor's dtype: it never promotes (PyTorch's wrapped numbers).
+Tensor operator+(const Tensor& a, double b) { return add(a, scalar(b, a.dtype())); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, scalar(b, a.dtype())); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, scalar(b, a.dtype())); }
+Tensor operator/(const Tensor& a, double b) { return div(a, scalar(b, a.dtype())); }
+Tensor operator+(double a, const Tensor& b) { return add(scalar(a, b.dtype()), b); }
+Tensor operator-(double a, const Tensor& b) { return sub(scalar(a, b.dtype()), b); }
+Tensor operator*(double a, const Tensor& b) { return mul(scalar(a, b.dtype()), b); }
+Tensor operator/(double a, const Tensor& b) { return div(scalar(a, b.dtype()), b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 
 namespace {
@@ -145,7 +146,7 @@ namespace {
 // constant of the graph: its own derivative is 0 almost everywhere.
 Tensor times_step(const Tensor& g, Array w) {
     Mask zero = xt::equal(w, 0.0);
-    return masked_fill(g * Tensor(std::move(w)), zero, 0.0);
+    return masked_fill(g * Tensor(std::move(w), g.dtype()), zero, 0.0);
 }
 
 }  // namespace

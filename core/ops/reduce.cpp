@@ -97,7 +97,7 @@ Array tie_weights(const Array& x, const Array& kept, const Reduction& r, IsExtre
 Tensor times_ties(const Tensor& g, Array k) {
     Mask elsewhere = xt::equal(k, 0.0);
     k = xt::where(elsewhere, 1.0, k);  // divides by 1 where the mask then writes 0: no 0/0 in a second backward
-    return masked_fill(g / Tensor(std::move(k)), elsewhere, 0.0);
+    return masked_fill(g / Tensor(std::move(k), g.dtype()), elsewhere, 0.0);
 }
 
 }  // namespace

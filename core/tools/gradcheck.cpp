@@ -31,7 +31,7 @@ std::string index_str(const std::vector<std::size_t>& idx) {
 // Fresh leaves holding copies of the inputs, so the check never touches the caller's tensors.
 std::vector<Tensor> fresh_inputs(const std::vector<Tensor>& inputs) {
     std::vector<Tensor> out;
-    for (const Tensor& t : inputs) out.emplace_back(t.value(), t.requires_grad());
+    for (const Tensor& t : inputs) out.emplace_back(t.value(), t.dtype(), t.requires_grad());
     return out;
 }
 
@@ -180,10 +180,24 @@ std::string GradcheckResult::report() const {
     return s;
 }
 
+// Finite differences with eps ~1e-6 need float64: in float32 the rounding of f (relative 6e-8)
+// divided by eps would be as large as the gradients it checks.
+void require_float64(const std::vector<Tensor>& inputs, const char* op, const std::string& name) {
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        if (inputs[i].defined() && inputs[i].dtype() != Dtype::Float64) {
+            fail(op, fmt::format("input {} of '{}' is {}: finite differences need float64 (a float32 rounding error of "
+                                 "6e-8 divided by eps = 1e-6 is as large as the gradient); check in float64 "
+                                 "(x.to(xg::kFloat64)) and compare float32 against float64 with a twin test", i, name,
+                                 dtype_name(inputs[i].dtype())));
+        }
+    }
+}
+
 GradcheckResult gradcheck(const MultiFunction& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options) {
     GradcheckResult r;
     r.name = options.name;
     r.projection_mode = options.random_projection;
+    require_float64(inputs, "gradcheck", options.name);
     bool any = false;
     for (const Tensor& t : inputs) any = any || t.requires_grad();
     if (!any) fail("gradcheck", "no input has requires_grad set: nothing to check for '" + options.name + "'");
@@ -204,6 +218,7 @@ GradcheckResult gradcheck(const SingleFunction& f, const std::vector<Tensor>& in
 }
 
 GradcheckResult gradgradcheck(const MultiFunction& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options) {
+    require_float64(inputs, "gradgradcheck", options.name);
     bool any = false;
     for (const Tensor& t : inputs) any = any || t.requires_grad();
     if (!any) fail("gradgradcheck", "no input has requires_grad set: nothing to check for '" + options.name + "'");
@@ -211,7 +226,7 @@ GradcheckResult gradgradcheck(const MultiFunction& f, const std::vector<Tensor>&
     // alone, and its Jacobian is the second-order term v^T d2f/dx2.
     std::vector<Tensor> v;
     Generator gen(options.seed + 1);
-    for (const Array& out : evaluate(f, fresh_inputs(inputs))) v.push_back(randn(Shape(out.shape().begin(), out.shape().end()), gen));
+    for (const Array& out : evaluate(f, fresh_inputs(inputs))) v.push_back(randn(Shape(out.shape().begin(), out.shape().end()), gen).to(Dtype::Float64));
     const MultiFunction first_order = [&f, v](const std::vector<Tensor>& xs) {
         EnableGradGuard recording;  // gradcheck evaluates under NoGradGuard; G needs f's graph
         const std::vector<Tensor> outputs = f(xs);

@@ -83,7 +83,7 @@ Tensor cross_entropy_composed(const Tensor& logits, const IndexArray& targets, s
         const auto t = static_cast<std::size_t>(targets(i));
         row[t] += (1.0 - label_smoothing) * (weight.empty() ? 1.0 : weight[t]);
     }
-    const Tensor per_row = -sum(Tensor(std::move(coef)) * log_softmax(logits, 1), {1});
+    const Tensor per_row = -sum(Tensor(std::move(coef), logits.dtype()) * log_softmax(logits, 1), {1});
     if (reduction == Reduction::none) return per_row;
     return reduction == Reduction::mean ? sum(per_row) * scale : sum(per_row);
 }

@@ -166,11 +166,11 @@ void Module::replace_parameter(const std::string& name, Tensor tensor) {
     }
 }
 
-Tensor Module::register_buffer(const std::string& name, Tensor tensor, Dtype dtype) {
+Tensor Module::register_buffer(const std::string& name, Tensor tensor, BufferDtype dtype) {
     check_new_name(name, "buffer");
     if (!tensor.defined()) fail(this->name(), fmt::format("buffer '{}' is an undefined tensor", name));
     buffers_.emplace_back(name, tensor);
-    if (dtype == Dtype::int64) int64_buffers_.insert(name);
+    if (dtype == BufferDtype::int64) int64_buffers_.insert(name);
     return tensor;
 }
 
@@ -252,6 +252,15 @@ void Module::train(bool on) {
 
 void Module::zero_grad() {
     for (Tensor& p : parameters()) p.zero_grad();
+}
+
+Module& Module::to(Dtype dtype) {
+    for (Tensor& p : parameters()) p.convert_in_place(dtype);
+    const std::set<std::string> int64 = int64_keys();
+    for (auto& [name, buffer] : named_buffers()) {
+        if (!int64.count(name)) buffer.convert_in_place(dtype);
+    }
+    return *this;
 }
 
 // ---- state --------------------------------------------------------------------------------------

@@ -59,10 +59,10 @@ private:
     std::string name_;
 };
 
-/// The element type of a state_dict entry in files. Every value is a double in memory; a buffer
+/// The element type of a buffer in files. Every value is a floating tensor in memory; a buffer
 /// that PyTorch keeps as int64 (BatchNorm's num_batches_tracked) is registered as int64, holds
 /// whole numbers, and is written to .npz as int64 so the file matches PyTorch's state_dict.
-enum class Dtype { float64, int64 };
+enum class BufferDtype { floating, int64 };
 
 /// What load_state_dict reports, like PyTorch's (missing_keys, unexpected_keys) result: the
 /// module's keys the state lacked and the state's keys the module has no place for. Both are
@@ -126,7 +126,7 @@ public:
     void replace_parameter(const std::string& name, Tensor tensor);
     /// Registers a buffer (saved in state_dict, never trained); returns the same handle. An
     /// int64 buffer must hold whole numbers and is written to files as int64.
-    Tensor register_buffer(const std::string& name, Tensor tensor, Dtype dtype = Dtype::float64);
+    Tensor register_buffer(const std::string& name, Tensor tensor, BufferDtype dtype = BufferDtype::floating);
     /// Registers a child module; returns it so it can be stored in a typed member.
     template <class M>
     std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
@@ -164,6 +164,10 @@ public:
     bool is_training() const { return training_; }
     /// Clears the gradient of every parameter.
     void zero_grad();
+    /// Converts every parameter, its gradient and every floating buffer (not int64 ones such as
+    /// num_batches_tracked) to `dtype` in place, recursively, as torch.nn.Module.to(dtype): an
+    /// optimizer made before keeps working on the same tensors. Returns *this.
+    Module& to(Dtype dtype);
 
     // ---- state -----------------------------------------------------------------------------------
 
@@ -203,7 +207,7 @@ private:
     std::vector<std::pair<std::string, Tensor>> parameters_;
     std::vector<std::pair<std::string, Parameter*>> parameter_members_;  // registered with a member
     std::vector<std::pair<std::string, Tensor>> buffers_;
-    std::set<std::string> int64_buffers_;  // own buffer names registered as Dtype::int64
+    std::set<std::string> int64_buffers_;  // own buffer names registered as BufferDtype::int64
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
     struct ForwardHooks {
         std::vector<std::pair<std::uint64_t, ForwardPreHook>> pre;

@@ -66,7 +66,7 @@ void detail::register_norm_state(Module& m, std::size_t c, bool affine, bool tra
         running_mean = m.register_buffer("running_mean", zeros({c}));
         running_var = m.register_buffer("running_var", ones({c}));
         // int64 in PyTorch's state_dict, and so in the .npz files save() writes
-        num_batches_tracked = m.register_buffer("num_batches_tracked", scalar(0.0), Dtype::int64);
+        num_batches_tracked = m.register_buffer("num_batches_tracked", scalar(0.0), BufferDtype::int64);
     }
 }
 
