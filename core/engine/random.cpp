@@ -46,21 +46,33 @@ Generator& default_generator() {
 
 void manual_seed(std::uint64_t seed) { default_generator().seed(seed); }
 
-Tensor randn(const Shape& shape, Generator& gen, bool requires_grad) {
+Tensor randn(const Shape& shape, Generator& gen, bool requires_grad) { return randn(shape, gen, default_dtype(), requires_grad); }
+Tensor randn(const Shape& shape, Generator& gen, Dtype dtype, bool requires_grad) {
     Array a = Array::from_shape(shape);
     for (double& v : a) v = gen.normal();
-    return Tensor(std::move(a), requires_grad);
+    return Tensor(std::move(a), dtype, requires_grad);
 }
 Tensor randn(const Shape& shape, bool requires_grad) { return randn(shape, default_generator(), requires_grad); }
+Tensor randn(const Shape& shape, Dtype dtype, bool requires_grad) { return randn(shape, default_generator(), dtype, requires_grad); }
 
 Tensor rand(const Shape& shape, bool requires_grad) { return uniform(shape, 0.0, 1.0, requires_grad); }
+Tensor rand(const Shape& shape, Dtype dtype, bool requires_grad) { return uniform(shape, 0.0, 1.0, dtype, requires_grad); }
 
 Tensor uniform(const Shape& shape, double low, double high, bool requires_grad) {
+    return uniform(shape, low, high, default_dtype(), requires_grad);
+}
+Tensor uniform(const Shape& shape, double low, double high, Dtype dtype, bool requires_grad) {
     if (!(low <= high)) fail("uniform", fmt::format("low {} must not exceed high {}", low, high));
     if (!std::isfinite(low) || !std::isfinite(high)) fail("uniform", fmt::format("needs a finite range, got [{}, {})", low, high));
     Array a = Array::from_shape(shape);
     for (double& v : a) v = default_generator().uniform(low, high);
-    return Tensor(std::move(a), requires_grad);
+    if (dtype == Dtype::Float32 && low < high) {  // rounding may reach high itself: keep the interval half-open
+        const double below = std::nextafter(static_cast<float>(high), static_cast<float>(low));
+        for (double& v : a) {
+            if (static_cast<float>(v) >= static_cast<float>(high)) v = below;
+        }
+    }
+    return Tensor(std::move(a), dtype, requires_grad);
 }
 
 xt::xarray<std::int64_t> randint(std::int64_t high, const Shape& shape) {

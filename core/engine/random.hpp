@@ -50,6 +50,14 @@ Tensor rand(const Shape& shape, bool requires_grad = false);
 /// Uniform samples in [low, high); throws xg::Error unless low <= high, both finite (as
 /// PyTorch's uniform_).
 Tensor uniform(const Shape& shape, double low, double high, bool requires_grad = false);
+/// randn() in `dtype`: the float64 samples rounded (so a float32 draw is the float64 draw's rounding).
+Tensor randn(const Shape& shape, Dtype dtype, bool requires_grad = false);
+/// randn(shape, gen) in `dtype`.
+Tensor randn(const Shape& shape, Generator& gen, Dtype dtype, bool requires_grad = false);
+/// rand() in `dtype`.
+Tensor rand(const Shape& shape, Dtype dtype, bool requires_grad = false);
+/// uniform() in `dtype`.
+Tensor uniform(const Shape& shape, double low, double high, Dtype dtype, bool requires_grad = false);
 /// Uniform integers in [0, high) as an index array.
 xt::xarray<std::int64_t> randint(std::int64_t high, const Shape& shape);
 
