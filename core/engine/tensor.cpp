@@ -167,12 +167,15 @@ Array& Tensor::mutable_value() {
     return node_->value;
 }
 Dtype Tensor::dtype() const { return checked(node_).dtype; }
+// Shapes are read without settling a float32 node's pending rounding: a writer may ask for the
+// size between taking the storage and writing it (double* p = t.data(); for (i < t.numel()) ...).
 Shape Tensor::shape() const {
-    const auto& s = value().shape();
+    const auto& s = checked(node_).value.shape();
     return Shape(s.begin(), s.end());
 }
+std::size_t Tensor::numel() const { return checked(node_).value.size(); }
 std::size_t Tensor::size(std::int64_t axis) const {
-    const auto& s = value().shape();
+    const auto& s = checked(node_).value.shape();
     const auto rank = static_cast<std::int64_t>(s.size());
     if (axis < -rank || axis >= rank) {
         fail("size", fmt::format("axis {} is out of range for a {}-D tensor (expected {} to {})", axis, rank, -rank, rank - 1));

@@ -246,7 +246,8 @@ public:
     /// Writable storage for in-place updates outside the graph (optimizers, initialisers). Each
     /// call gives the tensor a new version, so a pending backward that would read the old value
     /// throws instead of computing a wrong gradient: write through the reference right away
-    /// rather than keeping it across a forward.
+    /// rather than keeping it across a forward. A float32 tensor's writes are rounded at the next
+    /// value()/data() read (shape(), size(), numel() and dim() do not count), so finish writing first.
     Array& mutable_value();
     /// The shape, outermost axis first (empty for 0-D).
     Shape shape() const;
@@ -255,7 +256,7 @@ public:
     /// Extent of one axis; a negative axis counts from the end (size(-1) is the last).
     std::size_t size(std::int64_t axis) const;
     /// Number of elements.
-    std::size_t numel() const { return value().size(); }
+    std::size_t numel() const;
     /// Writable row-major contiguous storage, for plain loops (a new version, as mutable_value()).
     double* data() { return mutable_value().data(); }
     /// Read-only row-major contiguous storage.
