@@ -27,8 +27,14 @@ namespace lab = tutorial_values::precision_lab;
 
 namespace {
 
-// A collapse point (a mu/sigma of the grid) or "-" when there is none on the grid.
-std::string point(double ratio) { return ratio > 0 ? sci(ratio, 1) : "-"; }
+// A collapse point (a mu/sigma of the grid) as "1.8e3", or "-" when there is none on the grid.
+std::string point(double ratio) {
+    if (!(ratio > 0)) return "-";
+    const int exponent = static_cast<int>(std::floor(std::log10(ratio) + 1e-9));
+    double mantissa = std::round(ratio / std::pow(10.0, exponent) * 10) / 10;
+    if (mantissa >= 10) return fmt::format("{:.1f}e{}", mantissa / 10, exponent + 1);
+    return fmt::format("{:.1f}e{}", mantissa, exponent);
+}
 
 // A relative error, or what stands in for one.
 std::string error_text(double e) {
@@ -77,8 +83,8 @@ void plot_collapse(const Tutorial& tut, const lab::CollapseStudy& s, std::size_t
     std::string plot = fmt::format(
         "set datafile separator ','\nset logscale xy\nset grid\nset key bottom right font ',9'\n"
         "set xlabel 'mu / sigma'\nset ylabel 'relative error of the variance (median of the rows)'\n"
-        "set yrange [1e-9:1e3]\nset title 'rows of {}: measured (points) against kappa^2 u and kappa u (lines); "
-        "error 0 drawn at 1e-9, inf/NaN at 1e3'\nplot ",
+        "set yrange [1e-9:1e3]\nset title \"rows of {}: measured (points), kappa^2 u (thin solid) and kappa u (dotted)\\n"
+        "error 0 drawn at 1e-9, inf/NaN at 1e3\"\nplot ",
         s.lengths[length_index]);
     for (std::size_t f = 0; f < formats.size(); ++f) {
         const std::size_t c = 2 + 4 * f;
@@ -104,7 +110,8 @@ void plot_dgamma(const Tutorial& tut, const std::vector<lab::DgammaRow>& rows) {
     const std::string csv = tut.out_path(stem + ".csv"), png = tut.out_path(stem + ".png");
     write_csv(csv, {"rows", "float16", "bfloat16", "float32", "float64"}, data);
     std::string plot = fmt::format(
-        "set datafile separator ','\nset logscale xy\nset grid\nset key top left\nset xlabel 'rows summed'\n"
+        "set datafile separator ','\nset logscale xy\nset grid\nset key bottom right\nset yrange [1e-17:10]\n"
+        "set xlabel 'rows summed'\n"
         "set ylabel 'max relative error of dgamma'\nset title 'dgamma = sum over rows of g xhat, by accumulator "
         "(inf drawn at 1e3)'\nplot '{0}' using 1:2 with linespoints pt 7 title 'float16', '{0}' using 1:3 with "
         "linespoints pt 7 title 'bfloat16', '{0}' using 1:4 with linespoints pt 7 title 'float32', '{0}' using "
@@ -136,13 +143,13 @@ int main(int argc, char** argv) {
     const lab::CollapseStudy s = lab::collapse_study(cfg);
     tut.step(fmt::format("rows x = mu + sigma z, mu^2 + sigma^2 = 1, mu/sigma = 1 .. 1e7 ({} points a decade)",
                          cfg.points_per_decade));
-    tut.say("stored in each format, reduced with an accumulator of the same format, float32 or float64;");
+    tut.say("stored in each format, reduced in an accumulator (acc) of that format, float32 or float64;");
     tut.say(fmt::format("error: the median over {} rows of |var - var64| / var64, var64 = the float64 two-pass", cfg.rows_per_point));
     tut.say("variance of the same stored values; the 'storage' rows compare that with the float64 data's");
     tut.say("variance instead (what storing alone costs). Each cell: the first mu/sigma where the error");
     tut.say("is >= 1 (the variance is gone); '-': none before 1e7 or before the stored row has no spread");
     tut.say("left. Predicted: kappa^2 u = 1 for one-pass, kappa u = 1 for two-pass and the storage.");
-    std::vector<std::vector<std::string>> t{{"storage", "accumulator", "algorithm", "predicted"}};
+    std::vector<std::vector<std::string>> t{{"storage", "acc", "algorithm", "predicted"}};
     for (std::size_t n : s.lengths) t[0].push_back(fmt::format("n={}", n));
     for (const auto& r : s.rows) {
         t.push_back({r.storage, r.algorithm == "storage" ? "-" : r.accumulator, r.algorithm, point(r.predicted)});
@@ -155,7 +162,7 @@ int main(int argc, char** argv) {
     std::vector<std::vector<std::string>> p{{"format", "u", "predicted", "measured n=" + std::to_string(s.lengths.front()),
                                              "n=" + std::to_string(s.lengths.back()), "measured / predicted"}};
     double worst_factor = 1;
-    std::string measured_text;
+    std::string measured_text, predicted_text;
     for (const auto& [name, u] : std::vector<std::pair<std::string, double>>{{"float32", 0x1p-24}, {"float16", 0x1p-11},
                                                                                {"bfloat16", 0x1p-8}}) {
         const lab::CollapseRow& r = find_row(s, name, name, "one-pass");
@@ -164,6 +171,7 @@ int main(int argc, char** argv) {
         worst_factor = std::max(worst_factor, std::max(factor, 1 / factor));
         p.push_back({name, sci(u, 1), point(predicted), point(r.collapse.front()), point(r.collapse.back()), num(factor, 2)});
         measured_text += (measured_text.empty() ? "" : ", ") + point(r.collapse.front());
+        predicted_text += (predicted_text.empty() ? "" : ", ") + point(predicted);
     }
     tut.show(table(p));
     tut.say("longer rows collapse earlier: the running sums add their own error, ~sqrt(n) u for");
@@ -172,7 +180,7 @@ int main(int argc, char** argv) {
     else plot_collapse(tut, s, 1);
     tut.conclude(fmt::format("{} for rows of {}: one-pass collapses at mu/sigma {}", worst_factor <= 4 ? "holds" : "only roughly",
                              s.lengths.front(), measured_text));
-    tut.say(fmt::format("   (predicted 4.1e+03, 45, 16: within a factor {}); with a float32 or float64 accumulator",
+    tut.say(fmt::format("   (predicted {}: within a factor {}); with a float32 or float64 accumulator", predicted_text,
                         num(worst_factor, 1)));
     tut.say("   two-pass, Welford, shifted and pairwise keep the variance until the storage loses the data");
 
