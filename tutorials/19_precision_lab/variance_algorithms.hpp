@@ -2,7 +2,7 @@
 // over a storage type S (what the row is kept in) and an accumulator type A (what the sums are kept
 // in): every value read is converted to A, every operation rounds in A. S and A are double, float,
 // Float16 or BFloat16 (number_formats.hpp). Tutorial 19 measures them; the derivation of their
-// errors is in docs/tutorials/19-precision-lab.md ("Why the collapse points are where they are").
+// errors is in docs/tutorials/19-precision-lab.md ("What each part shows", P10.1).
 #pragma once
 
 #include <cmath>
