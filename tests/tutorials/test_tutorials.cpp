@@ -744,10 +744,11 @@ const std::vector<std::pair<std::string, std::string>> kPrograms{
 #ifdef XGRAD_HAVE_MPI
     {"18_data_parallel", "18-data-parallel.md"},  // built only with MPI (Open MPI)
 #endif
+    {"19_precision_lab", "19-precision-lab.md"},
 };
 const std::set<std::string> kHasLongMode{"09_small_batch_fashion_mnist", "10_pre_vs_post_ln_gradients", "11_char_gpt",
                                          "13_ln_lstm", "14_cnn_norms", "16_gpt_ablations",
-                                         "17_norm_placement", "18_data_parallel"};
+                                         "17_norm_placement", "18_data_parallel", "19_precision_lab"};
 
 }  // namespace
 
@@ -794,6 +795,7 @@ XGRAD_GUIDE_DRIFT_TEST(17_norm_placement)
 #ifdef XGRAD_HAVE_MPI
 XGRAD_GUIDE_DRIFT_TEST(18_data_parallel)
 #endif
+XGRAD_GUIDE_DRIFT_TEST(19_precision_lab)
 
 TEST_CASE("Every tutorial from 09 on has its own guide-drift test", "[tutorials][guides]") {
     for (auto it = kPrograms.begin() + 8; it != kPrograms.end(); ++it) {
@@ -847,9 +849,10 @@ TEST_CASE("Each guide quotes, word for word from claims.md, the claims of every 
           "[tutorials][guides]") {
     const std::string docs = XGRAD_TUTORIAL_DOCS_DIR;
     // claims.md lists "- **A2.1** (article 002): <claim>"; a guide quotes it as "> **A2.1** (article 002): <claim>".
-    // Claims from papers beyond the articles read "- **P1.1** (paper Xu et al. 2019, ...): <claim>".
+    // Claims from papers beyond the articles read "- **P1.1** (paper Xu et al. 2019, ...): <claim>", and
+    // those of bug reports "- **P10.2** (issue PyTorch 40302 and 51102): <claim>" (IDs past P9 take two digits).
     std::map<std::string, std::string> claims;
-    const std::regex listed(R"(^- (\*\*([AP]\d\.\d)\*\* \((?:article|paper) [^)]*\): .+)$)");
+    const std::regex listed(R"(^- (\*\*([AP]\d+\.\d)\*\* \((?:article|paper|issue) [^)]*\): .+)$)");
     std::istringstream list(read_text(docs + "/claims.md"));
     for (std::string line; std::getline(list, line);) {
         std::smatch m;
@@ -863,7 +866,7 @@ TEST_CASE("Each guide quotes, word for word from claims.md, the claims of every 
             REQUIRE(std::regex_search(text, header, std::regex("Article examples: ([^\n]*)")));
             const std::string ids = header[1];
             std::size_t quoted = 0;
-            const std::regex id_pattern(R"([AP]\d\.\d)");
+            const std::regex id_pattern(R"([AP]\d+\.\d)");
             for (auto it = std::sregex_iterator(ids.begin(), ids.end(), id_pattern); it != std::sregex_iterator(); ++it) {
                 const std::string id = it->str();
                 INFO(guide << " covers " << id);
