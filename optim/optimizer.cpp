@@ -145,6 +145,22 @@ NamedArrays Optimizer::state_dict() const {
     return out;
 }
 
+std::set<std::string> Optimizer::float32_keys() const {
+    std::set<std::string> out;
+    const std::vector<std::string> names = buffer_names();
+    std::size_t i = 0;
+    for (const ParamGroup& group : groups_) {
+        for (const Tensor& p : group.params) {
+            const ParamState& state = states_[i];
+            if (state.initialized() && p.dtype() == Dtype::Float32) {
+                for (const std::string& name : names) out.insert(fmt::format("state.{}.{}", i, name));
+            }
+            ++i;
+        }
+    }
+    return out;
+}
+
 std::vector<ParamState> Optimizer::parse_states(const NamedArrays& state) const {
     const std::string op_name = name() + ".load_state_dict";
     const char* op = op_name.c_str();
@@ -195,6 +211,7 @@ std::vector<ParamState> Optimizer::parse_states(const NamedArrays& state) const 
                                          shape_str(shape_of(*it->second)), index - 1, shape_str(p.shape())));
                 }
                 s.buffers.push_back(*it->second);
+                if (p.dtype() == Dtype::Float32) round_to_float32(s.buffers.back().data(), s.buffers.back().size());
                 expected.insert(prefix + buffer);
             }
         }
