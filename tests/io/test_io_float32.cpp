@@ -224,7 +224,7 @@ TEST_CASE("Module::save keeps a float32 model float32 (int64 buffers int64), loa
     CHECK(into32->forward(Tensor(Array::from_shape({2, 4}), kFloat32)).dtype() == kFloat32);
 }
 
-TEST_CASE("optimizer state of float32 parameters saves as float32; a checkpoint resumes a float32 run bit for bit",
+TEST_CASE("optimizer state of float32 parameters saves as float32, and a checkpoint resumes a float32 run bit for bit",
           "[io][float32][optim]") {
     TempDir dir;
     // The uninterrupted run: 6 steps.
