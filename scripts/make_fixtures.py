@@ -927,6 +927,8 @@ def mini_model_float32():
 `logits64` by a float64 copy of the same model (`copy.deepcopy(model).double()(x.double())`):
 the float32 weights and input are exact in float64, so `logits64` is the reference both float32
 results are measured against. The parameters, `x` and `logits` are `<f4` files; `logits64` is `<f8`.
+Tolerance: not 1e-12 but the float32 bound derived in `tests/support/float32_bound.hpp` (u = 2^-24
+times a condition), checked by `tests/io/test_io_float32_torch.cpp`.
 """
 
 
