@@ -289,7 +289,9 @@ void fsync_path(const std::string& path, int flags, const std::string& op) {
 std::string npy_bytes(const Array& a, Dtype dtype) {
     if (dtype == Dtype::Float32) {
         return encode_npy(dims_of(a), "<f4", a.size(), 4, [&](std::size_t i) {
-            const float v = static_cast<float>(a.data()[i]);  // round to nearest, as a float32 store
+            double rounded = a.data()[i];
+            round_to_float32(&rounded, 1);  // as a float32 store (beyond float32's range: +-inf)
+            const float v = static_cast<float>(rounded);  // exact now, never an out-of-range conversion
             std::uint32_t bits;
             std::memcpy(&bits, &v, 4);
             return std::uint64_t{bits};

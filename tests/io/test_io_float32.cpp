@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -112,6 +113,10 @@ TEST_CASE("npy: a float32 tensor is saved as <f4 and read back as float32, a flo
     CHECK(holds_float32_values(rounded));
     CHECK(same_bits(rounded, Tensor(thirds(5), kFloat32).value()));
     CHECK(!same_bits(rounded, thirds(5)));
+    const Array huge = parse_npy(npy_bytes(Array{1e300, -1e300, 1e-300}, kFloat32), "memory");
+    CHECK(huge(0) == std::numeric_limits<double>::infinity());
+    CHECK(huge(1) == -std::numeric_limits<double>::infinity());
+    CHECK(huge(2) == 0.0);
 
     // Integers are read as a float64 tensor of the same whole numbers; other dtypes stay refused.
     const Tensor ints = parse_npy_tensor(npy_bytes(IndexArray{3, -4}), "ints");
