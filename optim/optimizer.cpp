@@ -117,9 +117,12 @@ void Optimizer::step() {
             ++state.step;
             update(group, p, grad, state);
             // The state has the parameter's dtype (as PyTorch's): a float32 parameter's moments are stored as float32.
-            // The parameter itself is rounded at its next read (Tensor::mutable_value).
+            // So is the parameter, rounded here: update() writes through data(), and any read of it inside update()
+            // (param.numel() in the kernels) settles the pending rounding before the writes that follow.
             if (p.dtype() == Dtype::Float32) {
                 for (Array& buffer : state.buffers) round_to_float32(buffer.data(), buffer.size());
+                Array& value = p.mutable_value();
+                round_to_float32(value.data(), value.size());
             }
         }
     }
@@ -140,6 +143,22 @@ NamedArrays Optimizer::state_dict() const {
         out.emplace_back(fmt::format("state.{}.step", i), scalar_array(static_cast<double>(states_[i].step)));
         for (std::size_t b = 0; b < names.size(); ++b) {
             out.emplace_back(fmt::format("state.{}.{}", i, names[b]), states_[i].buffers[b]);
+        }
+    }
+    return out;
+}
+
+std::set<std::string> Optimizer::float32_keys() const {
+    std::set<std::string> out;
+    const std::vector<std::string> names = buffer_names();
+    std::size_t i = 0;
+    for (const ParamGroup& group : groups_) {
+        for (const Tensor& p : group.params) {
+            const ParamState& state = states_[i];
+            if (state.initialized() && p.dtype() == Dtype::Float32) {
+                for (const std::string& name : names) out.insert(fmt::format("state.{}.{}", i, name));
+            }
+            ++i;
         }
     }
     return out;
@@ -195,6 +214,7 @@ std::vector<ParamState> Optimizer::parse_states(const NamedArrays& state) const 
                                          shape_str(shape_of(*it->second)), index - 1, shape_str(p.shape())));
                 }
                 s.buffers.push_back(*it->second);
+                if (p.dtype() == Dtype::Float32) round_to_float32(s.buffers.back().data(), s.buffers.back().size());
                 expected.insert(prefix + buffer);
             }
         }

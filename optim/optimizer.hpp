@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -79,10 +80,14 @@ public:
     ///   "state.<i>.step" (0-d) and "state.<i>.<buffer>" for every parameter i (numbered across
     ///   groups in order) that has been updated at least once.
     NamedArrays state_dict() const;
+    /// The keys of state_dict() holding the buffers of float32 parameters: they are float32
+    /// (each buffer has its parameter's dtype, as in PyTorch) and saved as '<f4'.
+    std::set<std::string> float32_keys() const;
     /// Checks `state` against this optimizer (groups, parameter counts, buffer names and shapes)
     /// and throws xg::Error naming the first problem; changes nothing.
     void validate_state_dict(const NamedArrays& state) const;
-    /// Validates, then replaces all state; on error nothing is changed.
+    /// Validates, then replaces all state; on error nothing is changed. Each buffer takes its
+    /// parameter's dtype (rounded to float32 for a float32 parameter), as torch.optim does.
     void load_state_dict(const NamedArrays& state);
 
     /// The name used in error messages and docs ("SGD", "Adam", "AdamW").

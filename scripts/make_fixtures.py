@@ -21,6 +21,7 @@ Conventions:
 """
 
 import argparse
+import copy
 import math
 import os
 import shutil
@@ -49,12 +50,12 @@ OUT_DIR = os.path.join(ROOT, "tests", "fixtures")
 CASES = []  # list of Case, in generation order
 
 
-def to_np(a):
+def to_np(a, float32=False):
     if isinstance(a, torch.Tensor):
         a = a.detach().cpu().numpy()
     a = np.array(a, order="C", copy=True)  # keeps 0-d (ascontiguousarray would make it 1-d)
     if a.dtype.kind == "f":
-        assert a.dtype == np.float64, a.dtype
+        assert a.dtype == (np.float32 if float32 else np.float64), a.dtype
     elif a.dtype.kind in "iu":
         a = a.astype(np.int64)
     else:
@@ -73,8 +74,8 @@ class Case:
         torch.manual_seed(seed)
         CASES.append(self)
 
-    def save(self, fname, arr, meaning, allow_inf=False):
-        a = to_np(arr)
+    def save(self, fname, arr, meaning, allow_inf=False, float32=False):
+        a = to_np(arr, float32)  # float32: a float32 tensor, saved as '<f4' (issue 28)
         # allow_inf: an input that holds -inf/inf on purpose (masked logits); never NaN
         assert (np.all(np.isfinite(a)) or a.dtype == np.int64
                 or (allow_inf and not np.any(np.isnan(a)))), (self.name, fname)
@@ -905,6 +906,32 @@ state a count; the actual count is **28 parameter tensors** (4 blocks x 6 + ln_f
 """ % (sum(p.numel() for p in model.parameters()), plist)
 
 
+def mini_model_float32():
+    d, n_layers, vocab = 16, 2, 10
+    c = Case("mini_model_float32", 2801, "")
+    model = MiniPreLNModel(d, n_layers, vocab).float()  # default init (float64), then to float32
+    x = torch.randn(2, 4, d, dtype=torch.float32)
+    with torch.no_grad():
+        logits = model(x)
+        reference = copy.deepcopy(model).double()(x.double())
+    assert logits.dtype == torch.float32 and reference.dtype == torch.float64
+    c.save("x", x, "float32 input (2,4,16)", float32=True)
+    for n, p in model.state_dict().items():
+        c.save(n, p, "float32 parameter `%s`" % n, float32=True)
+    c.save("logits", logits, "float32 logits (2,4,10): the model run in float32", float32=True)
+    c.save("logits64", reference, "float64 logits (2,4,10) of the same float32 weights and input")
+    c.doc = """Issue 28 (float32 interop, PyTorch -> xgrad): the mini Pre-LN model of `mini_model`
+(same classes) with d = 16, n_layers = 2, vocab = 10, default PyTorch initialisation under
+`torch.manual_seed(2801)`, converted with `model.float()`; `x = randn(2,4,16)` drawn in float32.
+`logits = model(x)` computed by PyTorch in float32 (sgemm, float32 LayerNorm and GELU), and
+`logits64` by a float64 copy of the same model (`copy.deepcopy(model).double()(x.double())`):
+the float32 weights and input are exact in float64, so `logits64` is the reference both float32
+results are measured against. The parameters, `x` and `logits` are `<f4` files; `logits64` is `<f8`.
+Tolerance: not 1e-12 but the float32 bound derived in `tests/support/float32_bound.hpp` (u = 2^-24
+times a condition), checked by `tests/io/test_io_float32_torch.cpp`.
+"""
+
+
 # --------------------------------------------------------------------------
 # optimizers
 # --------------------------------------------------------------------------
@@ -1409,7 +1436,8 @@ never at run time.
 ## Conventions
 
 * One directory per case: `tests/fixtures/<case>/<name>.npy`, plain NumPy `.npy` (format 1.0,
-  little endian `<f8` / `<i8`, C order). Floats are float64; index/target arrays are int64.
+  little endian `<f8` / `<i8`, C order). Floats are float64 (except the float32 tensors of
+  `mini_model_float32`, `<f4`, listed as float32); index/target arrays are int64.
   Scalars (losses) are 0-d arrays, header `'shape': ()` (1 element).
 * Computation in float64 (`torch.set_default_dtype(torch.float64)`), single-threaded; each case
   starts with `torch.manual_seed(<seed>)` (seed listed per case), so reruns are byte-identical.
@@ -1598,7 +1626,7 @@ def main():
                linear, gelu_none, gelu_tanh, layernorm_1d, layernorm_2d,
                layernorm_large_mean, batchnorm_2d, batchnorm_3d, batchnorm_cumulative,
                rmsnorm, embedding, cross_entropy, cross_entropy_weighted, mse_loss,
-               mini_model, optimizers, schedules,
+               mini_model, mini_model_float32, optimizers, schedules,
                conv2d, conv1d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batchnorm_4d,
                group_norm, instance_norm, layernorm_chw,
                lstm_cell, gru_cell, lstm, gru, layer_norm_lstm_cell, layer_norm_double_backward) + ISSUE13_CASES + ISSUE17_CASES + ISSUE27_CASES + (

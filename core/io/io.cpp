@@ -232,13 +232,13 @@ std::int64_t int_at(const std::string& bytes, const NpyHeader& h, std::size_t i)
 }
 bool is_float(DType t) { return t == DType::f8 || t == DType::f4; }
 
-template <class T>
-std::string encode_npy(const xt::xarray<T>& a, const char* descr) {
-    static_assert(sizeof(T) == 8, "both '<f8' and '<i8' are 8-byte types");
+// The header, then `count` little-endian elements of `item` bytes each, element i's bits from `bits(i)`.
+template <class Bits>
+std::string encode_npy(const Shape& dims, const char* descr, std::size_t count, std::size_t item, Bits bits) {
     std::string shape = "(";
-    for (std::size_t i = 0; i < a.dimension(); ++i) shape += fmt::format("{}, ", a.shape()[i]);
-    if (a.dimension() > 1) shape.resize(shape.size() - 2);  // (3,) keeps its comma, (2, 3) does not
-    else if (a.dimension() == 1) shape.pop_back();
+    for (std::size_t d : dims) shape += fmt::format("{}, ", d);
+    if (dims.size() > 1) shape.resize(shape.size() - 2);  // (3,) keeps its comma, (2, 3) does not
+    else if (dims.size() == 1) shape.pop_back();
     shape += ")";
     std::string text = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape);
     // NumPy pads the header with spaces so the data starts 64-byte aligned, ending with '\n'.
@@ -253,14 +253,16 @@ std::string encode_npy(const xt::xarray<T>& a, const char* descr) {
     for (std::size_t i = 0; i < (v2 ? 4u : 2u); ++i) out += static_cast<char>((text.size() >> (8 * i)) & 0xff);
     out += text;
     const std::size_t data_start = out.size();
-    out.resize(data_start + a.size() * 8);
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        std::uint64_t bits;
-        std::memcpy(&bits, a.data() + i, 8);
-        for (std::size_t b = 0; b < 8; ++b) out[data_start + i * 8 + b] = static_cast<char>((bits >> (8 * b)) & 0xff);
+    out.resize(data_start + count * item);
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::uint64_t b = bits(i);
+        for (std::size_t k = 0; k < item; ++k) out[data_start + i * item + k] = static_cast<char>((b >> (8 * k)) & 0xff);
     }
     return out;
 }
+
+template <class T>
+Shape dims_of(const xt::xarray<T>& a) { return Shape(a.shape().begin(), a.shape().end()); }
 
 void write_bytes(const std::string& path, const std::string& bytes, const std::string& op) {
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
@@ -284,11 +286,29 @@ void fsync_path(const std::string& path, int flags, const std::string& op) {
 
 // ---- public .npy API --------------------------------------------------------------------------
 
-std::string npy_bytes(const Array& a) { return encode_npy(a, "<f8"); }
-std::string npy_bytes(const IndexArray& a) { return encode_npy(a, "<i8"); }
+std::string npy_bytes(const Array& a, Dtype dtype) {
+    if (dtype == Dtype::Float32) {
+        return encode_npy(dims_of(a), "<f4", a.size(), 4, [&](std::size_t i) {
+            double rounded = a.data()[i];
+            round_to_float32(&rounded, 1);  // as a float32 store (beyond float32's range: +-inf)
+            const float v = static_cast<float>(rounded);  // exact now, never an out-of-range conversion
+            std::uint32_t bits;
+            std::memcpy(&bits, &v, 4);
+            return std::uint64_t{bits};
+        });
+    }
+    return encode_npy(dims_of(a), "<f8", a.size(), 8, [&](std::size_t i) {
+        std::uint64_t bits;
+        std::memcpy(&bits, a.data() + i, 8);
+        return bits;
+    });
+}
+std::string npy_bytes(const IndexArray& a) {
+    return encode_npy(dims_of(a), "<i8", a.size(), 8, [&](std::size_t i) { return static_cast<std::uint64_t>(a.data()[i]); });
+}
 
-Array parse_npy(const std::string& bytes, const std::string& what, const std::string& op) {
-    const NpyHeader h = parse_header(bytes, op, what);
+namespace {
+Array parse_npy_values(const std::string& bytes, const NpyHeader& h, const std::string& what, const std::string& op) {
     Array out = Array::from_shape(h.shape);
     for (std::size_t i = 0; i < h.count; ++i) {
         if (is_float(h.dtype)) { out.data()[i] = float_at(bytes, h, i); continue; }
@@ -299,6 +319,18 @@ Array parse_npy(const std::string& bytes, const std::string& what, const std::st
         out.data()[i] = static_cast<double>(v);
     }
     return out;
+}
+}  // namespace
+
+Array parse_npy(const std::string& bytes, const std::string& what, const std::string& op) {
+    return parse_npy_values(bytes, parse_header(bytes, op, what), what, op);
+}
+
+Tensor parse_npy_tensor(const std::string& bytes, const std::string& what, const std::string& op) {
+    const NpyHeader h = parse_header(bytes, op, what);
+    // '<f4' values are float32 values already: the tensor holds them unchanged.
+    const Dtype dtype = h.dtype == DType::f4 ? Dtype::Float32 : Dtype::Float64;
+    return Tensor(parse_npy_values(bytes, h, what, op), dtype);
 }
 
 IndexArray parse_npy_int64(const std::string& bytes, const std::string& what) {
@@ -311,16 +343,21 @@ IndexArray parse_npy_int64(const std::string& bytes, const std::string& what) {
     return out;
 }
 
-void save_npy(const std::string& path, const Array& a) { write_file_bytes_atomic(path, npy_bytes(a), "save_npy"); }
+void save_npy(const std::string& path, const Array& a, Dtype dtype) {
+    write_file_bytes_atomic(path, npy_bytes(a, dtype), "save_npy");
+}
 void save_npy(const std::string& path, const IndexArray& a) {
     write_file_bytes_atomic(path, npy_bytes(a), "save_npy");
 }
 void save_npy(const std::string& path, const Tensor& t) {
     if (!t.defined()) fail("save_npy", fmt::format("cannot save an undefined tensor to '{}'", path));
-    save_npy(path, t.value());
+    save_npy(path, t.value(), t.dtype());
 }
 
 Array load_npy(const std::string& path) { return parse_npy(read_file_bytes(path, "load_npy"), "'" + path + "'"); }
+Tensor load_npy_tensor(const std::string& path) {
+    return parse_npy_tensor(read_file_bytes(path, "load_npy"), "'" + path + "'");
+}
 IndexArray load_npy_int64(const std::string& path) {
     return parse_npy_int64(read_file_bytes(path, "load_npy_int64"), "'" + path + "'");
 }

@@ -23,11 +23,14 @@ namespace xg {
 using IndexArray = xt::xarray<std::int64_t>;
 
 // ---- .npy -------------------------------------------------------------------------------------
-// Written as format 1.0 (2.0 only for huge headers), little-endian, C order: '<f8' for Array and
-// '<i8' for IndexArray. Read: versions 1.0-3.0, C order, dtypes '<f8' '<f4' '<i8' '<i4'.
+// Written as format 1.0 (2.0 only for huge headers), little-endian, C order: '<f8' for Array (or
+// '<f4' when asked for float32, as for a float32 Tensor) and '<i8' for IndexArray. Read: versions
+// 1.0-3.0, C order, dtypes '<f8' '<f4' '<i8' '<i4'. The Array readers widen every dtype to double
+// (exactly); the Tensor readers keep '<f4' as a float32 tensor.
 
-/// The complete .npy file contents of `a` as '<f8'.
-std::string npy_bytes(const Array& a);
+/// The complete .npy file contents of `a`: '<f8', or '<f4' for Dtype::Float32 (each value rounded
+/// to the nearest float32, as a float32 store; a float32 tensor's values are unchanged).
+std::string npy_bytes(const Array& a, Dtype dtype = Dtype::Float64);
 /// The complete .npy file contents of `a` as '<i8'.
 std::string npy_bytes(const IndexArray& a);
 
@@ -35,18 +38,24 @@ std::string npy_bytes(const IndexArray& a);
 /// are rejected. `what` names the source in error messages (a path, "'x.npz' entry 'w.npy'") and
 /// `op` the operation they blame.
 Array parse_npy(const std::string& bytes, const std::string& what, const std::string& op = "load_npy");
+/// Parses .npy bytes into a leaf tensor that keeps the file's floating dtype, as torch.from_numpy:
+/// '<f4' gives a float32 tensor, '<f8' a float64 one; integer dtypes give a float64 tensor of the
+/// same whole numbers (checked as parse_npy does).
+Tensor parse_npy_tensor(const std::string& bytes, const std::string& what, const std::string& op = "load_npy");
 /// Parses .npy bytes of an integer dtype ('<i8' or '<i4'); float dtypes are rejected.
 IndexArray parse_npy_int64(const std::string& bytes, const std::string& what);
 
-/// Saves atomically (see write_file_atomic).
-void save_npy(const std::string& path, const Array& a);
+/// Saves `a` as npy_bytes(a, dtype), atomically (see write_file_atomic).
+void save_npy(const std::string& path, const Array& a, Dtype dtype = Dtype::Float64);
 /// Saves an int64 array as '<i8', atomically.
 void save_npy(const std::string& path, const IndexArray& a);
-/// Saves the tensor's value.
+/// Saves the tensor's value in its dtype: '<f4' for a float32 tensor, '<f8' for a float64 one.
 void save_npy(const std::string& path, const Tensor& t);
 
 /// Reads a .npy file as doubles (see parse_npy); throws xg::Error naming the file on any problem.
 Array load_npy(const std::string& path);
+/// Reads a .npy file as a tensor of the file's floating dtype (see parse_npy_tensor).
+Tensor load_npy_tensor(const std::string& path);
 /// Reads an integer .npy file (see parse_npy_int64); throws xg::Error naming the file.
 IndexArray load_npy_int64(const std::string& path);
 
@@ -63,19 +72,34 @@ using NamedArrays = std::vector<std::pair<std::string, Array>>;
 /// numbers; readers convert them back to doubles.
 using Int64Keys = std::set<std::string>;
 
+/// Keys of .npz entries written as '<f4' instead of '<f8': how a float32 model's state_dict and
+/// the optimizer state of its parameters stay float32 in the file (Module::float32_keys).
+using Float32Keys = std::set<std::string>;
+
 /// The complete .npz file contents. Keys must be non-empty and unique; dots are fine
 /// ("blocks.0.ln.weight"). `compress` deflates entries like numpy.savez_compressed. Entries named
-/// in `int64_keys` are written as int64 (a value that is not a whole number throws).
-std::string npz_bytes(const NamedArrays& arrays, bool compress = false, const Int64Keys& int64_keys = {});
+/// in `int64_keys` are written as int64 (a value that is not a whole number throws), those in
+/// `float32_keys` as float32 (each value rounded to the nearest float32); a key in both throws.
+std::string npz_bytes(const NamedArrays& arrays, bool compress = false, const Int64Keys& int64_keys = {},
+                      const Float32Keys& float32_keys = {});
 /// Saves atomically (see write_file_atomic).
 void save_npz(const std::string& path, const NamedArrays& arrays, bool compress = false,
-              const Int64Keys& int64_keys = {});
+              const Int64Keys& int64_keys = {}, const Float32Keys& float32_keys = {});
 
 /// Parses .npz bytes; `what` names the source in error messages.
 NamedArrays load_npz_bytes(const std::string& bytes, const std::string& what);
 /// Reads an .npz file (stored or deflated `<key>.npy` entries); throws xg::Error naming the
 /// file and entry on any problem.
 NamedArrays load_npz(const std::string& path);
+
+/// Tensors keyed by name, in order (what Module::named_parameters() returns).
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+/// Saves each tensor's value in its own dtype ('<f4' for float32, '<f8' for float64), atomically.
+void save_npz_tensors(const std::string& path, const NamedTensors& tensors, bool compress = false);
+/// Parses .npz bytes into leaf tensors that keep each entry's floating dtype (see parse_npy_tensor).
+NamedTensors load_npz_tensors_bytes(const std::string& bytes, const std::string& what);
+/// Reads an .npz file into leaf tensors that keep each entry's floating dtype ('<f4' float32).
+NamedTensors load_npz_tensors(const std::string& path);
 
 // ---- IDX (MNIST / Fashion-MNIST) --------------------------------------------------------------
 

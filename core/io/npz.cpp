@@ -117,7 +117,8 @@ IndexArray whole_numbers(const Array& a, const std::string& key) {
 
 }  // namespace
 
-std::string npz_bytes(const NamedArrays& arrays, bool compress, const Int64Keys& int64_keys) {
+std::string npz_bytes(const NamedArrays& arrays, bool compress, const Int64Keys& int64_keys,
+                      const Float32Keys& float32_keys) {
     // libzip writes nothing at all for an archive without entries; NumPy writes the bare
     // end-of-central-directory record, so do the same.
     if (arrays.empty()) return std::string("PK\x05\x06", 4) + std::string(18, '\0');
@@ -127,6 +128,8 @@ std::string npz_bytes(const NamedArrays& arrays, bool compress, const Int64Keys&
         if (key.empty()) fail("save_npz", "array keys must not be empty");
         if (key.find('\0') != std::string::npos) fail("save_npz", "array keys must not contain NUL characters");
         if (!keys.insert(key).second) fail("save_npz", fmt::format("duplicate array key '{}'", key));
+        if (int64_keys.count(key) && float32_keys.count(key))
+            fail("save_npz", fmt::format("entry '{}' is asked to be saved both as int64 and as float32", key));
     }
 
     zip_error_t error;
@@ -144,7 +147,9 @@ std::string npz_bytes(const NamedArrays& arrays, bool compress, const Int64Keys&
     std::vector<std::string> payloads;
     payloads.reserve(arrays.size());
     for (const auto& [key, array] : arrays) {
-        payloads.push_back(int64_keys.count(key) ? npy_bytes(whole_numbers(array, key)) : npy_bytes(array));
+        payloads.push_back(int64_keys.count(key)     ? npy_bytes(whole_numbers(array, key))
+                           : float32_keys.count(key) ? npy_bytes(array, Dtype::Float32)
+                                                     : npy_bytes(array));
         const std::string name = key + ".npy";
         zip_source_t* entry = zip_source_buffer(archive.get(), payloads.back().data(), payloads.back().size(), 0);
         if (!entry) fail("save_npz", fmt::format("entry '{}': {}", name, zip_strerror(archive.get())));
@@ -164,16 +169,19 @@ std::string npz_bytes(const NamedArrays& arrays, bool compress, const Int64Keys&
     return source_contents(out.get());
 }
 
-void save_npz(const std::string& path, const NamedArrays& arrays, bool compress, const Int64Keys& int64_keys) {
-    write_file_bytes_atomic(path, npz_bytes(arrays, compress, int64_keys), "save_npz");
+void save_npz(const std::string& path, const NamedArrays& arrays, bool compress, const Int64Keys& int64_keys,
+              const Float32Keys& float32_keys) {
+    write_file_bytes_atomic(path, npz_bytes(arrays, compress, int64_keys, float32_keys), "save_npz");
 }
 
-NamedArrays load_npz_bytes(const std::string& bytes, const std::string& what) {
+namespace {
+// Calls parse(key, entry bytes, entry description) for every '<key>.npy' entry, in order.
+template <class Parse>
+void for_each_entry(const std::string& bytes, const std::string& what, Parse parse) {
     Archive archive = open_archive(bytes, what);
     const zip_int64_t count = zip_get_num_entries(archive.get(), 0);
     if (count < 0) fail("load_npz", fmt::format("{}: cannot list entries: {}", what, zip_strerror(archive.get())));
 
-    NamedArrays out;
     std::set<std::string> keys;
     for (zip_uint64_t i = 0; i < static_cast<zip_uint64_t>(count); ++i) {
         zip_stat_t stat;
@@ -188,9 +196,40 @@ NamedArrays load_npz_bytes(const std::string& bytes, const std::string& what) {
         const std::string key = name.substr(0, name.size() - suffix.size());
         if (!keys.insert(key).second) fail("load_npz", fmt::format("{}: duplicate entry '{}'", what, name));
         const std::string data = read_entry(archive.get(), i, stat, what, bytes.size());
-        out.emplace_back(key, parse_npy(data, fmt::format("{} entry '{}'", what, name), "load_npz"));
+        parse(key, data, fmt::format("{} entry '{}'", what, name));
     }
+}
+}  // namespace
+
+NamedArrays load_npz_bytes(const std::string& bytes, const std::string& what) {
+    NamedArrays out;
+    for_each_entry(bytes, what, [&](const std::string& key, const std::string& data, const std::string& entry) {
+        out.emplace_back(key, parse_npy(data, entry, "load_npz"));
+    });
     return out;
+}
+
+NamedTensors load_npz_tensors_bytes(const std::string& bytes, const std::string& what) {
+    NamedTensors out;
+    for_each_entry(bytes, what, [&](const std::string& key, const std::string& data, const std::string& entry) {
+        out.emplace_back(key, parse_npy_tensor(data, entry, "load_npz"));
+    });
+    return out;
+}
+
+NamedTensors load_npz_tensors(const std::string& path) {
+    return load_npz_tensors_bytes(read_file_bytes(path, "load_npz"), "'" + path + "'");
+}
+
+void save_npz_tensors(const std::string& path, const NamedTensors& tensors, bool compress) {
+    NamedArrays arrays;
+    Float32Keys float32_keys;
+    for (const auto& [key, tensor] : tensors) {
+        if (!tensor.defined()) fail("save_npz", fmt::format("entry '{}' is an undefined tensor", key));
+        arrays.emplace_back(key, tensor.value());
+        if (tensor.dtype() == Dtype::Float32) float32_keys.insert(key);
+    }
+    write_file_bytes_atomic(path, npz_bytes(arrays, compress, {}, float32_keys), "save_npz");
 }
 
 NamedArrays load_npz(const std::string& path) {

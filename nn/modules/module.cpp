@@ -347,7 +347,20 @@ LoadStateDictResult Module::load_state_dict(const NamedArrays& state, bool stric
     return result;
 }
 
-void Module::save(const std::string& path) const { save_npz(path, state_dict(), false, int64_keys()); }
+std::set<std::string> Module::float32_keys() const {
+    std::set<std::string> out;
+    for (const auto& [key, tensor] : named_entries(false, true)) {
+        if (tensor.dtype() == Dtype::Float32) out.insert(key);
+    }
+    for (const auto& [key, tensor] : named_entries(true, true)) {
+        if (tensor.dtype() == Dtype::Float32) out.insert(key);
+    }
+    return out;
+}
+
+void Module::save(const std::string& path) const {
+    save_npz(path, state_dict(), false, int64_keys(), float32_keys());
+}
 
 LoadStateDictResult Module::load(const std::string& path, bool strict) {
     const NamedArrays state = load_npz(path);

@@ -173,18 +173,25 @@ public:
 
     /// Copies of every parameter then buffer value per module, depth first, with dotted names.
     NamedArrays state_dict() const;
-    /// Replaces parameter and buffer values from `state`. Every name and shape is verified first;
+    /// Replaces parameter and buffer values from `state`, each converted to the dtype of the
+    /// tensor it replaces (rounded when that is float32). Every name and shape is verified first;
     /// all problems (missing, unexpected, mis-shaped keys, a fractional value for an int64
     /// buffer) are listed in ONE xg::Error and the module is left untouched. With strict = false,
     /// missing and unexpected keys are allowed and returned, as PyTorch's load_state_dict does.
     LoadStateDictResult load_state_dict(const NamedArrays& state, bool strict = true);
     /// The keys of state_dict() whose buffers are int64 (e.g. "bn.num_batches_tracked").
     std::set<std::string> int64_keys() const;
-    /// Saves state_dict() to one NumPy-readable .npz file (written atomically); int64 buffers
-    /// are stored as int64, the rest as float64.
+    /// The keys of state_dict() whose tensors are float32 (every parameter and floating buffer
+    /// after to(kFloat32)).
+    std::set<std::string> float32_keys() const;
+    /// Saves state_dict() to one NumPy-readable .npz file (written atomically), each entry in its
+    /// tensor's dtype as torch.save keeps it: int64 buffers as int64, float32 tensors as float32,
+    /// the rest as float64.
     void save(const std::string& path) const;
-    /// Loads a file written by save() (or numpy.savez of a PyTorch state_dict; int64 and float64
-    /// entries both load) via load_state_dict.
+    /// Loads a file written by save() (or numpy.savez of a PyTorch state_dict; int64, float32 and
+    /// float64 entries all load) via load_state_dict. As PyTorch's load_state_dict copies into
+    /// the existing tensors, the values take this module's dtypes: a float64 file loaded into a
+    /// float32 module is rounded to float32, a float32 file loaded into a float64 module is exact.
     LoadStateDictResult load(const std::string& path, bool strict = true);
 
     // ---- printing --------------------------------------------------------------------------------

@@ -215,7 +215,10 @@ void Checkpoint::save(const std::string& path, const TrainingProgress& progress,
                       const std::function<void(const std::string& tmp_path)>& before_commit) const {
     Int64Keys int64_keys;  // the model's int64 buffers stay int64 in the file
     for (const std::string& key : model_.int64_keys()) int64_keys.insert("model." + key);
-    const std::string bytes = npz_bytes(collect(progress), false, int64_keys);
+    Float32Keys float32_keys;  // and its float32 tensors, with their optimizer state, float32
+    for (const std::string& key : model_.float32_keys()) float32_keys.insert("model." + key);
+    for (const std::string& key : optimizer_.float32_keys()) float32_keys.insert("optim." + key);
+    const std::string bytes = npz_bytes(collect(progress), false, int64_keys, float32_keys);
     write_file_atomic(
         path,
         [&](const std::string& tmp_path) {

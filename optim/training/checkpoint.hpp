@@ -1,8 +1,9 @@
 // Training checkpoints: model, optimizer, schedule, data order, RNG and step counter in ONE .npz
 // file, written atomically, so a resumed run continues bit for bit as if never stopped.
 //
-// Keys (float64 arrays, except the model's int64 buffers such as num_batches_tracked; numpy.load
-// reads the file):
+// Keys (float64 arrays, except the model's int64 buffers such as num_batches_tracked, and the
+// float32 tensors of a float32 model with their optimizer state, saved as float32; numpy.load
+// reads the file; loading converts each value to the dtype of the tensor it goes into):
 //   meta.format (1), meta.step, meta.epoch   model.<state_dict key>   optim.<optimizer key>
 //   sched.<key> (if a scheduler is bound; sched.<i>.<key> for each of a chain of schedulers)
 //   loader.<key> (if a loader is bound)

@@ -5,6 +5,13 @@
 //
 //   xgrad_interop_torch <work dir>     exit 0: same logits; 77: skipped (no /usr/bin/python3 with
 //                                      torch, which ctest reports as skipped); anything else: failure
+//   xgrad_interop_torch <work dir> float32
+//                                      the same in float32 (issue 28): the mini Pre-LN model
+//                                      (tests/support/mini_model.hpp) trained 20 AdamW steps with
+//                                      model.to(kFloat32) and float32 batches, saved ('<f4' entries);
+//                                      torch_loads_xgrad_float32.py loads it into PyTorch in float32
+//                                      and must reproduce xgrad's float32 logits within the float32
+//                                      bound of tests/support/float32_bound.hpp, saved with them.
 // XGRAD_PYTHON names another interpreter (e.g. XGRAD_PYTHON=/nonexistent shows the skip).
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +22,9 @@
 #include <string>
 
 #include <xgrad/xgrad.hpp>
+
+#include "tests/support/float32_bound.hpp"
+#include "tests/support/mini_model.hpp"
 
 using namespace xg;
 
@@ -66,11 +76,70 @@ int run(const std::string& command) {
     return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// A float32 tensor of standard normal values, from `gen`.
+Tensor randn32(const Shape& shape, Generator& gen) {
+    Array a = Array::from_shape(shape);
+    for (double& v : a) v = gen.normal();
+    return Tensor(std::move(a), kFloat32);
+}
+
+// The float32 variant: trains, saves model.npz and io.npz (x, xgrad's float32 logits, the exact
+// logits and the bound); returns 0, or 1 when xgrad's own float32 logits break the bound.
+int export_float32(const std::filesystem::path& dir) {
+    constexpr std::size_t kD = 16, kLayers = 2, kClasses = 10;
+    manual_seed(28);
+    test::MiniPreLNModel model(kD, kLayers, kClasses);
+    model.to(kFloat32);
+    optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-2));
+    Generator data(8);
+    for (int step = 0; step < 20; ++step) {
+        const Tensor x = randn32({4, 6, kD}, data);
+        IndexArray target = IndexArray::from_shape({24});
+        for (auto& t : target) t = static_cast<std::int64_t>(data.randint(kClasses));
+        opt.zero_grad();
+        const Tensor loss = nn::cross_entropy(reshape(model.forward(x), {-1, static_cast<long>(kClasses)}), target);
+        if (loss.dtype() != kFloat32) {
+            std::fprintf(stderr, "the float32 model's loss is %s\n", dtype_name(loss.dtype()));
+            return 1;
+        }
+        loss.backward();
+        opt.step();
+    }
+    const Tensor x = randn32({3, 5, kD}, data);
+    Tensor logits;
+    {
+        NoGradGuard no_grad;
+        logits = model.forward(x);
+    }
+    const std::string model_file = (dir / "model.npz").string();
+    model.save(model_file);
+
+    // The exact logits and the bound, from a float64 model loaded from the float32 file (exactly).
+    test::MiniPreLNModel model64(kD, kLayers, kClasses);
+    model64.load(model_file);
+    const test::Float32LogitBound bound = test::mini_model_float32_bound(model64, Tensor(x.value(), kFloat64));
+    const double ratio = test::max_bound_ratio(logits.value(), bound.logits64, bound.tolerance);
+    save_npz_tensors((dir / "io.npz").string(),
+                     {{"x", x}, {"logits", logits}, {"logits64", Tensor(bound.logits64, kFloat64)},
+                      {"tolerance", Tensor(bound.tolerance, kFloat64)}});
+    std::printf("xgrad: trained 20 AdamW steps in float32, saved %s (%zu float32 entries) and the float32 logits "
+                "of a (3, 5, 16) input; K = %.1f (kappa^2 %.3f), xgrad32 vs exact: %.3f of the bound\n",
+                model_file.c_str(), model.float32_keys().size(), bound.K, bound.kappa2, ratio);
+    std::fflush(stdout);
+    if (logits.dtype() != kFloat32 || !(ratio <= 1.0)) {
+        std::fprintf(stderr, "xgrad's float32 logits (%s) are not within the float32 bound (%.3f)\n",
+                     dtype_name(logits.dtype()), ratio);
+        return 1;
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        std::fprintf(stderr, "usage: %s <work dir>\n", argv[0]);
+    const bool float32 = argc == 3 && std::string(argv[2]) == "float32";
+    if (argc != 2 && !float32) {
+        std::fprintf(stderr, "usage: %s <work dir> [float32]\n", argv[0]);
         return 2;
     }
     const char* env_python = std::getenv("XGRAD_PYTHON");
@@ -81,6 +150,13 @@ int main(int argc, char** argv) {
     }
     const std::filesystem::path dir = argv[1];
     std::filesystem::create_directories(dir);
+    if (float32) {
+        if (export_float32(dir) != 0) return 1;
+        const std::string script = std::string(XGRAD_SOURCE_DIR) + "/tests/interop/torch_loads_xgrad_float32.py";
+        const int rc = run(python + " " + script + " " + dir.string());
+        if (rc != 0) std::fprintf(stderr, "torch_loads_xgrad_float32.py failed (exit %d)\n", rc);
+        return rc == 0 ? 0 : 1;
+    }
 
     manual_seed(13);
     TinyLM model;
