@@ -117,9 +117,12 @@ void Optimizer::step() {
             ++state.step;
             update(group, p, grad, state);
             // The state has the parameter's dtype (as PyTorch's): a float32 parameter's moments are stored as float32.
-            // The parameter itself is rounded at its next read (Tensor::mutable_value).
+            // The parameter is rounded here too rather than at its next read: update() takes data() and then reads
+            // numel(), which settles the tensor, so its writes come after the read that would have rounded them.
             if (p.dtype() == Dtype::Float32) {
                 for (Array& buffer : state.buffers) round_to_float32(buffer.data(), buffer.size());
+                Array& w = p.mutable_value();
+                round_to_float32(w.data(), w.size());
             }
         }
     }

@@ -167,12 +167,14 @@ Array& Tensor::mutable_value() {
     return node_->value;
 }
 Dtype Tensor::dtype() const { return checked(node_).dtype; }
+// Shapes are read from the node without settling it: a writer that took data() and asks for the
+// shape before writing must still have its writes rounded at the next read.
 Shape Tensor::shape() const {
-    const auto& s = value().shape();
+    const auto& s = checked(node_).value.shape();
     return Shape(s.begin(), s.end());
 }
 std::size_t Tensor::size(std::int64_t axis) const {
-    const auto& s = value().shape();
+    const auto& s = checked(node_).value.shape();
     const auto rank = static_cast<std::int64_t>(s.size());
     if (axis < -rank || axis >= rank) {
         fail("size", fmt::format("axis {} is out of range for a {}-D tensor (expected {} to {})", axis, rank, -rank, rank - 1));
@@ -357,6 +359,8 @@ void accumulate(Node& node, Array&& g, const std::string& from_op) {
         double* dst = node.grad->data();
         const double* src = g.data();
         for (std::size_t i = 0, n = g.size(); i < n; ++i) dst[i] += src[i];
+        // a second backward adds to .grad: for a float32 leaf that sum is a float32 store too
+        if (node.dtype == Dtype::Float32) round_to_float32(dst, g.size());
     }
 }
 
