@@ -15,6 +15,7 @@
 #include "core/io/format.hpp"
 #include "core/ops/ops.hpp"
 #include "core/tools/gradcheck.hpp"
+#include "core/tools/transforms.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 
@@ -401,6 +402,30 @@ TEST_CASE("create_graph in float32: first and second derivatives are float32 ten
     const Tensor h2 = grad({sum(x.grad() * x.grad())}, {x})[0];  // d/dx sum(9 x^4) = 36 x^3
     CHECK(h2.dtype() == kFloat32);
     x.zero_grad();  // breaks the cycle through .grad's graph
+}
+
+TEST_CASE("vjp, jvp, jacobian, hessian and hvp of a float32 function give float32 results", "[float32]") {
+    const Tensor x = Tensor(Array{0.3, -1.2, 2.1}, kFloat32);
+    const TensorFunction cube = [](const Tensor& t) { return pow(t, 3.0) * 0.1; };
+    const TensorFunction total = [](const Tensor& t) { return sum(pow(t, 3.0)); };
+    const Tensor v = Tensor(Array{1.0, 0.1, -2.0}, kFloat64);  // float64 directions are rounded like seeds
+    const auto [y, vJ] = vjp(cube, x, v);
+    CHECK(y.dtype() == kFloat32);
+    CHECK(vJ.dtype() == kFloat32);
+    CHECK(on_float32_grid(vJ.value()));
+    const auto [y2, Ju] = jvp(cube, x, v);
+    CHECK(Ju.dtype() == kFloat32);
+    CHECK(on_float32_grid(Ju.value()));
+    CHECK(jacobian(cube, x).dtype() == kFloat32);
+    CHECK(hessian(total, x).dtype() == kFloat32);
+    const auto [y3, Hv] = hvp(total, x, v);
+    CHECK(Hv.dtype() == kFloat32);
+    CHECK(on_float32_grid(Hv.value()));
+    // d/dx 0.1 x^3 = 0.3 x^2 on the diagonal, rounded to float32
+    const Tensor J = jacobian(cube, x);
+    CHECK(J.value()(2, 2) == Approx(0.3 * x(2) * x(2)).epsilon(4 * unit_roundoff(kFloat32)));
+    // a function that does not depend on x: zeros of x's dtype
+    CHECK(vjp([](const Tensor& t) { return t.detach() * 2.0; }, x, Tensor(Array{1.0, 1.0, 1.0}, kFloat32)).second.dtype() == kFloat32);
 }
 
 }  // namespace xg_test_engine_dtype
