@@ -289,6 +289,30 @@ TEST_CASE("float32 twins: shape and selection ops", "[float32]") { run(shape_and
 
 TEST_CASE("float32 twins: create_graph gradients stay float32 and differentiate again", "[float32]") { run(create_graph_twins()); }
 
+TEST_CASE("float32 twins: every core op's backward, recorded under create_graph, makes only float32 nodes", "[float32]") {
+    // The twins compare first-order gradients, whose backward runs unrecorded: a float64 constant
+    // with axes inside a backward would only make its intermediate values more accurate. Recorded,
+    // it shows as a float64 node. The seeds require grad, so every op of every backward is recorded.
+    for (const Twin& t : all_twins()) {
+        INFO(t.name);
+        std::vector<Tensor> x32, wrt, seeds;
+        for (const Tensor& x : t.inputs) {
+            x32.emplace_back(x.value(), xg::kFloat32, x.requires_grad());
+            if (x.requires_grad()) wrt.push_back(x32.back());
+        }
+        const Outputs outs = t.f(x32);
+        xg::Generator gen(5);
+        for (const Tensor& out : outs) seeds.push_back(Tensor(xg::randn(out.shape(), gen).value(), xg::kFloat32, true));
+        const std::vector<Tensor> grads = xg::grad(outs, wrt, seeds, {false, true, true});
+        for (std::size_t i = 0; i < grads.size(); ++i) {
+            if (!grads[i].defined()) continue;
+            INFO("gradient " << i);
+            CHECK(grads[i].dtype() == xg::kFloat32);
+            CHECK(xg::test::detail::walk_graph(grads[i], true) == "");
+        }
+    }
+}
+
 TEST_CASE("float32 twins: a float64 constant with axes inside an op is caught", "[float32]") {
     // the check itself: an "op" that multiplies by a float64 constant with axes promotes the float32
     // run to float64; the twin must report it (run outside check_float32_twin's CHECK)
