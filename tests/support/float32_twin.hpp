@@ -34,6 +34,10 @@
 // Each twin states its value and why next to its call. It is an upper bound, not a fit: the
 // worst err/tol ratio printed for every twin is typically well below 1.
 //
+// For a module: pass its parameters among the inputs (f uses them), or convert the module with
+// Module::to inside f for the float32 run; a float64 parameter with axes left in the float32 graph
+// is reported as a leak, as it should be (it promotes everything after it to float64).
+//
 // The inputs must be float64 and finite; f must return at least one tensor. Every twin also
 // records the op names of both runs' graphs in float32_twin_ops_reached() (the coverage test:
 // every op core/ records is reached by some twin).
