@@ -117,12 +117,12 @@ void Optimizer::step() {
             ++state.step;
             update(group, p, grad, state);
             // The state has the parameter's dtype (as PyTorch's): a float32 parameter's moments are stored as float32.
-            // So is the parameter, rounded here: update() writes through data(), and any read of it inside update()
-            // (param.numel() in the kernels) settles the pending rounding before the writes that follow.
+            // The parameter is rounded here too, not left to its next read: an update() that reads the parameter's values
+            // between taking data() and writing would settle it before its writes.
             if (p.dtype() == Dtype::Float32) {
                 for (Array& buffer : state.buffers) round_to_float32(buffer.data(), buffer.size());
-                Array& value = p.mutable_value();
-                round_to_float32(value.data(), value.size());
+                Array& w = p.mutable_value();
+                round_to_float32(w.data(), w.size());
             }
         }
     }

@@ -360,6 +360,8 @@ void accumulate(Node& node, Array&& g, const std::string& from_op) {
         double* dst = node.grad->data();
         const double* src = g.data();
         for (std::size_t i = 0, n = g.size(); i < n; ++i) dst[i] += src[i];
+        // a second backward adds to .grad: for a float32 leaf that sum is a float32 store too
+        if (node.dtype == Dtype::Float32) round_to_float32(dst, g.size());
     }
 }
 

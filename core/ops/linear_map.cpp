@@ -40,7 +40,7 @@ Tensor scatter_in_graph(const Tensor& g, std::shared_ptr<const FlatGather> map) 
 
 Backward scaled_in_graph(std::shared_ptr<const Array> factors) {
     return [factors = std::move(factors)](const BackwardContext& c) -> std::vector<Tensor> {
-        return {mul(c.grad, Tensor(*factors))};
+        return {mul(c.grad, Tensor(*factors, c.grad.dtype()))};  // the factors in the gradient's dtype: a float64 constant would promote it
     };
 }
 

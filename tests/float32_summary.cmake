@@ -1,0 +1,20 @@
+# Prints the float32 twins that the last ctest run performed, one line each (tests/support/float32_twin.hpp
+# appends them to XGRAD_FLOAT32_LOG): name, condition and the worst err/tol of outputs and gradients.
+# Silent when no twin ran. A twin run twice (the coverage test runs them all again) is listed once.
+if(NOT EXISTS "${LOG}")
+  return()
+endif()
+file(STRINGS "${LOG}" lines)
+list(REMOVE_DUPLICATES lines)
+list(SORT lines)
+list(LENGTH lines count)
+set(failed 0)
+foreach(line IN LISTS lines)
+  if(line MATCHES "^float32 twin FAIL")
+    math(EXPR failed "${failed} + 1")
+  endif()
+endforeach()
+message("\nfloat32 twins (float32 run against float64, |err| <= condition * 2^-24 * (|ref| + rms(ref))): ${count} run, ${failed} failed")
+foreach(line IN LISTS lines)
+  message("  ${line}")
+endforeach()

@@ -1,0 +1,348 @@
+// The float32 twins of the core ops (issue 28): each op runs on float32 copies of its float64
+// inputs, and its results and gradients must be float32 and agree with the float64 run within
+// condition * u * (|ref| + rms(ref)), u = 2^-24 (tests/support/float32_twin.hpp says why). Each
+// twin's `condition` is written next to it with its reason. The last test reads the record()
+// calls in core/ and fails on an op name no twin reaches.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/engine/random.hpp"
+#include "core/ops/ops.hpp"
+#include "tests/support/float32_twin.hpp"
+#include "tests/support/gradcheck_support.hpp"
+
+namespace xg_test_ops_float32 {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
+using xg::Tensor;
+using Inputs = std::vector<Tensor>;
+using Outputs = std::vector<Tensor>;
+using xg::test::randn_leaf;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Twin {
+    std::string name;
+    std::function<Outputs(const Inputs&)> f;
+    Inputs inputs;
+    double condition;
+};
+
+// An m-term sum as a float32 accumulator would make it: m roundings (each term's and each partial
+// sum's) of at most sum_j |x_j| each, and for terms of random sign sum_j |x_j| is about sqrt(m)
+// times the sum's typical size (the twin's scale).
+double summed(double m) { return (m + 1.0) * std::sqrt(m); }
+
+// The largest |x| of the inputs: the condition number of exp (and of softmax, twice it) at x.
+double max_abs(const Tensor& t) {
+    double m = 0.0;
+    for (double v : t.value()) m = std::max(m, std::fabs(v));
+    return m;
+}
+
+Outputs one(const Tensor& t) { return {t}; }
+Tensor square(const Tensor& t) { return t * t; }
+
+// Leaves away from 0 (for div, pow, sqrt) and away from 1 (for log, so its result is not a cancellation).
+Tensor positive_leaf(const xg::Shape& shape, std::uint64_t seed) { return randn_leaf(shape, seed, 0.2, 1.5); }
+Tensor above_one_leaf(const xg::Shape& shape, std::uint64_t seed) { return randn_leaf(shape, seed, 0.5, 3.0); }
+
+// A first derivative under create_graph, as the twin's output: its float32 run must build a
+// float32 gradient graph, and the twin's own backward differentiates it once more.
+Tensor gradient_of(const Tensor& y, const Tensor& x) {
+    return xg::grad({y}, {x}, {}, {false, true, false})[0];
+}
+
+// Exact ops (moves, selections, signs, comparisons): the float32 result is the float64 result
+// rounded once (the input's rounding, or the seed's for a gradient): at most u |ref|.
+constexpr double kExact = 1.0;
+
+std::vector<Twin> elementwise_twins() {
+    const Inputs ab = {randn_leaf({2, 3, 1}, 1), randn_leaf({1, 4}, 2)};
+    const Inputs x = {randn_leaf({3, 4}, 3)}, positive = {positive_leaf({3, 4}, 4)};
+    const Tensor exp_input = randn_leaf({3, 4}, 5);
+    // a + b, a - b, a * b, a / b: the inputs' two roundings and the store (3); a gradient is a sum of
+    // up to 6 entries over the broadcast axes, each of up to 8 roundings (div's b: g * out / -b).
+    const double binary = summed(6) + 8;
+    return {
+        {"add broadcast (2,3,1)+(1,4)", [](const Inputs& a) { return one(xg::add(a[0], a[1])); }, ab, binary},
+        {"sub broadcast (2,3,1)-(1,4)", [](const Inputs& a) { return one(xg::sub(a[0], a[1])); }, ab, binary},
+        {"mul broadcast (2,3,1)*(1,4)", [](const Inputs& a) { return one(xg::mul(a[0], a[1])); }, ab, binary},
+        {"div broadcast (2,3,1)/(1,4)", [](const Inputs& a) { return one(xg::div(a[0], a[1])); },
+         {randn_leaf({2, 3, 1}, 6), positive_leaf({1, 4}, 7)}, binary},
+        // five ops in a chain, each a store, on x in about [1, 2] (condition <= 2 each way)
+        {"scalar operators (2 - x) * 3 / (x + 4) - 1 / x", [](const Inputs& a) { return one((2.0 - a[0]) * 3.0 / (a[0] + 4.0) - 1.0 / a[0]); },
+         positive, 16},
+        {"neg", [](const Inputs& a) { return one(-a[0]); }, x, kExact},
+        // x^3: condition 3, the store; its gradient 3 x^2 g: condition 2, three stores and the seed
+        {"pow 3", [](const Inputs& a) { return one(xg::pow(a[0], 3.0)); }, x, 8},
+        {"pow -1.5", [](const Inputs& a) { return one(xg::pow(a[0], -1.5)); }, positive, 8},
+        // e^x: condition |x|; its gradient g e^x adds the seed and a store
+        {"exp", [](const Inputs& a) { return one(xg::exp(a[0])); }, {exp_input}, max_abs(exp_input) + 3},
+        // log x for x >= 1.5: condition 1 / |log x| <= 2.5; gradient g / x: three roundings
+        {"log", [](const Inputs& a) { return one(xg::log(a[0])); }, {above_one_leaf({3, 4}, 8)}, 4},
+        // sqrt: condition 1/2; gradient g / (2 sqrt x): four roundings
+        {"sqrt", [](const Inputs& a) { return one(xg::sqrt(a[0])); }, positive, 5},
+        // tanh: condition <= 1; gradient g (1 - tanh^2): the cancellation in 1 - t^2 is against the typical size
+        {"tanh", [](const Inputs& a) { return one(xg::tanh(a[0])); }, x, 8},
+        // erf: condition <= 1.2; gradient g 2/sqrt(pi) e^(-x^2): condition 2 x^2, large only where the entry is tiny
+        {"erf", [](const Inputs& a) { return one(xg::erf(a[0])); }, x, 8},
+        // sigmoid: condition |x| (1 - s) <= |x|; gradient g s (1 - s): four stores
+        {"sigmoid", [](const Inputs& a) { return one(xg::sigmoid(a[0])); }, x, max_abs(x[0]) + 5},
+        // sin, cos: the absolute error |x| u is against the typical size (rms ~ 0.7); gradient likewise
+        {"sin", [](const Inputs& a) { return one(xg::sin(a[0])); }, x, 2 * max_abs(x[0]) + 3},
+        {"cos", [](const Inputs& a) { return one(xg::cos(a[0])); }, x, 2 * max_abs(x[0]) + 3},
+        {"relu", [](const Inputs& a) { return one(xg::relu(a[0])); }, x, kExact},
+        {"abs", [](const Inputs& a) { return one(xg::abs(a[0])); }, x, kExact},
+        {"clamp both ends", [](const Inputs& a) { return one(xg::clamp(a[0], -0.5, 0.7)); }, x, kExact},
+        {"clamp min only", [](const Inputs& a) { return one(xg::clamp(a[0], 0.1, std::nullopt)); }, x, kExact},
+        // a selection; a gradient sums up to 6 entries over the broadcast axes
+        {"maximum broadcast", [](const Inputs& a) { return one(xg::maximum(a[0], a[1])); }, ab, summed(6)},
+        {"minimum broadcast", [](const Inputs& a) { return one(xg::minimum(a[0], a[1])); }, ab, summed(6)},
+        {"expand (3,1) to (2,3,4)", [](const Inputs& a) { return one(xg::expand(a[0], {2, 3, 4})); }, {randn_leaf({3, 1}, 9)}, summed(8)},
+        {"sum_to (2,3,4) to (3,1)", [](const Inputs& a) { return one(xg::sum_to(a[0], {3, 1})); }, {randn_leaf({2, 3, 4}, 10)}, summed(8)},
+        // x * s.to(float64) with s 0-D: in the float32 run `to` makes a 0-D float64 tensor, which does not
+        // promote x (PyTorch's rule), and its backward converts s's gradient back to float32; s's
+        // gradient sums 12 products
+        {"to: a 0-D float64 conversion times a matrix", [](const Inputs& a) { return one(a[0] * a[1].to(xg::kFloat64)); },
+         {randn_leaf({3, 4}, 11), randn_leaf({}, 12)}, summed(12) + 2},
+    };
+}
+
+std::vector<Twin> linalg_and_reduction_twins() {
+    const Inputs x = {randn_leaf({3, 4}, 20)};
+    const Tensor ties({{1.0, 3.0, 3.0}, {-2.0, 0.5, -2.0}});
+    const Tensor logits = randn_leaf({2, 3, 2}, 21), columns = randn_leaf({3, 2}, 22);
+    return {
+        // a k-term dot product per entry, each term two input roundings (summed(k) + 2); the
+        // gradients are products over the other inner extent
+        {"matmul (2,3)@(3,4)", [](const Inputs& a) { return one(xg::matmul(a[0], a[1])); }, {randn_leaf({2, 3}, 23), randn_leaf({3, 4}, 24)},
+         summed(4) + 2},
+        // b's gradient sums over the batch as well: 2 x 2 terms
+        {"matmul batched broadcast (2,2,3)@(3,4)", [](const Inputs& a) { return one(xg::matmul(a[0], a[1])); },
+         {randn_leaf({2, 2, 3}, 25), randn_leaf({3, 4}, 26)}, summed(4) + 2},
+        // two products in a chain: the first one's error is summed again by the second
+        {"matmul (3,)@(3,4)@(4,)", [](const Inputs& a) { return one(xg::matmul(xg::matmul(a[0], a[1]), a[2])); },
+         {randn_leaf({3}, 27), randn_leaf({3, 4}, 28), randn_leaf({4}, 29)}, summed(3) * summed(4)},
+        {"sum all (3,4)", [](const Inputs& a) { return one(xg::sum(a[0])); }, x, summed(12)},
+        {"sum over axis 1 keepdim", [](const Inputs& a) { return one(xg::sum(a[0], {1}, true)); }, x, summed(4)},
+        // a sum and the division by the count
+        {"mean all", [](const Inputs& a) { return one(xg::mean(a[0])); }, x, summed(12) + 1},
+        {"mean over axis 0", [](const Inputs& a) { return one(xg::mean(a[0], {0})); }, x, summed(3) + 1},
+        // two-pass variance of m = 4 terms: the mean's sum, the squares' sum and a few stores; its
+        // condition sqrt(1 + (mean/sd)^2) is about 1 for N(0, 1) rows; gradient 2 (x - mean) g / (m - 1)
+        {"var unbiased over axis 1", [](const Inputs& a) { return one(xg::var(a[0], {1})); }, x, 2 * summed(4) + 4},
+        {"var biased keepdim over axes 0 and 2", [](const Inputs& a) { return one(xg::var(a[0], {0, 2}, false, true)); },
+         {randn_leaf({2, 3, 2}, 30)}, 2 * summed(4) + 4},
+        {"max all", [](const Inputs& a) { return one(xg::max(a[0])); }, x, kExact},
+        {"max over axis 1", [](const Inputs& a) { return one(xg::max(a[0], {1})); }, x, kExact},
+        {"min over axis 0 keepdim", [](const Inputs& a) { return one(xg::min(a[0], {0}, true)); }, x, kExact},
+        // tied maxima share g / k: one more rounding
+        {"max and min with ties", [](const Inputs& a) { return Outputs{xg::max(a[0], {1}), xg::min(a[0])}; },
+         {Tensor(ties.value(), true)}, 2},
+        // softmax: condition 2 max|x| (p_i moves by x_i - sum p x); exp, the row sum and the division
+        // stored; its gradient p (g - sum g p) adds a 3-term sum and three stores
+        {"softmax over axis 1 of (2,3,2)", [](const Inputs& a) { return one(xg::softmax(a[0], 1)); }, {logits},
+         2 * max_abs(logits) + summed(3) + 4},
+        // x - max - log sum exp: absolute error max|x| u and the sum's; gradient g - softmax sum g
+        {"log_softmax over axis 0 of (3,2)", [](const Inputs& a) { return one(xg::log_softmax(a[0], 0)); }, {columns},
+         2 * max_abs(columns) + summed(3) + 4},
+    };
+}
+
+std::vector<Twin> shape_and_selection_twins() {
+    const Inputs x = {randn_leaf({3, 4}, 40)};
+    const xg::Mask mask = {{true, false, false, true}};
+    const xg::IndexArray index = {{0, 2, 2}, {1, 1, 0}}, rows = {2, 0, 2};
+    return {
+        {"reshape (3,4) to (2,-1)", [](const Inputs& a) { return one(xg::reshape(a[0], {2, -1})); }, x, kExact},
+        {"permute and transpose", [](const Inputs& a) { return one(xg::transpose(xg::permute(a[0], {2, 0, 1}), 0, 1)); },
+         {randn_leaf({2, 3, 2}, 41)}, kExact},
+        {"unsqueeze then squeeze", [](const Inputs& a) { return one(xg::squeeze(xg::unsqueeze(a[0], 1), 1) * 1.0); }, x, kExact},
+        {"slice with step 2", [](const Inputs& a) { return one(xg::slice(a[0], 1, 0, 4, 2)); }, x, kExact},
+        {"narrow", [](const Inputs& a) { return one(xg::narrow(a[0], 0, 1, 2)); }, x, kExact},
+        {"cat along axis 0", [](const Inputs& a) { return one(xg::cat({a[0], a[1]}, 0)); }, {randn_leaf({2, 3}, 42), randn_leaf({1, 3}, 43)},
+         kExact},
+        {"stack along axis 1", [](const Inputs& a) { return one(xg::stack({a[0], a[1]}, 1)); }, {randn_leaf({2, 3}, 44), randn_leaf({2, 3}, 45)},
+         kExact},
+        // repeated indices: their gradients add 2 entries
+        {"gather with repeats", [index](const Inputs& a) { return one(xg::gather(a[0], 1, index)); }, {randn_leaf({2, 3}, 46)}, summed(2)},
+        {"index_select with repeats", [rows](const Inputs& a) { return one(xg::index_select(a[0], 0, rows)); }, x, summed(2)},
+        {"masked_fill", [mask](const Inputs& a) { return one(xg::masked_fill(a[0], mask, -1.0)); }, x, kExact},
+        // b's gradient adds 3 rows
+        {"where broadcast (3,4) and (4,)", [mask](const Inputs& a) { return one(xg::where(mask, a[0], a[1])); },
+         {randn_leaf({3, 4}, 47), randn_leaf({4}, 48)}, summed(3)},
+    };
+}
+
+// Under create_graph: the gradient graphs of float32 inputs are float32 too, and differentiate again.
+std::vector<Twin> create_graph_twins() {
+    const xg::IndexArray index = {{0, 2, 2}, {1, 1, 0}}, rows = {2, 0, 2};
+    const Tensor logits = randn_leaf({2, 3}, 51);
+    return {
+        // d/dx sum(slice(x)^2) = 2 x scattered back (a slice_backward node); its gradient gathers again
+        {"create_graph: gradient of sum(slice(x)^2)", [](const Inputs& a) { return one(gradient_of(xg::sum(square(xg::slice(a[0], 1, 0, 4, 2))), a[0])); },
+         {randn_leaf({3, 4}, 50)}, 3},
+        {"create_graph: gradient of sum(gather(x)^2), repeats", [index](const Inputs& a) {
+             return one(gradient_of(xg::sum(square(xg::gather(a[0], 1, index))), a[0]));
+         }, {randn_leaf({2, 3}, 52)}, summed(2) + 3},
+        {"create_graph: gradient of sum(index_select(x)^2), repeats", [rows](const Inputs& a) {
+             return one(gradient_of(xg::sum(square(xg::index_select(a[0], 0, rows))), a[0]));
+         }, {randn_leaf({3, 4}, 53)}, summed(2) + 3},
+        // the gradient of a softmax-weighted sum through a matrix product: the bounds of softmax's
+        // gradient and of two 3-term products, added, as the second derivative runs through both
+        {"create_graph: gradient of sum(softmax(x W) * x W)",
+         [](const Inputs& a) {
+             const Tensor z = xg::matmul(a[0], a[1]);
+             return one(gradient_of(xg::sum(xg::softmax(z, -1) * z), a[0]));
+         },
+         {logits, randn_leaf({3, 3}, 54)}, 2 * (2 * 3 * max_abs(logits) + summed(3) + 4) + 2 * (summed(3) + 2)},
+    };
+}
+
+std::vector<Twin> all_twins() {
+    std::vector<Twin> twins = elementwise_twins();
+    for (auto part : {linalg_and_reduction_twins(), shape_and_selection_twins(), create_graph_twins()}) {
+        twins.insert(twins.end(), part.begin(), part.end());
+    }
+    return twins;
+}
+
+void run(const std::vector<Twin>& twins) {
+    for (const Twin& t : twins) xg::test::check_float32_twin(t.name, t.f, t.inputs, t.condition);
+}
+
+std::string read_text(const fs::path& path) {
+    std::ifstream in(path);
+    if (!in) FAIL("cannot read " << path.string());
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// The op names core/ records: each record( call's first argument (up to the first ',' or ')' at
+// its own depth) when it is a string literal; where it is a variable, the names listed here.
+std::set<std::string> core_op_names(std::vector<std::string>& unknown_sites) {
+    const std::map<std::string, std::set<std::string>> names_from_callers = {
+        {"core/ops/elementwise.cpp: op", {"maximum", "minimum"}},
+        {"core/ops/reduce.cpp: op", {"max", "min"}},
+        {"core/ops/linear_map.cpp: adjoint ? m->op + \"_backward\" : m->op", {}},  // the FlatGather names, below
+        // the numeric nodes of fused ops (nn/) without a double backward: their float32 twins are nn's
+        {"core/engine/tensor.cpp: op + \"_backward\"", {}},
+    };
+    static const std::regex call(R"((^|[^\w])record\()"), literal(R"re(^"(\w+)"$)re"), flat_gather(R"re(FlatGather\{"(\w+)")re");
+    std::set<std::string> names;
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(XGRAD_SOURCE_DIR) / "core")) {
+        if (entry.path().extension() != ".cpp") continue;
+        const std::string file = fs::relative(entry.path(), fs::path(XGRAD_SOURCE_DIR)).generic_string();
+        const std::string text = read_text(entry.path());
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), call); it != std::sregex_iterator(); ++it) {
+            const std::size_t start = static_cast<std::size_t>(it->position(0) + it->length(0));
+            if (text.compare(start, 11, "std::string") == 0) continue;  // the definition
+            std::size_t end = start;
+            for (int depth = 0; end < text.size(); ++end) {
+                const char ch = text[end];
+                if (depth == 0 && (ch == ',' || ch == ')')) break;
+                depth += ch == '(' ? 1 : ch == ')' ? -1 : 0;
+            }
+            const std::string arg = std::regex_replace(std::regex_replace(text.substr(start, end - start), std::regex(R"(\s+)"), " "),
+                                                       std::regex(R"(^ | $)"), "");
+            if (arg.empty()) continue;  // "record()" in a comment
+            std::smatch m;
+            if (std::regex_match(arg, m, literal)) {
+                names.insert(m[1]);
+                continue;
+            }
+            const auto known = names_from_callers.find(file + ": " + arg);
+            if (known == names_from_callers.end()) {
+                unknown_sites.push_back(file + ": " + arg);
+            } else {
+                names.insert(known->second.begin(), known->second.end());
+            }
+        }
+        for (auto m = std::sregex_iterator(text.begin(), text.end(), flat_gather); m != std::sregex_iterator(); ++m) {
+            names.insert((*m)[1]);
+            names.insert(std::string((*m)[1]) + "_backward");
+        }
+    }
+    return names;
+}
+
+}  // namespace
+
+TEST_CASE("float32 twins: element-wise ops, broadcasting, to", "[float32]") { run(elementwise_twins()); }
+
+TEST_CASE("float32 twins: matmul and reductions, softmax", "[float32]") { run(linalg_and_reduction_twins()); }
+
+TEST_CASE("float32 twins: shape and selection ops", "[float32]") { run(shape_and_selection_twins()); }
+
+TEST_CASE("float32 twins: create_graph gradients stay float32 and differentiate again", "[float32]") { run(create_graph_twins()); }
+
+TEST_CASE("float32 twins: every core op's backward, recorded under create_graph, makes only float32 nodes", "[float32]") {
+    // The twins compare first-order gradients, whose backward runs unrecorded: a float64 constant
+    // with axes inside a backward would only make its intermediate values more accurate. Recorded,
+    // it shows as a float64 node. The seeds require grad, so every op of every backward is recorded.
+    for (const Twin& t : all_twins()) {
+        INFO(t.name);
+        std::vector<Tensor> x32, wrt, seeds;
+        for (const Tensor& x : t.inputs) {
+            x32.emplace_back(x.value(), xg::kFloat32, x.requires_grad());
+            if (x.requires_grad()) wrt.push_back(x32.back());
+        }
+        const Outputs outs = t.f(x32);
+        xg::Generator gen(5);
+        for (const Tensor& out : outs) seeds.push_back(Tensor(xg::randn(out.shape(), gen).value(), xg::kFloat32, true));
+        const std::vector<Tensor> grads = xg::grad(outs, wrt, seeds, {false, true, true});
+        for (std::size_t i = 0; i < grads.size(); ++i) {
+            if (!grads[i].defined()) continue;
+            INFO("gradient " << i);
+            CHECK(grads[i].dtype() == xg::kFloat32);
+            CHECK(xg::test::detail::walk_graph(grads[i], true) == "");
+        }
+    }
+}
+
+TEST_CASE("float32 twins: a float64 constant with axes inside an op is caught", "[float32]") {
+    // the check itself: an "op" that multiplies by a float64 constant with axes promotes the float32
+    // run to float64; the twin must report it (run outside check_float32_twin's CHECK)
+    const Tensor x(randn_leaf({2, 3}, 60).value(), xg::kFloat32, true);
+    const Tensor leaky = xg::ones({2, 3}) * x;
+    CHECK(leaky.dtype() == xg::kFloat64);
+    CHECK_FALSE(xg::test::detail::walk_graph(leaky, true).empty());
+    CHECK(xg::test::detail::walk_graph(xg::ones({2, 3}, xg::kFloat32) * x * 2.0, true).empty());
+}
+
+TEST_CASE("float32 twins reach every op core/ records", "[float32]") {
+    std::vector<std::string> unknown_sites;
+    const std::set<std::string> recorded = core_op_names(unknown_sites);
+    {
+        INFO("record() calls in core/ whose op name is neither a literal nor listed in names_from_callers: "
+             << Catch::Detail::stringify(unknown_sites));
+        CHECK(unknown_sites.empty());
+    }
+    REQUIRE(recorded.count("add") == 1);             // the scan sees literals,
+    REQUIRE(recorded.count("maximum") == 1);         // names passed by callers,
+    REQUIRE(recorded.count("slice_backward") == 1);  // the scatter nodes
+    REQUIRE(recorded.count("to") == 1);              // and the engine's own op
+
+    xg::test::float32_twin_ops_reached().clear();
+    run(all_twins());
+    const std::set<std::string>& reached = xg::test::float32_twin_ops_reached();
+    for (const std::string& op : recorded) {
+        INFO("op '" << op << "' is recorded in core/ but no float32 twin of tests/ops/test_ops_float32.cpp reaches it: add one");
+        CHECK(reached.count(op) == 1);
+    }
+}
+
+}  // namespace xg_test_ops_float32

@@ -1,0 +1,228 @@
+// The float32 twin of a test (issue 28): an op or module run on float32 copies of its float64
+// inputs must give float32 results and gradients that agree with the float64 ones within a bound
+// derived from float32's unit roundoff. float64 stays the checker (gradcheck proves the float64
+// backward); the twin shows that the float32 path computes the same thing, only rounded.
+//
+// check_float32_twin(name, f, inputs64, condition):
+//  1. runs f on `inputs64` (float64) and on float32 copies of them (new leaves, requires_grad as
+//     the originals);
+//  2. takes the gradients of sum_k <v_k, out_k> with respect to the inputs that require grad, by
+//     first-order backward (xg::grad), with the same seeded random v_k: float64 N(0, 1) values for
+//     the float64 run and those values rounded to float32 for the float32 run;
+//  3. checks, for the float32 run: every output and every gradient has dtype float32 and holds
+//     float32 values exactly (static_cast<float> round-trips); every node of the graph behind the
+//     outputs that has axes is float32 (a float64 node with axes is a leak: it would promote what
+//     it touches; a 0-D float64 node promotes nothing, as in PyTorch); and, elementwise,
+//
+//         |out32_i - out64_i| <= tol_i,  |grad32_i - grad64_i| <= tol_i,
+//         tol_i = condition * u * (|ref_i| + rms(ref)),   u = 2^-24 (float32's unit roundoff),
+//
+//     where ref is the float64 tensor compared with (output or gradient) and rms(ref) its root
+//     mean square over all its elements.
+//
+// Why this bound. Rounding the inputs to float32 perturbs each by a relative u; every float32
+// store (the op's result, each gradient part and sum) adds a relative u of what it stores. An op
+// with relative condition number kappa turns the input perturbation into kappa * u of its
+// result, so an entry that is not the result of cancellation is off by at most about
+// (kappa + stores) * u * |ref_i|. Entries that are small because terms of mixed sign cancel (a sum,
+// a matrix product, sin near its root, a softmax gradient) carry an error on the scale of the
+// terms, not of their own size: rms(ref), the tensor's typical magnitude, stands for that scale.
+// It is the root mean square and not the maximum so that one large entry does not loosen the
+// check of all the others. `condition` is therefore: the op's condition number on the test's
+// inputs (measured against the tensor's typical magnitude) plus the number of float32 roundings
+// on the way from an input to the compared value, forward or backward, whichever is larger.
+// Each twin states its value and why next to its call. It is an upper bound, not a fit: the
+// worst err/tol ratio printed for every twin is typically well below 1.
+//
+// For a module: pass its parameters among the inputs (f uses them), or convert the module with
+// Module::to inside f for the float32 run; a float64 parameter with axes left in the float32 graph
+// is reported as a leak, as it should be (it promotes everything after it to float64).
+//
+// The inputs must be float64 and finite; f must return at least one tensor. Every twin also
+// records the op names of both runs' graphs in float32_twin_ops_reached() (the coverage test:
+// every op core/ records is reached by some twin).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "core/engine/random.hpp"
+#include "core/engine/tensor.hpp"
+#include "core/ops/ops.hpp"
+
+namespace xg::test {
+
+/// The worst err/tol of one twin, over its outputs and gradients (<= 1 passes).
+struct TwinResult {
+    std::string name;
+    double worst_output = 0.0;    ///< max_i |out32_i - out64_i| / tol_i over every output
+    double worst_gradient = 0.0;  ///< the same over every gradient (0 when nothing requires grad)
+    bool dtypes_ok = true;        ///< every output, gradient and graph node with axes is float32, on the float32 grid
+    bool ok() const { return dtypes_ok && worst_output <= 1.0 && worst_gradient <= 1.0; }
+    /// One line: name, condition, worst err/tol of the outputs and of the gradients.
+    std::string summary(double condition) const {
+        char line[512];
+        std::snprintf(line, sizeof line, "float32 twin %-4s %-58s condition %6.1f  worst err/tol: output %.3f, gradient %.3f",
+                      ok() ? "ok" : "FAIL", name.c_str(), condition, worst_output, worst_gradient);
+        return line;
+    }
+};
+
+/// The op names seen in the graphs of every twin run so far in this process (both runs).
+inline std::set<std::string>& float32_twin_ops_reached() {
+    static std::set<std::string> ops;
+    return ops;
+}
+
+namespace detail {
+
+inline bool is_float32_value(double v) { return std::isnan(v) || static_cast<double>(static_cast<float>(v)) == v; }
+
+// Every value of `a` is a float32 number (NaN counts as one).
+inline bool on_float32_grid(const Array& a) {
+    const double* p = a.data();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!is_float32_value(p[i])) return false;
+    }
+    return true;
+}
+
+// Walks the graph behind `t`: collects op names; in a float32 run (`float32`) also returns the
+// description of the first node with axes that is not float32 or not on the float32 grid.
+inline std::string walk_graph(const Tensor& t, bool float32) {
+    std::vector<const Node*> stack{t.node().get()};
+    std::set<const Node*> seen;
+    std::string problem;
+    while (!stack.empty()) {
+        const Node* n = stack.back();
+        stack.pop_back();
+        if (n == nullptr || !seen.insert(n).second) continue;
+        if (!n->is_leaf()) float32_twin_ops_reached().insert(n->op);
+        if (float32 && problem.empty() && n->value.dimension() > 0) {
+            if (n->dtype != Dtype::Float32) {
+                problem = "node '" + n->op + "' of shape " + shape_str(Shape(n->value.shape().begin(), n->value.shape().end())) +
+                          " is " + dtype_name(n->dtype) + " in the float32 run (a float64 tensor with axes leaks into it)";
+            } else if (!n->unrounded && !on_float32_grid(n->value)) {
+                problem = "node '" + n->op + "' holds values that are not float32 numbers";
+            }
+        }
+        for (const NodePtr& p : n->parents) stack.push_back(p.get());
+    }
+    return problem;
+}
+
+inline double rms(const Array& a) {
+    double s = 0.0;
+    for (double v : a) s += v * v;
+    return a.size() == 0 ? 0.0 : std::sqrt(s / static_cast<double>(a.size()));
+}
+
+// max_i |got_i - want_i| / tol_i, with tol_i = condition * u * (|want_i| + rms(want)); +inf where
+// tol_i is 0 and they differ, or where got is not finite while want is.
+inline double worst_ratio(const Array& got, const Array& want, double condition, std::string& where) {
+    const double u = unit_roundoff(Dtype::Float32), scale = rms(want);
+    double worst = 0.0;
+    const double *pg = got.data(), *pw = want.data();
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        const double err = std::fabs(pg[i] - pw[i]), tol = condition * u * (std::fabs(pw[i]) + scale);
+        const double ratio = err == 0.0 ? 0.0 : (tol > 0.0 && std::isfinite(err)) ? err / tol : INFINITY;
+        if (ratio > worst) {
+            worst = ratio;
+            std::ostringstream s;
+            s.precision(17);
+            s << "element " << i << ": float32 " << pg[i] << ", float64 " << pw[i] << ", tolerance " << tol;
+            where = s.str();
+        }
+    }
+    return worst;
+}
+
+}  // namespace detail
+
+/// Runs the float32 twin of `f` at `inputs64` and asserts it (see the top of this file for what is
+/// checked and the tolerance condition * u * (|ref_i| + rms(ref))); prints its summary line.
+inline TwinResult check_float32_twin(const std::string& name, std::function<std::vector<Tensor>(const std::vector<Tensor>&)> f,
+                                     const std::vector<Tensor>& inputs64, double condition) {
+    INFO("float32 twin: " << name);
+    TwinResult result;
+    result.name = name;
+    std::vector<Tensor> inputs32;
+    for (const Tensor& x : inputs64) {
+        REQUIRE(x.dtype() == Dtype::Float64);
+        REQUIRE(std::all_of(x.value().begin(), x.value().end(), [](double v) { return std::isfinite(v); }));
+        inputs32.emplace_back(x.value(), Dtype::Float32, x.requires_grad());
+    }
+    const std::vector<Tensor> out64 = f(inputs64), out32 = f(inputs32);
+    REQUIRE(!out64.empty());
+    REQUIRE(out64.size() == out32.size());
+
+    // the seeds: the same N(0, 1) values, float64 and rounded to float32; only outputs that require grad
+    Generator gen(20260528);
+    std::vector<Tensor> roots64, roots32, seeds64, seeds32;
+    for (std::size_t k = 0; k < out64.size(); ++k) {
+        INFO("output " << k);
+        REQUIRE(out64[k].shape() == out32[k].shape());
+        REQUIRE(out64[k].dtype() == Dtype::Float64);
+        const Tensor v(randn(out64[k].shape(), gen).value(), Dtype::Float64);
+        if (!out64[k].requires_grad()) continue;
+        REQUIRE(out32[k].requires_grad());
+        roots64.push_back(out64[k]), roots32.push_back(out32[k]);
+        seeds64.push_back(v), seeds32.push_back(v.to(Dtype::Float32));
+    }
+    std::vector<Tensor> wrt64, wrt32;
+    std::vector<std::size_t> input_of;  // the input each gradient belongs to
+    for (std::size_t i = 0; i < inputs64.size(); ++i) {
+        if (inputs64[i].requires_grad()) wrt64.push_back(inputs64[i]), wrt32.push_back(inputs32[i]), input_of.push_back(i);
+    }
+
+    std::vector<std::string> problems;  // every failed check, for the report
+    std::string where;
+    const auto dtype_problem = [&](const std::string& what) {
+        problems.push_back(what);
+        result.dtypes_ok = false;
+    };
+    for (std::size_t k = 0; k < out64.size(); ++k) {
+        const std::string label = "output " + std::to_string(k);
+        detail::walk_graph(out64[k], false);
+        const std::string graph_problem = detail::walk_graph(out32[k], true);
+        if (!graph_problem.empty()) dtype_problem(label + ": " + graph_problem);
+        if (out32[k].dtype() != Dtype::Float32) dtype_problem(label + " is " + dtype_name(out32[k].dtype()));
+        if (!detail::on_float32_grid(out32[k].value())) dtype_problem(label + " holds values that are not float32 numbers");
+        const double r = detail::worst_ratio(out32[k].value(), out64[k].value(), condition, where);
+        if (r > 1.0) problems.push_back(label + ": err/tol " + std::to_string(r) + " at " + where);
+        result.worst_output = std::max(result.worst_output, r);
+    }
+    if (!roots64.empty() && !wrt64.empty()) {
+        const GradOptions unused_allowed{false, false, true};
+        const std::vector<Tensor> g64 = grad(roots64, wrt64, seeds64, unused_allowed);
+        const std::vector<Tensor> g32 = grad(roots32, wrt32, seeds32, unused_allowed);
+        for (std::size_t i = 0; i < g64.size(); ++i) {
+            const std::string label = "gradient of input " + std::to_string(input_of[i]);
+            REQUIRE(g64[i].defined() == g32[i].defined());
+            if (!g64[i].defined()) continue;
+            if (g32[i].dtype() != Dtype::Float32) dtype_problem(label + " is " + dtype_name(g32[i].dtype()));
+            if (!detail::on_float32_grid(g32[i].value())) dtype_problem(label + " holds values that are not float32 numbers");
+            const double r = detail::worst_ratio(g32[i].value(), g64[i].value(), condition, where);
+            if (r > 1.0) problems.push_back(label + ": err/tol " + std::to_string(r) + " at " + where);
+            result.worst_gradient = std::max(result.worst_gradient, r);
+        }
+    }
+    std::puts(result.summary(condition).c_str());
+    // The test suite sets XGRAD_FLOAT32_LOG so ctest can print one table of every twin at the end.
+    if (const char* log = std::getenv("XGRAD_FLOAT32_LOG")) std::ofstream(log, std::ios::app) << result.summary(condition) << '\n';
+    INFO(Catch::Detail::stringify(problems));
+    CHECK(problems.empty());
+    return result;
+}
+
+}  // namespace xg::test
