@@ -81,10 +81,13 @@ inline TwinFunction module_twin(std::shared_ptr<xg::nn::Module> m,
     };
 }
 
-/// The inputs of module_twin: x, then float64 leaves holding the module's parameters.
-inline std::vector<xg::Tensor> module_twin_inputs(const xg::nn::Module& m, const xg::Tensor& x) {
+/// The inputs of module_twin: x, then float64 leaves holding the module's parameters, each
+/// requiring a gradient unless named in `not_compared` (a gradient that is 0 in exact arithmetic
+/// has only roundoff to compare: no relative tolerance fits it).
+inline std::vector<xg::Tensor> module_twin_inputs(const xg::nn::Module& m, const xg::Tensor& x,
+                                                  const std::set<std::string>& not_compared = {}) {
     std::vector<xg::Tensor> in{x};
-    for (const xg::Tensor& p : m.parameters()) in.emplace_back(p.value(), xg::kFloat64, true);
+    for (const auto& [name, p] : m.named_parameters()) in.emplace_back(p.value(), xg::kFloat64, not_compared.count(name) == 0);
     return in;
 }
 
