@@ -57,4 +57,21 @@ TEST_CASE("float32 twin: MultiheadAttention agrees with float64", "[float32][att
     xg_test_support::run_nn_twins(attention_twins());
 }
 
+// The bool masks fill the scores with the most negative finite double (nn/modules/attention.cpp), which
+// a float32 tensor stores as -inf: softmax must still give those weights exactly 0 and every gradient
+// stay finite, which anomaly mode checks at each node of the backward.
+TEST_CASE("float32: a masked MultiheadAttention runs forward and backward under anomaly mode", "[float32][attention]") {
+    xg::manual_seed(113);
+    MultiheadAttention mha(8, 2);
+    mha.to(xg::kFloat32);
+    const Tensor x = twin_leaf({2, 5, 8}, 114).to(xg::kFloat32);
+    xg::set_anomaly_mode(true);
+    Tensor y;
+    CHECK_NOTHROW(y = mha.forward(x, x, x, true));
+    CHECK_NOTHROW(xg::sum(y * y).backward());
+    xg::set_anomaly_mode(false);
+    CHECK(y.dtype() == xg::kFloat32);
+    CHECK(mha.in_proj_weight.grad().dtype() == xg::kFloat32);
+}
+
 }  // namespace xg_test_attention_float32

@@ -17,10 +17,9 @@ using Inputs = std::vector<Tensor>;
 
 // The gate arithmetic alone (lstm_next_c, lstm_next_h, gru_next_h): sigmoid and tanh are well
 // conditioned (|z f'(z) / f(z)| <= 1 for the gates' pre-activations, ~N(0, 1)); c' = s(f) c + s(i) t(g)
-// adds two rounded products: rounding the inputs moves each factor by <= 2u, the products by 4u, and
-// their sum, which may cancel to half a term, by 8u; the result adds u: 9. The gradients read the
-// rounded seed too and go through the same factors: 2 * 9 + 1 = 19... bounded by 10 for the value
-// and the gradient each when no cancellation reaches the largest element; we use the cancelling 19.
+// adds two products: rounding the inputs moves each factor by <= 2u, each product by 4u, and their sum,
+// which may cancel to half a term, by 8u; the result adds u: 9. The gradients read the rounded seed
+// too and go through the same factors, cancelling as much: 2 * 9 + 1 = 19.
 constexpr double kGateCondition = 19;
 // A whole step: the gate pre-activations are a product of K = I + H = 10 terms (Linear's condition,
 // tests/linear/test_linear_float32.cpp: 7), which the gate arithmetic (19) then carries: 26.
