@@ -124,10 +124,29 @@ TEST_CASE("float32 twins: they reach every op nn/ records, and their float32 gra
                 std::vector<Tensor> inputs32;
                 for (const Tensor& t : twin.inputs64) inputs32.emplace_back(t.value(), xg::kFloat32, t.requires_grad());
                 std::set<std::string> float64_ops;
-                collect_ops(twin.f(inputs32), reached, float64_ops);
+                const std::vector<Tensor> outputs = twin.f(inputs32);
+                collect_ops(outputs, reached, float64_ops);
                 INFO(area << ": " << twin.name << ": ops with a float64 result in the float32 graph: "
                           << Catch::Detail::stringify(float64_ops));
                 CHECK(float64_ops.empty());
+                // the gradients under create_graph (the fused ops' composed twins, recorded) are float32 too;
+                // the seeds require a gradient, so that products with constants are recorded and seen
+                std::vector<Tensor> roots, seeds, wrt;
+                for (const Tensor& y : outputs) {
+                    if (y.requires_grad()) roots.push_back(y), seeds.push_back(xg::Tensor(xg::ones_like(y).value(), xg::kFloat32, true));
+                }
+                for (const Tensor& x : inputs32) {
+                    if (x.requires_grad()) wrt.push_back(x);
+                }
+                if (roots.empty() || wrt.empty()) continue;
+                xg::GradOptions options;
+                options.create_graph = true;
+                options.allow_unused = true;
+                std::set<std::string> gradient_ops, float64_gradient_ops;
+                collect_ops(xg::grad(roots, wrt, seeds, options), gradient_ops, float64_gradient_ops);
+                INFO(area << ": " << twin.name << ": ops with a float64 result in the float32 create_graph gradients: "
+                          << Catch::Detail::stringify(float64_gradient_ops));
+                CHECK(float64_gradient_ops.empty());
             }
         }
     }
