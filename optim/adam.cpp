@@ -38,8 +38,9 @@ void Adam::update(const ParamGroup& group, Tensor& param, const Array& grad, Par
     const double step_size = lr / bias_correction1;
     const double bias_correction2_sqrt = std::sqrt(bias_correction2);
     const double decay = 1.0 - lr * wd;
-    // numel() reads the value, which settles a float32 parameter's rounding (Tensor::value): read it
-    // before data() hands out the storage for writing, or the writes below would never be rounded
+    // the size before data(): nothing reads the parameter between data() handing out its storage and
+    // the writes, so a float32 parameter is rounded at its next read (engines where reading the value
+    // settles the rounding would otherwise leave the writes unrounded)
     const std::size_t n = param.numel();
     double* w = param.data();
     const double* g = grad.data();

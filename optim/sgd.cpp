@@ -37,8 +37,9 @@ void SGD::update(const ParamGroup& group, Tensor& param, const Array& grad, Para
     const double lr = group.lr, wd = group.weight_decay;
     const double momentum = options_.momentum(), dampening = options_.dampening();
     const bool nesterov = options_.nesterov(), first_step = state.step == 1, maximize = options_.maximize();
-    // numel() reads the value, which settles a float32 parameter's rounding (Tensor::value): read it
-    // before data() hands out the storage for writing, or the writes below would never be rounded
+    // the size before data(): nothing reads the parameter between data() handing out its storage and
+    // the writes, so a float32 parameter is rounded at its next read (engines where reading the value
+    // settles the rounding would otherwise leave the writes unrounded)
     const std::size_t n = param.numel();
     double* w = param.data();
     const double* g = grad.data();
