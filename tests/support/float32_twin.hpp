@@ -90,9 +90,6 @@ inline TwinResult check_float32_twin(const std::string& name,
             CHECK(g32[k].dtype() == kFloat32);
             CHECK(detail_twin::on_float32_grid(g32[k].value()));
             r.gradient_error = std::max(r.gradient_error, detail_twin::error_in_u(g32[k].value(), g64[k].value()));
-            if (std::getenv("XGRAD_PRINT_TWIN_GRADS") != nullptr) {
-                fmt::print("  gradient {}: {:.3g}\n", k, detail_twin::error_in_u(g32[k].value(), g64[k].value()));
-            }
         }
     }
     if (std::getenv("XGRAD_PRINT_TWIN_RATIOS") != nullptr) {
