@@ -38,13 +38,17 @@ void Adam::update(const ParamGroup& group, Tensor& param, const Array& grad, Par
     const double step_size = lr / bias_correction1;
     const double bias_correction2_sqrt = std::sqrt(bias_correction2);
     const double decay = 1.0 - lr * wd;
+    // the size before data(): nothing reads the parameter between data() handing out its storage and
+    // the writes, so a float32 parameter is rounded at its next read (engines where reading the value
+    // settles the rounding would otherwise leave the writes unrounded)
+    const std::size_t n = param.numel();
     double* w = param.data();
     const double* g = grad.data();
     double* m = state.buffers[0].data();
     double* v = state.buffers[1].data();
     double* v_max = options_.amsgrad() ? state.buffers[2].data() : nullptr;
     // Each line mirrors one PyTorch tensor op, in the same order, so results agree to the last bit.
-    xg::detail::parallel_for(param.numel(), 1, [&](std::size_t begin, std::size_t end) {
+    xg::detail::parallel_for(n, 1, [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
             double d = g[i];
             if (wd != 0.0) {

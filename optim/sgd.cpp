@@ -37,11 +37,15 @@ void SGD::update(const ParamGroup& group, Tensor& param, const Array& grad, Para
     const double lr = group.lr, wd = group.weight_decay;
     const double momentum = options_.momentum(), dampening = options_.dampening();
     const bool nesterov = options_.nesterov(), first_step = state.step == 1, maximize = options_.maximize();
+    // the size before data(): nothing reads the parameter between data() handing out its storage and
+    // the writes, so a float32 parameter is rounded at its next read (engines where reading the value
+    // settles the rounding would otherwise leave the writes unrounded)
+    const std::size_t n = param.numel();
     double* w = param.data();
     const double* g = grad.data();
     double* buf = momentum != 0.0 ? state.buffers[0].data() : nullptr;
     // Each line mirrors one PyTorch tensor op, in the same order, so results agree to the last bit.
-    xg::detail::parallel_for(param.numel(), 1, [&](std::size_t begin, std::size_t end) {
+    xg::detail::parallel_for(n, 1, [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
             double d = maximize ? -g[i] : g[i];                       // d_p if not maximize else -d_p
             if (wd != 0.0) d = d + wd * w[i];                          // d_p.add(param, alpha=wd)

@@ -130,7 +130,9 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
                           eval_var = training ? Array() : running_var.value()](const std::vector<Tensor>& in) {
             const Tensor w = affine.weight(in), b = affine.bias(in);
             if (training) return batch_norm_composed(in[0], Tensor(), Tensor(), w, b, true, 0.0, eps);
-            return batch_norm_composed(in[0], Tensor(eval_mean), Tensor(eval_var), w, b, false, 0.0, eps);
+            // the running statistics in x's dtype (a float32 module keeps them float32: no rounding here)
+            return batch_norm_composed(in[0], Tensor(eval_mean, in[0].dtype()), Tensor(eval_var, in[0].dtype()), w, b, false,
+                                       0.0, eps);
         }));
 }
 

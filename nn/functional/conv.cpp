@@ -143,7 +143,7 @@ Tensor pad(const Tensor& x, const std::vector<std::size_t>& widths, double value
         const auto constant_block = [&](std::size_t width) {
             Shape s = y.shape();
             s[axis] = width;
-            return full(s, value);
+            return full(s, value, x.dtype());  // x's dtype: a float64 block would make cat's result float64
         };
         std::vector<Tensor> parts;
         if (widths[2 * k] > 0) parts.push_back(constant_block(widths[2 * k]));

@@ -29,7 +29,9 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
         for (std::size_t i = 0; i < g.size(); ++i) g.data()[i] = c.grad.data()[i] * mask.data()[i];
         return {std::move(g)};
     }, {{"mask", saved_shape}}, [factors](const BackwardContext& c) -> std::vector<Tensor> {
-        return {mul(c.grad, Tensor(*factors))};  // create_graph: a product with the constant mask
+        // create_graph: a product with the constant mask, in the gradient's dtype (a float64 mask would
+        // turn a float32 gradient graph float64; in float32 the factor 1/(1-p) is rounded, as PyTorch's)
+        return {mul(c.grad, Tensor(*factors, c.grad.dtype()))};
     });
 }
 

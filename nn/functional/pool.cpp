@@ -120,7 +120,7 @@ Tensor avg_pool2d_composed(const Tensor& x, Size2 kernel_size, std::optional<Siz
     const std::vector<detail::AvgCell> cells = avg_cells(w, count_include_pad);
     for (std::size_t o = 0; o < cells.size(); ++o) divisors.data()[o] = cells[o].divisor;
     const Tensor padded = pad_for_windows(x, w, 0.0);
-    return sum(windows(padded, x, w, kernel_size, stride.value_or(kernel_size), 1), {2}) / Tensor(divisors);
+    return sum(windows(padded, x, w, kernel_size, stride.value_or(kernel_size), 1), {2}) / Tensor(divisors, x.dtype());
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {

@@ -41,7 +41,10 @@ void check_cell_input(const char* op, std::size_t input_size, std::size_t hidden
     }
 }
 
-Tensor zero_state(const Tensor& x, std::size_t hidden) { return zeros(x.dim() == 2 ? Shape{x.size(0), hidden} : Shape{hidden}); }
+// of x's dtype, as PyTorch's (a float64 zero state would promote a float32 cell's result to float64)
+Tensor zero_state(const Tensor& x, std::size_t hidden) {
+    return zeros(x.dim() == 2 ? Shape{x.size(0), hidden} : Shape{hidden}, x.dtype());
+}
 
 // One step of an LSTM-like cell on batched or unbatched input: unbatched tensors gain a batch axis of 1.
 template <class Step>
@@ -95,9 +98,9 @@ void check_initial(const char* op, const char* name, const Tensor& t, const Sequ
     }
 }
 
-// Layer k's (B, H) slice of an (L, B, H) state, or zeros.
-Tensor layer_state(const std::optional<Tensor>& all, std::size_t k, std::size_t B, std::size_t hidden) {
-    return all ? squeeze(narrow(*all, 0, k, 1), 0) : zeros({B, hidden});
+// Layer k's (B, H) slice of an (L, B, H) state, or zeros of the input's dtype.
+Tensor layer_state(const std::optional<Tensor>& all, std::size_t k, std::size_t B, std::size_t hidden, Dtype dtype) {
+    return all ? squeeze(narrow(*all, 0, k, 1), 0) : zeros({B, hidden}, dtype);
 }
 
 // The input as T tensors (B, I), one per time step.
@@ -199,8 +202,9 @@ LSTMOutput LSTM::forward(const Tensor& input, const std::optional<LSTMState>& st
     }
     std::vector<LSTMState> initial;
     for (std::size_t k = 0; k < num_layers; ++k) {
-        initial.push_back({layer_state(state ? std::optional<Tensor>(state->h) : std::nullopt, k, q.B, hidden_size),
-                           layer_state(state ? std::optional<Tensor>(state->c) : std::nullopt, k, q.B, hidden_size)});
+        const Dtype dtype = input.dtype();
+        initial.push_back({layer_state(state ? std::optional<Tensor>(state->h) : std::nullopt, k, q.B, hidden_size, dtype),
+                           layer_state(state ? std::optional<Tensor>(state->c) : std::nullopt, k, q.B, hidden_size, dtype)});
     }
     std::vector<Tensor> xs = time_steps(input, q);
     const std::vector<LSTMState> last = run_layers(
@@ -227,7 +231,7 @@ GRUOutput GRU::forward(const Tensor& input, const std::optional<Tensor>& h_0) {
         return {squeeze(r.output, batch_axis), squeeze(r.h_n, 1)};
     }
     std::vector<Tensor> initial;
-    for (std::size_t k = 0; k < num_layers; ++k) initial.push_back(layer_state(h_0, k, q.B, hidden_size));
+    for (std::size_t k = 0; k < num_layers; ++k) initial.push_back(layer_state(h_0, k, q.B, hidden_size, input.dtype()));
     std::vector<Tensor> xs = time_steps(input, q);
     const std::vector<Tensor> last = run_layers(
         xs, initial, dropout, is_training(),

@@ -1,0 +1,96 @@
+// `ctest -L float32`: batch_norm, BatchNorm1d and BatchNorm2d in float32 against float64
+// (tests/support/float32_nn_twins.hpp), and the running statistics of a float32 BatchNorm staying float32.
+#include <memory>
+
+#include <catch2/catch.hpp>
+
+#include "nn/functional/functional.hpp"
+#include "nn/modules/image_norm.hpp"
+#include "nn/modules/norm_layers.hpp"
+#include "tests/support/float32_nn_twins.hpp"
+
+namespace xg_test_batch_norm_float32 {
+
+namespace F = xg::nn::functional;
+using xg::Tensor;
+using xg_test_support::NnTwinList;
+using xg_test_support::twin_leaf;
+using Inputs = std::vector<Tensor>;
+
+// The conditions: LayerNorm's (tests/layer_norm/test_layer_norm_float32.cpp) with the statistics taken
+// per channel over N and the trailing axes instead of per row: y = w xhat + b moves by 3 kappa u from
+// the input's rounding (kappa = sqrt(1 + (mean/sigma)^2) ~ 1 here), u each from w, b and y; the
+// gradients cancel by up to ~2 and read a rounded seed: 2 (3 + 3) + 1 = 13.
+NnTwinList batch_norm_twins() {
+    // training: batch statistics, and the running statistics (float32 copies too) updated in place
+    const auto train = [](const Inputs& in) { return Inputs{F::batch_norm(in[0], in[3], in[4], in[1], in[2], true)}; };
+    const auto train_composed = [](const Inputs& in) {
+        return Inputs{F::batch_norm_composed(in[0], in[3], in[4], in[1], in[2], true)};
+    };
+    // evaluation: the running statistics are constants, y = w (x - rm) / sqrt(rv + eps) + b: rounding x,
+    // rm, rv (half its u through the root), w, b and y: 6 u; the gradient reads them and g: 13 still
+    const auto eval = [](const Inputs& in) { return Inputs{F::batch_norm(in[0], in[3], in[4], in[1], in[2], false)}; };
+    const auto inputs = [](const xg::Shape& shape) {
+        const std::size_t c = shape[1];
+        return Inputs{twin_leaf(shape, 21), twin_leaf({c}, 22, 0.5, 1.0), twin_leaf({c}, 23),
+                      twin_leaf({c}, 24, 0.1, 0.0, false), twin_leaf({c}, 25, 0.1, 1.0, false)};
+    };
+    const auto bn1d = std::make_shared<xg::nn::BatchNorm1d>(5);
+    const auto bn2d = std::make_shared<xg::nn::BatchNorm2d>(3);
+    const auto bn2d_eval = std::make_shared<xg::nn::BatchNorm2d>(3);
+    bn2d_eval->running_mean.mutable_value() = twin_leaf({3}, 26, 0.1).value();
+    bn2d_eval->eval();
+    const auto call = [](xg::nn::Module& m, const Tensor& x) { return Inputs{m(x)}; };
+    return {
+        {"batch_norm (8, 5) training", train, inputs({8, 5}), 13},
+        {"batch_norm (4, 3, 6) training", train, inputs({4, 3, 6}), 13},
+        {"batch_norm (4, 3, 6) evaluation", eval, inputs({4, 3, 6}), 13},
+        // the composed twin rounds mean, x - mean, var, + eps, sqrt, the quotient, * w: 7 more, 20
+        {"batch_norm_composed (4, 3, 6) training", train_composed, inputs({4, 3, 6}), 20},
+        {"BatchNorm1d(5) (6, 5, 3) training", xg_test_support::module_twin(bn1d, call),
+         xg_test_support::module_twin_inputs(*bn1d, twin_leaf({6, 5, 3}, 27)), 13},
+        {"BatchNorm2d(3) (2, 3, 4, 4) training", xg_test_support::module_twin(bn2d, call),
+         xg_test_support::module_twin_inputs(*bn2d, twin_leaf({2, 3, 4, 4}, 28)), 13},
+        {"BatchNorm2d(3) (2, 3, 4, 4) evaluation", xg_test_support::module_twin(bn2d_eval, call),
+         xg_test_support::module_twin_inputs(*bn2d_eval, twin_leaf({2, 3, 4, 4}, 29)), 13},
+    };
+}
+const xg_test_support::RegisterNnTwins registered("batch_norm", &batch_norm_twins);
+
+TEST_CASE("float32 twin: batch_norm, BatchNorm1d and BatchNorm2d agree with float64", "[float32][batch_norm]") {
+    xg_test_support::run_nn_twins(batch_norm_twins());
+}
+
+TEST_CASE("float32: BatchNorm's running statistics stay float32 after training steps", "[float32][batch_norm]") {
+    for (const bool cumulative : {false, true}) {
+        xg::nn::BatchNorm2d bn64(3, 1e-5, cumulative ? std::nullopt : std::optional<double>(0.1));
+        xg::nn::BatchNorm2d bn32(3, 1e-5, cumulative ? std::nullopt : std::optional<double>(0.1));
+        bn32.to(xg::kFloat32);
+        for (std::uint64_t step = 0; step < 3; ++step) {
+            const Tensor x = twin_leaf({4, 3, 2, 2}, 30 + step, 2.0, 1.0);
+            xg::sum(bn64(x)).backward();
+            xg::sum(bn32(x.to(xg::kFloat32))).backward();
+        }
+        INFO((cumulative ? "cumulative average" : "momentum 0.1"));
+        for (const Tensor& t : {bn32.running_mean, bn32.running_var, Tensor(bn32.weight), Tensor(bn32.bias)}) {
+            CHECK(t.dtype() == xg::kFloat32);
+            // on the float32 grid: the in-place update of the running statistics was rounded
+            CHECK(xt::all(xt::equal(xt::cast<double>(xt::cast<float>(t.value())), t.value())));
+        }
+        CHECK(bn32.weight.grad().dtype() == xg::kFloat32);
+        CHECK(bn32.num_batches_tracked.value()() == 3.0);
+        // running_mean: a momentum average of batch means, each rounded once to float32 and rounded
+        // again at every store: 3 steps of 2 roundings, 6 u of the largest mean plus the input's u: 7 u
+        const double u = xg::unit_roundoff(xg::kFloat32);
+        for (const auto& [a32, a64] : {std::pair{bn32.running_mean.value(), bn64.running_mean.value()},
+                                       std::pair{bn32.running_var.value(), bn64.running_var.value()}}) {
+            const double scale = xt::amax(xt::abs(a64))();
+            CHECK(xt::amax(xt::abs(a32 - a64))() <= 7 * u * scale);
+        }
+        // evaluation mode now reads float32 running statistics: the output is float32
+        bn32.eval();
+        CHECK(bn32(twin_leaf({2, 3, 2, 2}, 40).to(xg::kFloat32)).dtype() == xg::kFloat32);
+    }
+}
+
+}  // namespace xg_test_batch_norm_float32

@@ -1,0 +1,43 @@
+// `ctest -L float32`: dyt and DyT in float32 against float64 (tests/support/float32_nn_twins.hpp).
+#include <memory>
+
+#include <catch2/catch.hpp>
+
+#include "nn/functional/functional.hpp"
+#include "nn/modules/dyt.hpp"
+#include "tests/support/float32_nn_twins.hpp"
+
+namespace xg_test_dyt_float32 {
+
+namespace F = xg::nn::functional;
+using xg::Tensor;
+using xg_test_support::NnTwinList;
+using xg_test_support::twin_leaf;
+using Inputs = std::vector<Tensor>;
+
+// The conditions. y = w tanh(alpha x) + b: rounding x and alpha moves alpha x by 2u |alpha x|, and
+// tanh by sech^2(z) 2u |z| <= 0.9 u (z sech^2 z <= 0.45); w, b and y add u each: 4. The gradients
+// dx = g w alpha sech^2, dalpha = sum g w x sech^2, dw = sum g tanh, db = sum g read a rounded seed
+// (u) and w, alpha, x (u each), and sech^2 moves by 2 |tanh| sech^2 2u |z| <= 1.6 u: with the sums'
+// cancellation (up to ~2 for random-sign g): 2 (1 + 3 + 1.6) + 1 = 12.
+NnTwinList dyt_twins() {
+    const auto dyt = [](const Inputs& in) { return Inputs{F::dyt(in[0], {16}, in[1], in[2], in[3])}; };
+    const auto dyt_composed = [](const Inputs& in) { return Inputs{F::dyt_composed(in[0], {16}, in[1], in[2], in[3])}; };
+    const auto dyt_plain = [](const Inputs& in) { return Inputs{F::dyt(in[0], {2, 8}, in[1])}; };
+    const Inputs inputs{twin_leaf({6, 16}, 51, 2.0), twin_leaf({1}, 52, 0.1, 0.5), twin_leaf({16}, 53, 0.5, 1.0),
+                        twin_leaf({16}, 54)};
+    const auto module = std::make_shared<xg::nn::DyT>(8);
+    return {
+        {"dyt (6, 16) weight and bias", dyt, inputs, 12},
+        {"dyt (3, 2, 8) no weight or bias", dyt_plain, {twin_leaf({3, 2, 8}, 55, 2.0), twin_leaf({1}, 52, 0.1, 0.5)}, 12},
+        // the composed twin rounds alpha x, tanh and w tanh too: 3 more, 15
+        {"dyt_composed (6, 16) weight and bias", dyt_composed, inputs, 15},
+        {"DyT(8) (4, 8)", xg_test_support::module_twin(module, [](xg::nn::Module& m, const Tensor& x) { return Inputs{m(x)}; }),
+         xg_test_support::module_twin_inputs(*module, twin_leaf({4, 8}, 56, 2.0)), 12},
+    };
+}
+const xg_test_support::RegisterNnTwins registered("dyt", &dyt_twins);
+
+TEST_CASE("float32 twin: dyt and DyT agree with float64", "[float32][dyt]") { xg_test_support::run_nn_twins(dyt_twins()); }
+
+}  // namespace xg_test_dyt_float32

@@ -1,0 +1,58 @@
+// `ctest -L float32`: group_norm, instance_norm, GroupNorm and InstanceNorm2d in float32 against
+// float64 (tests/support/float32_nn_twins.hpp).
+#include <memory>
+
+#include <catch2/catch.hpp>
+
+#include "nn/functional/functional.hpp"
+#include "nn/modules/image_norm.hpp"
+#include "tests/support/float32_nn_twins.hpp"
+
+namespace xg_test_group_norm_float32 {
+
+namespace F = xg::nn::functional;
+using xg::Tensor;
+using xg_test_support::NnTwinList;
+using xg_test_support::twin_leaf;
+using Inputs = std::vector<Tensor>;
+
+// The conditions: LayerNorm's (tests/layer_norm/test_layer_norm_float32.cpp) over each sample's group
+// of channels: the input's rounding moves xhat by 3 kappa u (kappa ~ 1 for these zero-mean inputs),
+// w, b and y add u each; the gradients cancel by up to ~2 and read a rounded seed: 2 (3 + 3) + 1 = 13.
+NnTwinList group_norm_twins() {
+    const auto gn = [](const Inputs& in) { return Inputs{F::group_norm(in[0], 2, in[1], in[2])}; };
+    const auto gn_composed = [](const Inputs& in) { return Inputs{F::group_norm_composed(in[0], 2, in[1], in[2])}; };
+    // instance_norm with running statistics (float32 copies when the input is): updated in place
+    const auto in_norm = [](const Inputs& in) { return Inputs{F::instance_norm(in[0], in[3], in[4], in[1], in[2])}; };
+    const auto in_norm_composed = [](const Inputs& in) {
+        return Inputs{F::instance_norm_composed(in[0], in[3], in[4], in[1], in[2])};
+    };
+    // use_input_stats = false: batch_norm's evaluation with the running statistics (13)
+    const auto in_norm_eval = [](const Inputs& in) {
+        return Inputs{F::instance_norm(in[0], in[3], in[4], in[1], in[2], false)};
+    };
+    const Inputs inputs{twin_leaf({2, 4, 3, 3}, 31), twin_leaf({4}, 32, 0.5, 1.0), twin_leaf({4}, 33),
+                        twin_leaf({4}, 34, 0.1, 0.0, false), twin_leaf({4}, 35, 0.1, 1.0, false)};
+    const auto gn_module = std::make_shared<xg::nn::GroupNorm>(2, 4);
+    const auto in_module = std::make_shared<xg::nn::InstanceNorm2d>(4, 1e-5, 0.1, true, true);
+    const auto call = [](xg::nn::Module& m, const Tensor& x) { return Inputs{m(x)}; };
+    return {
+        {"group_norm (2, 4, 3, 3) 2 groups", gn, {inputs[0], inputs[1], inputs[2]}, 13},
+        // the composed twin rounds its 7 intermediates (reshape, mean, x - mean, var, + eps, sqrt, /): 20
+        {"group_norm_composed (2, 4, 3, 3) 2 groups", gn_composed, {inputs[0], inputs[1], inputs[2]}, 20},
+        {"instance_norm (2, 4, 3, 3) running stats", in_norm, inputs, 13},
+        {"instance_norm_composed (2, 4, 3, 3) running stats", in_norm_composed, inputs, 20},
+        {"instance_norm (2, 4, 3, 3) running stats, use_input_stats false", in_norm_eval, inputs, 13},
+        {"GroupNorm(2, 4) (3, 4, 5)", xg_test_support::module_twin(gn_module, call),
+         xg_test_support::module_twin_inputs(*gn_module, twin_leaf({3, 4, 5}, 36)), 13},
+        {"InstanceNorm2d(4, affine, running stats) (2, 4, 3, 3)", xg_test_support::module_twin(in_module, call),
+         xg_test_support::module_twin_inputs(*in_module, twin_leaf({2, 4, 3, 3}, 37)), 13},
+    };
+}
+const xg_test_support::RegisterNnTwins registered("group_norm", &group_norm_twins);
+
+TEST_CASE("float32 twin: group_norm, instance_norm, GroupNorm and InstanceNorm2d agree with float64", "[float32][group_norm]") {
+    xg_test_support::run_nn_twins(group_norm_twins());
+}
+
+}  // namespace xg_test_group_norm_float32

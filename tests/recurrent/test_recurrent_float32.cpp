@@ -1,0 +1,110 @@
+// `ctest -L float32`: the recurrent cells and layers in float32 against float64 (tests/support/float32_nn_twins.hpp).
+#include <memory>
+
+#include <catch2/catch.hpp>
+
+#include "nn/functional/functional.hpp"
+#include "nn/modules/recurrent.hpp"
+#include "tests/support/float32_nn_twins.hpp"
+
+namespace xg_test_recurrent_float32 {
+
+namespace F = xg::nn::functional;
+using xg::Tensor;
+using xg_test_support::NnTwinList;
+using xg_test_support::twin_leaf;
+using Inputs = std::vector<Tensor>;
+
+// The gate arithmetic alone (lstm_next_c, lstm_next_h, gru_next_h): sigmoid and tanh are well
+// conditioned (|z f'(z) / f(z)| <= 1 for the gates' pre-activations, ~N(0, 1)); c' = s(f) c + s(i) t(g)
+// adds two products: rounding the inputs moves each factor by <= 2u, each product by 4u, and their sum,
+// which may cancel to half a term, by 8u; the result adds u: 9. The gradients read the rounded seed
+// too and go through the same factors, cancelling as much: 2 * 9 + 1 = 19.
+constexpr double kGateCondition = 19;
+// A whole step: the gate pre-activations are a product of K = I + H = 10 terms (Linear's condition,
+// tests/linear/test_linear_float32.cpp: 7), which the gate arithmetic (19) then carries: 26.
+constexpr double kStepCondition = 26;
+// T = 3 steps through 2 layers: each step's error enters the next step's state (contracted by the
+// gates: |s(f)| < 1, |s(o) tanh'| < 1) and the next layer's input: at most T + layers - 1 = 4 steps'
+// worth: 4 * 26 = 104.
+constexpr double kSequenceCondition = 104;
+
+NnTwinList recurrent_twins() {
+    const Tensor x = twin_leaf({3, 4}, 91), h = twin_leaf({3, 6}, 92, 0.5), c = twin_leaf({3, 6}, 93);
+    const Inputs lstm_inputs{x, h, c, twin_leaf({24, 4}, 94, 0.4), twin_leaf({24, 6}, 95, 0.4), twin_leaf({24}, 96, 0.1),
+                             twin_leaf({24}, 97, 0.1)};
+    const Inputs gru_inputs{x, h, twin_leaf({18, 4}, 98, 0.4), twin_leaf({18, 6}, 99, 0.4), twin_leaf({18}, 100, 0.1),
+                            twin_leaf({18}, 101, 0.1)};
+    const auto lstm = [](const Inputs& in) {
+        const xg::nn::LSTMState s = F::lstm_cell(in[0], {in[1], in[2]}, in[3], in[4], in[5], in[6]);
+        return Inputs{s.h, s.c};
+    };
+    const auto lstm_composed = [](const Inputs& in) {
+        const xg::nn::LSTMState s = F::lstm_cell_composed(in[0], {in[1], in[2]}, in[3], in[4], in[5], in[6]);
+        return Inputs{s.h, s.c};
+    };
+    const auto gru = [](const Inputs& in) { return Inputs{F::gru_cell(in[0], in[1], in[2], in[3], in[4], in[5])}; };
+    const auto gru_composed = [](const Inputs& in) {
+        return Inputs{F::gru_cell_composed(in[0], in[1], in[2], in[3], in[4], in[5])};
+    };
+    const auto lstm_cell_module = std::make_shared<xg::nn::LSTMCell>(4, 6);
+    const auto gru_cell_module = std::make_shared<xg::nn::GRUCell>(4, 6);
+    const auto ln_lstm_cell = std::make_shared<xg::nn::LayerNormLSTMCell>(4, 6);
+    const auto lstm_layers = std::make_shared<xg::nn::LSTM>(4, 5, 2);
+    const auto gru_layers = std::make_shared<xg::nn::GRU>(4, 5, 2, true, true);
+    const Tensor sequence = twin_leaf({3, 2, 4}, 102);
+    using xg::nn::Module;
+    return {
+        {"lstm_next_c (3, 24) (3, 6)", [](const Inputs& in) { return Inputs{F::lstm_next_c(in[0], in[1])}; },
+         {twin_leaf({3, 24}, 103), c}, kGateCondition},
+        {"lstm_next_h (3, 24) (3, 6)", [](const Inputs& in) { return Inputs{F::lstm_next_h(in[0], in[1])}; },
+         {twin_leaf({3, 24}, 103), c}, kGateCondition},
+        {"gru_next_h (3, 18) (3, 18) (3, 6)", [](const Inputs& in) { return Inputs{F::gru_next_h(in[0], in[1], in[2])}; },
+         {twin_leaf({3, 18}, 104), twin_leaf({3, 18}, 105), h}, kGateCondition},
+        {"lstm_cell (3, 4) H 6", lstm, lstm_inputs, kStepCondition},
+        // the composed steps round each gate's pre-activation, activation and product: ~8 stores more
+        {"lstm_cell_composed (3, 4) H 6", lstm_composed, lstm_inputs, kStepCondition + 8},
+        {"gru_cell (3, 4) H 6", gru, gru_inputs, kStepCondition},
+        {"gru_cell_composed (3, 4) H 6", gru_composed, gru_inputs, kStepCondition + 8},
+        {"LSTMCell(4, 6) zero state",
+         xg_test_support::module_twin(lstm_cell_module,
+                                      [](Module& m, const Tensor& in) {
+                                          const xg::nn::LSTMState s = static_cast<xg::nn::LSTMCell&>(m).forward(in);
+                                          return Inputs{s.h, s.c};
+                                      }),
+         xg_test_support::module_twin_inputs(*lstm_cell_module, x), kStepCondition},
+        {"GRUCell(4, 6) zero state",
+         xg_test_support::module_twin(gru_cell_module,
+                                      [](Module& m, const Tensor& in) { return Inputs{static_cast<xg::nn::GRUCell&>(m).forward(in)}; }),
+         xg_test_support::module_twin_inputs(*gru_cell_module, x), kStepCondition},
+        // three LayerNorms (13 each, tests/layer_norm/test_layer_norm_float32.cpp) around one step: 26 + 3 * 13
+        {"LayerNormLSTMCell(4, 6) zero state",
+         xg_test_support::module_twin(ln_lstm_cell,
+                                      [](Module& m, const Tensor& in) {
+                                          const xg::nn::LSTMState s = static_cast<xg::nn::LayerNormLSTMCell&>(m).forward(in);
+                                          return Inputs{s.h, s.c};
+                                      }),
+         xg_test_support::module_twin_inputs(*ln_lstm_cell, x), kStepCondition + 3 * 13},
+        {"LSTM(4, 5, 2 layers) T 3",
+         xg_test_support::module_twin(lstm_layers,
+                                      [](Module& m, const Tensor& in) {
+                                          const xg::nn::LSTMOutput o = static_cast<xg::nn::LSTM&>(m).forward(in);
+                                          return Inputs{o.output, o.state.h, o.state.c};
+                                      }),
+         xg_test_support::module_twin_inputs(*lstm_layers, sequence), kSequenceCondition},
+        {"GRU(4, 5, 2 layers, batch_first) T 2",
+         xg_test_support::module_twin(gru_layers,
+                                      [](Module& m, const Tensor& in) {
+                                          const xg::nn::GRUOutput o = static_cast<xg::nn::GRU&>(m).forward(in);
+                                          return Inputs{o.output, o.h_n};
+                                      }),
+         xg_test_support::module_twin_inputs(*gru_layers, sequence), kSequenceCondition},
+    };
+}
+const xg_test_support::RegisterNnTwins registered("recurrent", &recurrent_twins);
+
+TEST_CASE("float32 twin: the recurrent cells and layers agree with float64", "[float32][recurrent]") {
+    xg_test_support::run_nn_twins(recurrent_twins());
+}
+
+}  // namespace xg_test_recurrent_float32

@@ -1,0 +1,46 @@
+// `ctest -L float32`: rms_norm and RMSNorm in float32 against float64 (tests/support/float32_nn_twins.hpp).
+#include <memory>
+
+#include <catch2/catch.hpp>
+
+#include "nn/functional/functional.hpp"
+#include "nn/modules/norm_layers.hpp"
+#include "tests/support/float32_nn_twins.hpp"
+
+namespace xg_test_rms_norm_float32 {
+
+namespace F = xg::nn::functional;
+using xg::Tensor;
+using xg_test_support::NnTwinList;
+using xg_test_support::twin_leaf;
+using Inputs = std::vector<Tensor>;
+
+// The conditions. y = w x rstd, rstd = 1 / sqrt(mean(x^2) + eps): no mean is subtracted, so nothing
+// cancels in the forward: rounding x by u|x| moves x rstd by at most u |xhat| (1 + mean(xhat^2)) ~ 2u
+// relative; rounding w and y adds u each: 4. The gradient dx = w rstd (g - xhat mean(g xhat)) reads a
+// rounded seed g (u) and cancels between its two terms by up to a factor ~2: 2 * 4 + 1 = 9.
+NnTwinList rms_norm_twins() {
+    const auto rms = [](const Inputs& in) { return Inputs{F::rms_norm(in[0], {24}, in[1])}; };
+    const auto rms_composed = [](const Inputs& in) { return Inputs{F::rms_norm_composed(in[0], {24}, in[1])}; };
+    const auto plain = [](const Inputs& in) { return Inputs{F::rms_norm(in[0], {3, 8})}; };
+    const auto module = std::make_shared<xg::nn::RMSNorm>(12);
+    return {
+        {"rms_norm (7, 24) weight", rms, {twin_leaf({7, 24}, 11), twin_leaf({24}, 12, 0.5, 1.0)}, 9},
+        // a large common offset does not hurt RMSNorm (it is part of the rms): 9 still
+        {"rms_norm (7, 24) weight, mean 1000", rms, {twin_leaf({7, 24}, 11, 1.0, 1000.0), twin_leaf({24}, 12, 0.5, 1.0)}, 9},
+        // no weight, two normalized axes: 2 (3) + 1 = 7
+        {"rms_norm (2, 3, 8) no weight", plain, {twin_leaf({2, 3, 8}, 13)}, 7},
+        // the composed twin rounds x^2, its mean, + eps, sqrt, the quotient: 5 stores more, 9 + 5 = 14
+        {"rms_norm_composed (7, 24) weight", rms_composed, {twin_leaf({7, 24}, 11), twin_leaf({24}, 12, 0.5, 1.0)}, 14},
+        // RMSNorm(12) with its weight as an input: as the first twin, 9
+        {"RMSNorm(12) (4, 12)", xg_test_support::module_twin(module, [](xg::nn::Module& m, const Tensor& x) { return Inputs{m(x)}; }),
+         xg_test_support::module_twin_inputs(*module, twin_leaf({4, 12}, 14)), 9},
+    };
+}
+const xg_test_support::RegisterNnTwins registered("rms_norm", &rms_norm_twins);
+
+TEST_CASE("float32 twin: rms_norm and RMSNorm agree with float64", "[float32][rms_norm]") {
+    xg_test_support::run_nn_twins(rms_norm_twins());
+}
+
+}  // namespace xg_test_rms_norm_float32
