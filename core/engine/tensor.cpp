@@ -163,6 +163,7 @@ const Array& Tensor::value() const {
 Array& Tensor::mutable_value() {
     checked(node_);
     node_->version = g_clock.fetch_add(1, std::memory_order_relaxed) + 1;
+    settle(*node_);  // the writer reads what it updates (x = 0.9 x + ...): the last writes, rounded
     node_->unrounded = node_->dtype == Dtype::Float32;
     return node_->value;
 }
@@ -244,6 +245,7 @@ const Array& Tensor::grad_value() const {
 Array& Tensor::mutable_grad() {
     if (!has_grad()) fail("grad", "this tensor has no gradient (did backward() reach it?)");
     node_->grad_graph.reset();  // changed outside the graph: grad() is a plain leaf again
+    settle(*node_);
     node_->unrounded = node_->dtype == Dtype::Float32;
     return *node_->grad;
 }

@@ -59,7 +59,8 @@ inline void run_nn_twins(const NnTwinList& twins) {
     for (const xg::KernelTier tier : {xg::KernelTier::reference, xg::KernelTier::fast}) {
         const xg::KernelTierGuard guard(tier);
         const char* tier_name = tier == xg::KernelTier::reference ? "reference" : "fast";
-        for (const NnTwin& t : twins) xg::test::check_float32_twin(t.name + " [" + tier_name + "]", t.f, t.inputs64, t.condition);
+        for (const NnTwin& t : twins) xg::test::check_float32_twin(t.name + " [" + tier_name + "]", t.f, t.inputs64, t.condition,
+                                                                      xg::test::TwinNorm::normwise);
     }
 }
 
@@ -73,7 +74,12 @@ inline TwinFunction module_twin(std::shared_ptr<xg::nn::Module> m,
     for (const xg::Tensor& b : m->buffers()) buffers0.push_back(b.value());
     return [m, forward, buffers0](const std::vector<xg::Tensor>& in) {
         const auto params = m->named_parameters();
-        for (std::size_t i = 0; i < params.size(); ++i) m->replace_parameter(params[i].first, in[i + 1]);
+        for (std::size_t i = 0; i < params.size(); ++i) {
+            // replace_parameter gives the replacement the replaced one's requires_grad: set that to the input's
+            // first, so that an input given without a gradient (not_compared) keeps none for every later run
+            xg::Tensor(params[i].second).requires_grad_(in[i + 1].requires_grad());
+            m->replace_parameter(params[i].first, in[i + 1]);
+        }
         m->to(in[0].dtype());  // after the replacement: converts the buffers only, never the caller's inputs
         std::vector<xg::Tensor> buffers = m->buffers();
         for (std::size_t i = 0; i < buffers.size(); ++i) buffers[i].mutable_value() = buffers0[i];
