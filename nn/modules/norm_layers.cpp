@@ -65,8 +65,9 @@ void detail::register_norm_state(Module& m, std::size_t c, bool affine, bool tra
     if (track) {
         running_mean = m.register_buffer("running_mean", zeros({c}));
         running_var = m.register_buffer("running_var", ones({c}));
-        // int64 in PyTorch's state_dict, and so in the .npz files save() writes
-        num_batches_tracked = m.register_buffer("num_batches_tracked", scalar(0.0), BufferDtype::int64);
+        // int64 in PyTorch's state_dict, and so in the .npz files save() writes; float64 whatever the default dtype,
+        // so it counts exactly to 2^53 (a float32 counter would stop at 2^24 batches)
+        num_batches_tracked = m.register_buffer("num_batches_tracked", scalar(0.0, Dtype::Float64), BufferDtype::int64);
     }
 }
 

@@ -225,6 +225,12 @@ TEST_CASE("default dtype: factories, random tensors and braced lists follow it, 
         // an op with no tensor inputs, and a float64 tensor made explicitly
         CHECK(result_dtype({}) == kFloat32);
         CHECK(ones({2}, kFloat64).dtype() == kFloat64);
+        // a BatchNorm made under the float32 default: float32 parameters and running statistics, but its
+        // batch counter stays float64 (an int64 in files) so that it counts exactly past 2^24
+        xg::nn::BatchNorm1d bn(3);
+        CHECK(bn.weight.dtype() == kFloat32);
+        CHECK(bn.running_mean.dtype() == kFloat32);
+        CHECK(bn.num_batches_tracked.dtype() == kFloat64);
         // printing shows the dtype that is not the default: now float64
         CHECK(to_string(ones({2}, kFloat64)).find("dtype=float64") != std::string::npos);
         CHECK(to_string(ones({2})).find("dtype") == std::string::npos);
