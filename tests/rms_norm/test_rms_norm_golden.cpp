@@ -8,6 +8,7 @@
 
 #include "nn/functional/functional.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/golden.hpp"
 
 namespace xg_test_rms_norm_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -19,28 +20,7 @@ using xg::test::fixture;
 
 namespace {
 
-constexpr double kTol = 1e-12;
-
-// Tracks the worst relative difference of one case and prints it at the end.
-struct Golden {
-    std::string name;
-    double tol = kTol;
-    double worst = 0.0;
-
-    void expect(const Array& got, const std::string& file) {
-        const double d = xg::test::max_rel_diff(got, fixture(name.substr(0, name.find(' ')), file));
-        INFO(name << " " << file << ": max relative difference " << d);
-        CHECK(d <= tol);
-        worst = std::max(worst, d);
-    }
-    ~Golden() { fmt::print("golden {:<34} worst rel err vs PyTorch {:.2e}\n", name, worst); }
-};
-
-Tensor load(const std::string& test_case, const std::string& name, bool requires_grad = true) {
-    return Tensor(fixture(test_case, name), requires_grad);
-}
-
-const char* twin(bool composed) { return composed ? " (composed)" : " (fused)"; }
+using namespace xg::test::golden;  // Golden, load, twin, kTol
 
 }  // namespace
 
