@@ -23,6 +23,7 @@
 #include "optim/optim.hpp"
 #include "optim/training/data.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/error_matchers.hpp"
 
 namespace xg_test_modules_errors {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -33,30 +34,6 @@ namespace F = xg::nn::functional;
 using namespace xg;
 
 namespace {
-
-// Matches an xg::Error whose message contains every one of `parts`; shows the message on failure.
-class Says : public Catch::MatcherBase<Error> {
-public:
-    Says(std::initializer_list<std::string> parts) : parts_(parts) {}
-    bool match(const Error& e) const override {
-        message_ = e.what();
-        for (const auto& p : parts_) {
-            if (message_.find(p) == std::string::npos) return false;
-        }
-        return true;
-    }
-    std::string describe() const override {
-        std::string s = "has a message containing";
-        for (const auto& p : parts_) s += " \"" + p + "\"";
-        return s + " (message: \"" + message_ + "\")";
-    }
-
-private:
-    std::vector<std::string> parts_;
-    mutable std::string message_;
-};
-
-#define REQUIRE_ERROR(expr, ...) REQUIRE_THROWS_MATCHES(expr, ::xg::Error, Says({__VA_ARGS__}))
 
 struct TempDir {
     fs::path path;
@@ -273,6 +250,5 @@ TEST_CASE("index-valued options do not take floating-point numbers (compile-time
     CHECK(nn::CrossEntropyFuncOptions().ignore_index(3).ignore_index() == 3);
 }
 
-#undef REQUIRE_ERROR
 
 }  // namespace xg_test_modules_errors

@@ -23,6 +23,7 @@
 #include "optim/optim.hpp"
 #include "optim/training/data.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/error_matchers.hpp"
 
 namespace xg_test_ops_errors {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -31,30 +32,6 @@ namespace F = xg::nn::functional;
 using namespace xg;
 
 namespace {
-
-// Matches an xg::Error whose message contains every one of `parts`; shows the message on failure.
-class Says : public Catch::MatcherBase<Error> {
-public:
-    Says(std::initializer_list<std::string> parts) : parts_(parts) {}
-    bool match(const Error& e) const override {
-        message_ = e.what();
-        for (const auto& p : parts_) {
-            if (message_.find(p) == std::string::npos) return false;
-        }
-        return true;
-    }
-    std::string describe() const override {
-        std::string s = "has a message containing";
-        for (const auto& p : parts_) s += " \"" + p + "\"";
-        return s + " (message: \"" + message_ + "\")";
-    }
-
-private:
-    std::vector<std::string> parts_;
-    mutable std::string message_;
-};
-
-#define REQUIRE_ERROR(expr, ...) REQUIRE_THROWS_MATCHES(expr, ::xg::Error, Says({__VA_ARGS__}))
 
 // A 2-D index array from rows of literals (a braced IndexArray{...} of ints is ambiguous).
 IndexArray index_rows(std::initializer_list<std::initializer_list<std::int64_t>> rows) {
@@ -146,6 +123,5 @@ TEST_CASE("gather and index_select refuse indices that are not whole numbers", "
     CHECK(gather(x, 1, Array{{2.0, 0.0}}).value() == gather(x, 1, IndexArray{{2, 0}}).value());
 }
 
-#undef REQUIRE_ERROR
 
 }  // namespace xg_test_ops_errors
