@@ -32,19 +32,134 @@ NodePtr new_node() {
     });
 }
 
-// Rounds a float32 node's value and gradient to float32 once a writer may have left them off
-// the grid (Node::unrounded).
-void settle(Node& n) {
-    if (!n.unrounded) return;
-    n.unrounded = false;
-    round_to_float32(n.value.data(), n.value.size());
-    if (n.grad) round_to_float32(n.grad->data(), n.grad->size());
+}  // namespace
+
+FloatArray to_float32_array(const Array& a) {
+    FloatArray f = FloatArray::from_shape(a.shape());
+    const double* src = a.data();
+    float* dst = f.data();
+    // a double-to-float conversion rounds to nearest even in the default floating-point environment
+#pragma omp simd
+    for (std::size_t i = 0; i < a.size(); ++i) dst[i] = static_cast<float>(src[i]);
+    return f;
 }
 
-// `a` stored as `dtype`: rounded when float32.
-Array stored_as(Dtype dtype, Array a) {
-    if (dtype == Dtype::Float32) round_to_float32(a.data(), a.size());
+Array to_float64_array(const FloatArray& f) {
+    Array a = Array::from_shape(f.shape());
+    const float* src = f.data();
+    double* dst = a.data();
+#pragma omp simd
+    for (std::size_t i = 0; i < f.size(); ++i) dst[i] = static_cast<double>(src[i]);
     return a;
+}
+
+namespace {
+
+// `mirror` set to f's values widened, in its own buffer when the shape allows (a reference
+// handed out earlier keeps seeing the tensor).
+void widen_into(const FloatArray& f, Array& mirror) {
+    if (mirror.shape() != f.shape()) {
+        mirror = to_float64_array(f);
+        return;
+    }
+    const float* src = f.data();
+    double* dst = mirror.data();
+#pragma omp simd
+    for (std::size_t i = 0; i < f.size(); ++i) dst[i] = static_cast<double>(src[i]);
+}
+
+// A written float64 mirror rounded into its float32 storage; the mirror then holds the stored
+// values again (the rounding a float32 store makes).
+void settle_mirror(Array& mirror, FloatArray& stored) {
+    if (stored.shape() != mirror.shape()) stored.resize(mirror.shape());
+    double* m = mirror.data();
+    float* f = stored.data();
+#pragma omp simd
+    for (std::size_t i = 0; i < mirror.size(); ++i) {
+        f[i] = static_cast<float>(m[i]);
+        m[i] = static_cast<double>(f[i]);
+    }
+}
+
+// A float32 node's writes through its float64 mirrors, rounded into its float32 storage.
+void settle(Node& n) {
+    if (n.value_mirror == Node::Mirror::Written) {
+        settle_mirror(n.value, n.value32);
+        n.value_mirror = Node::Mirror::Clean;
+    }
+    if (n.grad_mirror == Node::Mirror::Written) {
+        if (n.grad) {
+            if (!n.grad32) n.grad32.emplace();
+            settle_mirror(*n.grad, *n.grad32);
+        }
+        n.grad_mirror = n.grad ? Node::Mirror::Clean : Node::Mirror::None;
+    }
+}
+
+// n's values as float64: its storage, or a float32 node's mirror (made once, kept with the node).
+Array& float64_values(Node& n) {
+    if (n.dtype == Dtype::Float64) return n.value;
+    settle(n);
+    if (n.value_mirror == Node::Mirror::None) n.value = to_float64_array(n.value32);
+    if (n.value_mirror == Node::Mirror::Stale) widen_into(n.value32, n.value);
+    n.value_mirror = Node::Mirror::Clean;
+    return n.value;
+}
+
+// n's gradient as float64 (it must have one), as float64_values.
+Array& float64_grad(Node& n) {
+    if (n.dtype == Dtype::Float64) return *n.grad;
+    settle(n);
+    if (n.grad_mirror == Node::Mirror::None || !n.grad) n.grad = to_float64_array(*n.grad32);
+    if (n.grad_mirror == Node::Mirror::Stale) widen_into(*n.grad32, *n.grad);
+    n.grad_mirror = Node::Mirror::Clean;
+    return *n.grad;
+}
+
+// Stores `values` in node n of dtype n.dtype (rounded to float32 for a float32 node), dropping
+// what it held.
+void store(Node& n, Array values) {
+    if (n.dtype == Dtype::Float32) {
+        n.value32 = to_float32_array(values);
+        n.value = Array();
+        n.value_mirror = Node::Mirror::None;
+    } else {
+        n.value = std::move(values);
+        n.value32 = FloatArray();
+    }
+}
+void store(Node& n, FloatArray values) {
+    if (n.dtype == Dtype::Float32) {
+        n.value32 = std::move(values);
+        n.value = Array();
+        n.value_mirror = Node::Mirror::None;
+    } else {
+        n.value = to_float64_array(values);
+        n.value32 = FloatArray();
+    }
+}
+
+// Converts n's value and gradient to `dtype` (rounded to float32 when narrowing).
+void convert_storage(Node& n, Dtype dtype) {
+    if (n.dtype == dtype) return;
+    settle(n);
+    if (dtype == Dtype::Float32) {
+        n.value32 = to_float32_array(n.value);
+        if (n.grad) n.grad32 = to_float32_array(*n.grad);
+        n.value = Array();
+        n.grad.reset();
+    } else {
+        n.value = to_float64_array(n.value32);
+        if (n.grad32) n.grad = to_float64_array(*n.grad32);
+        n.value32 = FloatArray();
+        n.grad32.reset();
+    }
+    n.value_mirror = n.grad_mirror = Node::Mirror::None;
+    n.dtype = dtype;
+}
+
+std::string shape_of(const Node& n) {
+    return shape_str(Shape(n.dims().begin(), n.dims().end()));
 }
 
 void check_finite(const Array& a, const std::string& what) {
@@ -73,8 +188,7 @@ namespace {
 
 // "a leaf of shape (3,)" / "the output of 'exp', shape (2, 2)": how an error names a tensor.
 std::string describe(const Node& n) {
-    const Shape s(n.value.shape().begin(), n.value.shape().end());
-    return n.is_leaf() ? "a leaf of shape " + shape_str(s) : fmt::format("the output of '{}', shape {}", n.op, shape_str(s));
+    return n.is_leaf() ? "a leaf of shape " + shape_of(n) : fmt::format("the output of '{}', shape {}", n.op, shape_of(n));
 }
 
 [[noreturn]] void modified_in_place(const Node& node, const std::string& which) {
@@ -90,20 +204,47 @@ std::string describe(const Node& n) {
 
 const Array& GradContext::output() const {
     if (node_.version > node_.recorded_at) {
-        const Shape s(node_.value.shape().begin(), node_.value.shape().end());
-        modified_in_place(node_, fmt::format("the output of '{}' (shape {})", node_.op, shape_str(s)));
+        modified_in_place(node_, fmt::format("the output of '{}' (shape {})", node_.op, shape_of(node_)));
     }
-    return node_.value;
+    return float64_values(node_);
 }
 
 const Array& GradContext::input(std::size_t i) const {
-    const Node& p = *node_.parents[i];
+    Node& p = *node_.parents[i];
     if (p.version > node_.recorded_at) modified_in_place(node_, fmt::format("input {} of '{}' ({})", i, node_.op, describe(p)));
-    return p.value;
+    return float64_values(p);
+}
+
+namespace {
+[[noreturn]] void not_float32(const Node& node, const std::string& which) {
+    fail("backward of '" + node.op + "'", which + " is float64; a float32 view (grad32/output32/input32) needs a float32 tensor");
+}
+}  // namespace
+
+const FloatArray& GradContext::grad32() const {
+    if (grad32_ == nullptr) not_float32(node_, "the gradient");
+    return *grad32_;
+}
+
+const FloatArray& GradContext::output32() const {
+    if (node_.dtype != Dtype::Float32) not_float32(node_, "the output");
+    if (node_.version > node_.recorded_at) {
+        modified_in_place(node_, fmt::format("the output of '{}' (shape {})", node_.op, shape_of(node_)));
+    }
+    settle(node_);
+    return node_.value32;
+}
+
+const FloatArray& GradContext::input32(std::size_t i) const {
+    Node& p = *node_.parents[i];
+    if (p.dtype != Dtype::Float32) not_float32(node_, fmt::format("input {}", i));
+    if (p.version > node_.recorded_at) modified_in_place(node_, fmt::format("input {} of '{}' ({})", i, node_.op, describe(p)));
+    settle(p);
+    return p.value32;
 }
 
 Shape GradContext::input_shape(std::size_t i) const {
-    const auto& s = node_.parents[i]->value.shape();
+    const auto& s = node_.parents[i]->dims();
     return Shape(s.begin(), s.end());
 }
 
@@ -115,8 +256,22 @@ Array& GradContext::accumulated(std::size_t i) const {
         fail("backward", fmt::format("accumulated({}): input {} needs no gradient, or the context is not backward()'s", i, i));
     }
     auto [slot, inserted] = pending_->try_emplace(p);
-    if (inserted) slot->second = xt::zeros<double>(p->value.shape());
+    if (inserted) slot->second = xt::zeros<double>(p->dims());
     return slot->second;
+}
+
+Array& GradPart::f64() {
+    if (!f64_) fail("GradPart", f32_ ? "holds float32 values, not float64" : "holds no gradient");
+    return *f64_;
+}
+FloatArray& GradPart::f32() {
+    if (!f32_) fail("GradPart", f64_ ? "holds float64 values, not float32" : "holds no gradient");
+    return *f32_;
+}
+Shape GradPart::shape() const {
+    if (f64_) return Shape(f64_->shape().begin(), f64_->shape().end());
+    if (f32_) return Shape(f32_->shape().begin(), f32_->shape().end());
+    return Shape();
 }
 
 // Destroying the head of a long chain would recurse once per node through shared_ptr
@@ -137,46 +292,142 @@ Node::~Node() {
 
 Tensor::Tensor(Array value, bool requires_grad) : Tensor(std::move(value), default_dtype(), requires_grad) {}
 Tensor::Tensor(Array value, Dtype dtype, bool requires_grad) : node_(new_node()) {
-    node_->value = stored_as(dtype, std::move(value));
     node_->dtype = dtype;
+    store(*node_, std::move(value));
     node_->requires_grad = requires_grad;
 }
-Tensor::Tensor(std::initializer_list<ListElement> v) : Tensor(Array::from_shape({v.size()})) {
+Tensor::Tensor(std::initializer_list<ListElement> v) : node_(new_node()) {
+    Array a = Array::from_shape({v.size()});
     std::size_t i = 0;
-    for (const ListElement& e : v) node_->value.data()[i++] = e.value;
-    node_->value = stored_as(node_->dtype, std::move(node_->value));
+    for (const ListElement& e : v) a.data()[i++] = e.value;
+    node_->dtype = default_dtype();
+    store(*node_, std::move(a));
 }
 Tensor::Tensor(xt::nested_initializer_list_t<double, 2> v) : Tensor(Array(v)) {}
 Tensor::Tensor(xt::nested_initializer_list_t<double, 3> v) : Tensor(Array(v)) {}
 Tensor::Tensor(xt::nested_initializer_list_t<double, 4> v) : Tensor(Array(v)) {}
+
+Tensor Tensor::from_float32(FloatArray values, bool requires_grad) {
+    Tensor t(new_node());
+    t.node_->dtype = Dtype::Float32;
+    store(*t.node_, std::move(values));
+    t.node_->requires_grad = requires_grad;
+    return t;
+}
 
 static const Node& checked(const NodePtr& n) {
     if (!n) throw Error("Tensor: use of an undefined tensor (default-constructed)");
     return *n;
 }
 
+namespace {
+std::uint64_t next_version() { return g_clock.fetch_add(1, std::memory_order_relaxed) + 1; }
+
+template <class T>
+constexpr Dtype dtype_of() {
+    static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>, "values<T>: T is double or float");
+    return std::is_same_v<T, double> ? Dtype::Float64 : Dtype::Float32;
+}
+
+void check_storage(const Node& n, Dtype wanted, const char* what) {
+    if (n.dtype != wanted) {
+        fail(what, fmt::format("asked for {} storage of a {} tensor of shape {} (use value() for float64 values of any "
+                               "dtype, or to({}))", dtype_name(wanted), dtype_name(n.dtype), shape_of(n), dtype_name(wanted)));
+    }
+}
+
+// The native gradient of n (float32 nodes: grad32 after the mirror's writes are settled).
+template <class T>
+std::optional<xt::xarray<T>>& native_grad(Node& n) {
+    if constexpr (std::is_same_v<T, double>) {
+        return n.grad;
+    } else {
+        settle(n);
+        return n.grad32;
+    }
+}
+}  // namespace
+
 const Array& Tensor::value() const {
     checked(node_);
-    settle(*node_);
-    return node_->value;
+    return float64_values(*node_);
 }
 Array& Tensor::mutable_value() {
     checked(node_);
-    node_->version = g_clock.fetch_add(1, std::memory_order_relaxed) + 1;
-    settle(*node_);  // the writer reads what it updates (x = 0.9 x + ...): the last writes, rounded
-    node_->unrounded = node_->dtype == Dtype::Float32;
-    return node_->value;
+    node_->version = next_version();
+    Array& v = float64_values(*node_);  // the writer reads what it updates (x = 0.9 x + ...)
+    if (node_->dtype == Dtype::Float32) node_->value_mirror = Node::Mirror::Written;
+    return v;
 }
+
+template <class T>
+const xt::xarray<T>& Tensor::values() const {
+    check_storage(checked(node_), dtype_of<T>(), "values");
+    if constexpr (std::is_same_v<T, double>) {
+        return node_->value;
+    } else {
+        settle(*node_);
+        return node_->value32;
+    }
+}
+
+template <class T>
+xt::xarray<T>& Tensor::mutable_values() {
+    check_storage(checked(node_), dtype_of<T>(), "mutable_values");
+    node_->version = next_version();
+    if constexpr (std::is_same_v<T, double>) {
+        return node_->value;
+    } else {
+        settle(*node_);
+        if (node_->value_mirror != Node::Mirror::None) node_->value_mirror = Node::Mirror::Stale;
+        return node_->value32;
+    }
+}
+
+template <class T>
+const xt::xarray<T>& Tensor::grad_values() const {
+    check_storage(checked(node_), dtype_of<T>(), "grad_values");
+    auto& g = native_grad<T>(*node_);
+    if (!g) fail("grad", "this tensor has no gradient (did backward() reach it?)");
+    return *g;
+}
+
+template <class T>
+xt::xarray<T>& Tensor::mutable_grad_values() {
+    check_storage(checked(node_), dtype_of<T>(), "mutable_grad_values");
+    auto& g = native_grad<T>(*node_);
+    if (!g) fail("grad", "this tensor has no gradient (did backward() reach it?)");
+    node_->grad_graph.reset();  // changed outside the graph: grad() is a plain leaf again
+    if constexpr (std::is_same_v<T, float>) {
+        if (node_->grad_mirror != Node::Mirror::None) node_->grad_mirror = Node::Mirror::Stale;
+    }
+    return *g;
+}
+
+template const Array& Tensor::values<double>() const;
+template const FloatArray& Tensor::values<float>() const;
+template Array& Tensor::mutable_values<double>();
+template FloatArray& Tensor::mutable_values<float>();
+template const Array& Tensor::grad_values<double>() const;
+template const FloatArray& Tensor::grad_values<float>() const;
+template Array& Tensor::mutable_grad_values<double>();
+template FloatArray& Tensor::mutable_grad_values<float>();
+
 Dtype Tensor::dtype() const { return checked(node_).dtype; }
-// Shapes are read without settling a float32 node's pending rounding: a writer may ask for the
+// Shapes are read without settling a float32 node's pending writes: a writer may ask for the
 // size between taking the storage and writing it (double* p = t.data(); for (i < t.numel()) ...).
 Shape Tensor::shape() const {
-    const auto& s = checked(node_).value.shape();
+    const auto& s = checked(node_).dims();
     return Shape(s.begin(), s.end());
 }
-std::size_t Tensor::numel() const { return checked(node_).value.size(); }
+std::size_t Tensor::numel() const {
+    const auto& s = checked(node_).dims();
+    std::size_t n = 1;
+    for (std::size_t e : s) n *= e;
+    return n;
+}
 std::size_t Tensor::size(std::int64_t axis) const {
-    const auto& s = checked(node_).value.shape();
+    const auto& s = checked(node_).dims();
     const auto rank = static_cast<std::int64_t>(s.size());
     if (axis < -rank || axis >= rank) {
         fail("size", fmt::format("axis {} is out of range for a {}-D tensor (expected {} to {})", axis, rank, -rank, rank - 1));
@@ -230,53 +481,70 @@ Tensor& Tensor::requires_grad_(bool on) {
 }
 bool Tensor::is_leaf() const { return checked(node_).is_leaf(); }
 const std::string& Tensor::op() const { return checked(node_).op; }
-bool Tensor::has_grad() const { return checked(node_).grad.has_value(); }
+bool Tensor::has_grad() const { return checked(node_).has_grad(); }
 Tensor Tensor::grad() const {
     if (!has_grad()) return Tensor();
     if (node_->grad_graph) return Tensor(node_->grad_graph);  // from backward(create_graph): differentiable
-    settle(*node_);
+    if (node_->dtype == Dtype::Float32) return from_float32(*native_grad<float>(*node_));
     return Tensor(*node_->grad, node_->dtype);
 }
 const Array& Tensor::grad_value() const {
     if (!has_grad()) fail("grad", "this tensor has no gradient (did backward() reach it?)");
-    settle(*node_);
-    return *node_->grad;
+    return float64_grad(*node_);
 }
 Array& Tensor::mutable_grad() {
     if (!has_grad()) fail("grad", "this tensor has no gradient (did backward() reach it?)");
     node_->grad_graph.reset();  // changed outside the graph: grad() is a plain leaf again
-    settle(*node_);
-    node_->unrounded = node_->dtype == Dtype::Float32;
-    return *node_->grad;
+    Array& g = float64_grad(*node_);
+    if (node_->dtype == Dtype::Float32) node_->grad_mirror = Node::Mirror::Written;
+    return g;
+}
+void Tensor::set_grad(const Array& g) {
+    checked(node_);
+    if (g.shape() != node_->dims()) {
+        fail("set_grad", fmt::format("gradient of shape {} for a tensor of shape {}",
+                                     shape_str(Shape(g.shape().begin(), g.shape().end())), shape_of(*node_)));
+    }
+    node_->grad_graph.reset();
+    if (node_->dtype == Dtype::Float32) {
+        node_->grad32 = to_float32_array(g);
+        node_->grad.reset();
+        node_->grad_mirror = Node::Mirror::None;
+    } else {
+        node_->grad = g;
+    }
 }
 void Tensor::zero_grad() {
     checked(node_);
     node_->grad.reset();
+    node_->grad32.reset();
+    node_->grad_mirror = Node::Mirror::None;
     node_->grad_graph.reset();
 }
 void Tensor::retain_grad() { checked(node_), node_->retains_grad = true; }
 
-Tensor Tensor::detach() const { return Tensor(value(), node_->dtype); }
+Tensor Tensor::detach() const {
+    if (checked(node_).dtype == Dtype::Float32) return from_float32(values<float>());
+    return Tensor(value(), node_->dtype);
+}
 
 void Tensor::convert_in_place(Dtype dtype) {
     if (!checked(node_).is_leaf()) {
         fail("to", fmt::format("can convert only a leaf in place; this tensor was made by '{}' (use to(dtype), which copies)", node_->op));
     }
     if (node_->dtype == dtype) return;
-    settle(*node_);
-    mutable_value();
-    node_->dtype = dtype;
-    node_->unrounded = dtype == Dtype::Float32;
-    settle(*node_);
+    node_->version = next_version();
+    convert_storage(*node_, dtype);
 }
 
 Tensor Tensor::to(Dtype dtype) const {
     const Dtype from = checked(node_).dtype;
     if (from == dtype) return *this;
     // d to(a)/da = 1: the gradient goes back converted to a's dtype
-    Tensor out = record("to", value(), {*this}, [from](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad.to(from)}; });
-    out.node_->dtype = dtype;
-    if (dtype == Dtype::Float32) round_to_float32(out.node_->value.data(), out.node_->value.size());
+    Backward back = [from](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad.to(from)}; };
+    Tensor out = from == Dtype::Float32 ? record("to", FloatArray(values<float>()), {*this}, std::move(back))
+                                        : record("to", Array(value()), {*this}, std::move(back));
+    convert_storage(*out.node_, dtype);
     return out;
 }
 
@@ -331,7 +599,7 @@ std::vector<const NodePtr*> topological_order(const std::vector<NodePtr>& roots)
 
 [[noreturn]] void wrong_shape(const std::string& op, std::size_t i, const Shape& got, const Node& input) {
     fail(op + " backward", fmt::format("gradient for input {} has shape {} but the input has shape {}", i, shape_str(got),
-                                       shape_str(Shape(input.value.shape().begin(), input.value.shape().end()))));
+                                       shape_of(input)));
 }
 
 // The gradient after node's hooks, in registration order; a defined result replaces it.
@@ -340,7 +608,7 @@ Tensor run_hooks(const Node& node, Tensor g) {
     for (const auto& entry : hooks) {
         Tensor replaced = entry.second(g);
         if (!replaced.defined()) continue;
-        if (replaced.value().shape() != node.value.shape()) {
+        if (replaced.shape() != g.shape()) {
             fail("register_hook", fmt::format("a hook on {} returned a gradient of shape {}; it must keep the shape {}",
                                               describe(node), shape_str(replaced.shape()), shape_str(g.shape())));
         }
@@ -349,23 +617,97 @@ Tensor run_hooks(const Node& node, Tensor g) {
     return g;
 }
 
-void accumulate(Node& node, Array&& g, const std::string& from_op) {
-    if (g.shape() != node.value.shape()) {
-        Shape gs(g.shape().begin(), g.shape().end()), vs(node.value.shape().begin(), node.value.shape().end());
-        fail(from_op + " backward", fmt::format("produced a gradient of shape {} for an input of shape {}",
-                                                shape_str(gs), shape_str(vs)));
-    }
-    node.grad_graph.reset();
-    if (!node.grad) {
-        node.grad = std::move(g);
-    } else {
-        double* dst = node.grad->data();
-        const double* src = g.data();
-        for (std::size_t i = 0, n = g.size(); i < n; ++i) dst[i] += src[i];
-        // a second backward adds to .grad: for a float32 leaf that sum is a float32 store too
-        if (node.dtype == Dtype::Float32) round_to_float32(dst, g.size());
-    }
+// A part of a gradient as an array: moved out of its node when nothing else holds it (a
+// result the backward just computed), copied when it is shared (the seed, an input, the
+// incoming gradient passed through).
+Array take_value(Tensor&& t) {
+    if (t.node().use_count() == 1 && t.dtype() == Dtype::Float64) return std::move(t.node()->value);
+    return t.value();
 }
+FloatArray take_value32(Tensor&& t) {
+    if (t.dtype() == Dtype::Float64) return to_float32_array(t.value());
+    if (t.node().use_count() == 1) {
+        settle(*t.node());
+        return std::move(t.node()->value32);
+    }
+    return t.values<float>();
+}
+
+// dst += src, element by element (same shape).
+template <class T>
+void add_into(xt::xarray<T>& dst, const xt::xarray<T>& src) {
+    T* d = dst.data();
+    const T* s = src.data();
+#pragma omp simd
+    for (std::size_t k = 0; k < dst.size(); ++k) d[k] += s[k];
+}
+
+[[noreturn]] void wrong_grad_shape(const Node& node, const Shape& got, const std::string& from_op) {
+    fail(from_op + " backward", fmt::format("produced a gradient of shape {} for an input of shape {}", shape_str(got), shape_of(node)));
+}
+
+// Adds g to node's .grad (a leaf, or a retain_grad node), in the node's dtype.
+void accumulate(Node& node, Tensor&& g, const std::string& from_op) {
+    if (g.shape() != Shape(node.dims().begin(), node.dims().end())) wrong_grad_shape(node, g.shape(), from_op);
+    node.grad_graph.reset();
+    if (node.dtype == Dtype::Float64) {
+        Array a = take_value(std::move(g));
+        if (!node.grad) node.grad = std::move(a);
+        else add_into(*node.grad, a);
+        return;
+    }
+    FloatArray a = take_value32(std::move(g));
+    settle(node);
+    if (!node.grad32) node.grad32 = std::move(a);
+    else add_into(*node.grad32, a);  // a second backward adds to .grad: a float32 sum, as PyTorch's
+    if (node.grad_mirror != Node::Mirror::None) node.grad_mirror = Node::Mirror::Stale;
+}
+
+// The walk's gradients of the nodes it has not reached yet, each in its node's dtype: float64
+// nodes' in `f64`, float32 nodes' in `f32` (plus, in `f64`, what a kernel added in place through
+// GradContext::accumulated, merged when the walk reaches the node).
+struct PendingGrads {
+    std::unordered_map<Node*, Array> f64;
+    std::unordered_map<Node*, FloatArray> f32;
+
+    // Adds a part of input p's gradient (converted to p's dtype; a float32 sum rounds each add).
+    void add(Node* p, GradPart&& part) {
+        if (p->dtype == Dtype::Float64) {
+            Array a = part.is_float32() ? to_float64_array(part.f32()) : std::move(part.f64());
+            auto [slot, inserted] = f64.try_emplace(p);
+            if (inserted) slot->second = std::move(a);
+            else add_into(slot->second, a);
+        } else {
+            FloatArray a = part.is_float32() ? std::move(part.f32()) : to_float32_array(part.f64());
+            auto [slot, inserted] = f32.try_emplace(p);
+            if (inserted) slot->second = std::move(a);
+            else add_into(slot->second, a);
+        }
+    }
+    void add(Node* p, Tensor&& part) {
+        if (p->dtype == Dtype::Float64) add(p, GradPart(take_value(std::move(part))));
+        else add(p, GradPart(take_value32(std::move(part))));
+    }
+    // Node n's summed gradient as a tensor of its dtype, taken out; undefined when none reached it.
+    Tensor take(Node* n) {
+        auto found = f64.find(n);
+        if (n->dtype == Dtype::Float64) {
+            if (found == f64.end()) return Tensor();
+            Tensor g(std::move(found->second), Dtype::Float64);
+            f64.erase(found);
+            return g;
+        }
+        if (found != f64.end()) {  // parts a kernel added in place
+            add(n, GradPart(std::move(found->second)));
+            f64.erase(found);
+        }
+        auto found32 = f32.find(n);
+        if (found32 == f32.end()) return Tensor();
+        Tensor g = Tensor::from_float32(std::move(found32->second));
+        f32.erase(found32);
+        return g;
+    }
+};
 
 void check_not_freed(const Node& node) {
     if (node.freed) {
@@ -398,35 +740,12 @@ struct Targets {
     }
 };
 
-// A part of a gradient as an array: moved out of its node when nothing else holds it (a
-// result the backward just computed), copied when it is shared (the seed, an input, the
-// incoming gradient passed through).
-Array take_value(Tensor&& t) {
-    if (t.node().use_count() == 1) return std::move(t.node()->value);
-    return t.value();
-}
-
-// Adds a part of input p's gradient to the walk's pending sum, both stored as p's dtype (a
-// float32 input sums float32 parts, each sum rounded, as a float32 .grad would).
-void add_pending(std::unordered_map<Node*, Array>& pending, Node* p, Array&& part) {
-    auto [slot, inserted] = pending.try_emplace(p);
-    if (inserted) {
-        slot->second = stored_as(p->dtype, std::move(part));
-    } else {
-        if (p->dtype == Dtype::Float32) round_to_float32(part.data(), part.size());
-        double* dst = slot->second.data();
-        const double* src = part.data();
-        for (std::size_t k = 0, n = slot->second.size(); k < n; ++k) dst[k] += src[k];
-        if (p->dtype == Dtype::Float32) round_to_float32(dst, slot->second.size());
-    }
-}
-
 // The first-order walk: gradients are summed as plain arrays, and each node's backward runs
 // with recording off, so its ops compute values and make no nodes. A root's seed is used as the
 // caller's tensor, never copied; every other gradient is owned by `pending` and moved into the
 // leaf it ends in.
 void run_backward(const std::vector<NodePtr>& roots, const std::vector<Tensor>& seeds, bool retain_graph,
-                  Targets* targets, std::vector<std::optional<Array>>* captured) {
+                  Targets* targets, std::vector<Tensor>* captured) {
     const std::vector<const NodePtr*> order = topological_order(roots);
     if (targets) targets->find_leads(order);
     std::unordered_map<Node*, const Tensor*> seed_of;
@@ -435,52 +754,56 @@ void run_backward(const std::vector<NodePtr>& roots, const std::vector<Tensor>& 
         if (!inserted) fail("grad", "the same output is given twice; pass it once");
     }
     // Gradients of non-leaves live only during this walk unless retain_grad() was called.
-    std::unordered_map<Node*, Array> pending;
+    PendingGrads pending;
     NoGradGuard no_grad;  // backwards compute values; nothing they do is recorded
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         const NodePtr& self = **it;
         Node* node = self.get();
         const auto seed = seed_of.find(node);
-        Tensor g;
-        auto found = pending.find(node);
-        const bool summed = found != pending.end();  // else g is the caller's seed
+        Tensor g = pending.take(node);
+        const bool summed = g.defined();  // else g is the caller's seed
         if (summed) {
-            Array owned = std::move(found->second);
-            pending.erase(found);
-            if (seed != seed_of.end()) owned += seed->second->value();  // a root that is also an input of another root
-            g = Tensor(std::move(owned), node->dtype);
+            if (seed != seed_of.end()) {  // a root that is also an input of another root
+                pending.add(node, Tensor(*seed->second).detach());
+                pending.add(node, std::move(g));
+                g = pending.take(node);
+            }
         } else if (seed != seed_of.end()) {
             g = *seed->second;
         } else {
             continue;  // no gradient reached this node
         }
-        if (!node->hooks.empty()) {  // a hook gets its own copy of the caller's seed
-            g = run_hooks(*node, summed ? std::move(g) : Tensor(Array(g.value()), node->dtype));
-        }
+        if (!node->hooks.empty()) g = run_hooks(*node, summed ? std::move(g) : g.detach());  // a hook gets its own copy of a seed
         if (g_anomaly_mode) check_finite(g.value(), "backward into '" + node->op + "'");
         if (targets) {
             auto target = targets->positions.find(node);
             if (target != targets->positions.end()) {
-                for (std::size_t k : target->second) (*captured)[k] = g.value();
+                for (std::size_t k : target->second) (*captured)[k] = g.detach();
             }
             if (node->is_leaf() || !targets->leads.count(node)) continue;
         } else {
             if (node->is_leaf()) {
-                accumulate(*node, take_value(std::move(g)), node->op);  // a leaf is the end of the line
+                accumulate(*node, summed ? std::move(g) : g.detach(), node->op);  // a leaf is the end of the line
                 continue;
             }
-            if (node->retains_grad) accumulate(*node, Array(g.value()), node->op);
+            if (node->retains_grad) accumulate(*node, g.detach(), node->op);
         }
         check_not_freed(*node);
         if (node->kernel) {  // a fused op's hand-written kernel, on plain arrays
-            GradContext ctx(g.value(), *node, &pending);
+            static const Array kNoFloat64Grad;
+            const bool native = node->native32 && g.dtype() == Dtype::Float32;
+            const FloatArray* g32 = g.dtype() == Dtype::Float32 ? &g.values<float>() : nullptr;
+            GradContext ctx(native ? kNoFloat64Grad : g.value(), *node, &pending.f64, g32);
             Grads grads = node->kernel(ctx);
             for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
                 Node* p = node->parents[i].get();
                 if (!p->requires_grad || !grads[i]) continue;
-                if (grads[i]->shape() != p->value.shape()) wrong_shape(node->op, i, Shape(grads[i]->shape().begin(), grads[i]->shape().end()), *p);
-                if (g_anomaly_mode) check_finite(*grads[i], "backward of '" + node->op + "'");
-                add_pending(pending, p, std::move(*grads[i]));
+                if (grads[i].shape() != Shape(p->dims().begin(), p->dims().end())) wrong_shape(node->op, i, grads[i].shape(), *p);
+                if (g_anomaly_mode) {
+                    if (grads[i].is_float32()) check_finite(to_float64_array(grads[i].f32()), "backward of '" + node->op + "'");
+                    else check_finite(grads[i].f64(), "backward of '" + node->op + "'");
+                }
+                pending.add(p, std::move(grads[i]));
             }
         } else {  // the op's Backward, its Tensor ops unrecorded
             std::vector<Tensor> grads;
@@ -497,9 +820,9 @@ void run_backward(const std::vector<NodePtr>& roots, const std::vector<Tensor>& 
             for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
                 Node* p = node->parents[i].get();
                 if (!p->requires_grad || !grads[i].defined()) continue;
-                if (grads[i].value().shape() != p->value.shape()) wrong_shape(node->op, i, grads[i].shape(), *p);
+                if (grads[i].shape() != Shape(p->dims().begin(), p->dims().end())) wrong_shape(node->op, i, grads[i].shape(), *p);
                 if (g_anomaly_mode) check_finite(grads[i].value(), "backward of '" + node->op + "'");
-                add_pending(pending, p, take_value(std::move(grads[i])));
+                pending.add(p, std::move(grads[i]));
             }
         }
         if (!retain_graph) release(*node);
@@ -514,7 +837,10 @@ std::vector<Tensor> numeric_backward_in_graph(Node& node, const Tensor& g) {
     Grads grads;
     {
         NoGradGuard no_grad;
-        GradContext ctx(g.value(), node, &added);
+        static const Array kNoFloat64Grad;
+        const bool native = node.native32 && g.dtype() == Dtype::Float32;
+        const FloatArray* g32 = g.dtype() == Dtype::Float32 ? &g.values<float>() : nullptr;
+        GradContext ctx(native ? kNoFloat64Grad : g.value(), node, &added, g32);
         grads = node.kernel(ctx);
     }
     std::vector<Tensor> deps{g};
@@ -524,7 +850,8 @@ std::vector<Tensor> numeric_backward_in_graph(Node& node, const Tensor& g) {
     for (std::size_t i = 0; i < node.parents.size(); ++i) {
         Node* p = node.parents[i].get();
         if (!p->requires_grad) continue;
-        std::optional<Array> part = i < grads.size() ? std::move(grads[i]) : std::nullopt;
+        std::optional<Array> part;
+        if (i < grads.size() && grads[i]) part = grads[i].is_float32() ? to_float64_array(grads[i].f32()) : std::move(grads[i].f64());
         auto extra = added.find(p);
         if (extra != added.end()) {  // once per parent, even when it is given twice
             if (part) *part += extra->second; else part = std::move(extra->second);
@@ -543,9 +870,19 @@ std::vector<Tensor> numeric_backward_in_graph(Node& node, const Tensor& g) {
 // .grad under create_graph: the gradient as a tensor of the graph that computed it, added to what
 // is there. It keeps that graph alive (a reference cycle through `node` until zero_grad()).
 void accumulate_in_graph(Node& node, const Tensor& g) {
-    if (g.value().shape() != node.value.shape()) wrong_shape(node.op, 0, g.shape(), node);
-    const Tensor total = node.grad_graph ? add(Tensor(node.grad_graph), g) : node.grad ? add(Tensor(*node.grad), g) : g;
-    node.grad = total.value();
+    if (g.shape() != Shape(node.dims().begin(), node.dims().end())) wrong_shape(node.op, 0, g.shape(), node);
+    Tensor stored;
+    if (node.has_grad() && !node.grad_graph) {
+        settle(node);
+        stored = node.dtype == Dtype::Float32 ? Tensor::from_float32(*node.grad32) : Tensor(*node.grad, Dtype::Float64);
+    }
+    const Tensor total = node.grad_graph ? add(Tensor(node.grad_graph), g) : stored.defined() ? add(stored, g) : g;
+    if (node.dtype == Dtype::Float32) {
+        node.grad32 = total.values<float>();
+        if (node.grad_mirror != Node::Mirror::None) node.grad_mirror = Node::Mirror::Stale;
+    } else {
+        node.grad = total.value();
+    }
     node.grad_graph = total.node();
 }
 
@@ -589,7 +926,7 @@ void run_backward_graph(const std::vector<NodePtr>& roots, const std::vector<Ten
         for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
             Node* p = node->parents[i].get();
             if (!p->requires_grad || !grads[i].defined()) continue;
-            if (grads[i].value().shape() != p->value.shape()) wrong_shape(node->op, i, grads[i].shape(), *p);
+            if (grads[i].shape() != Shape(p->dims().begin(), p->dims().end())) wrong_shape(node->op, i, grads[i].shape(), *p);
             if (g_anomaly_mode) check_finite(grads[i].value(), "backward of '" + node->op + "'");
             const Tensor part = grads[i].dtype() == p->dtype ? grads[i] : grads[i].to(p->dtype);  // p's gradient has p's dtype
             auto [slot, inserted] = pending.try_emplace(p, part);
@@ -610,18 +947,18 @@ void check_root(const Node& root) {
 
 void Tensor::backward(BackwardOptions options) const {
     const Node& n = checked(node_);
-    if (n.value.size() != 1) {
+    if (numel() != 1) {
         fail("backward", fmt::format("grad can be implicitly created only for scalar outputs; this tensor has shape {} - "
                                      "pass a gradient of that shape",
                                      shape_str(shape())));
     }
-    backward(Tensor(Array(xt::ones<double>(n.value.shape())), n.dtype), options);
+    backward(Tensor(Array(xt::ones<double>(n.dims())), n.dtype), options);
 }
 
 void Tensor::backward(const Tensor& gradient, BackwardOptions options) const {
     checked(node_);
     if (!gradient.defined()) return backward(options);  // libtorch: an undefined gradient means seed 1
-    if (gradient.value().shape() != value().shape()) {
+    if (gradient.shape() != shape()) {
         fail("backward", fmt::format("gradient has shape {} but the tensor has shape {}",
                                      shape_str(gradient.shape()), shape_str(shape())));
     }
@@ -654,11 +991,11 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
             }
             seeds.push_back(given.dtype() == out.dtype ? given : given.to(out.dtype));
         } else {
-            if (out.value.size() != 1) {
+            if (outputs[i].numel() != 1) {
                 fail("grad", fmt::format("output {} has shape {}: grad can be implicitly created only for one-element "
                                          "outputs; pass grad_outputs", i, shape_str(outputs[i].shape())));
             }
-            seeds.push_back(Tensor(Array(xt::ones<double>(out.value.shape())), out.dtype));
+            seeds.push_back(Tensor(Array(xt::ones<double>(out.dims())), out.dtype));
         }
         roots.push_back(outputs[i].node());
     }
@@ -673,11 +1010,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     if (options.create_graph) {
         run_backward_graph(roots, seeds, retain, &targets, &result);
     } else {
-        std::vector<std::optional<Array>> arrays(inputs.size());
-        run_backward(roots, seeds, retain, &targets, &arrays);
-        for (std::size_t k = 0; k < inputs.size(); ++k) {
-            if (arrays[k]) result[k] = Tensor(std::move(*arrays[k]), inputs[k].dtype());
-        }
+        run_backward(roots, seeds, retain, &targets, &result);
     }
     for (std::size_t k = 0; k < inputs.size(); ++k) {
         if (!result[k].defined() && !options.allow_unused) {
@@ -692,8 +1025,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 
 Tensor BackwardContext::output() const {
     if (node_->version > node_->recorded_at) {
-        const Shape s(node_->value.shape().begin(), node_->value.shape().end());
-        modified_in_place(*node_, fmt::format("the output of '{}' (shape {})", node_->op, shape_str(s)));
+        modified_in_place(*node_, fmt::format("the output of '{}' (shape {})", node_->op, shape_of(*node_)));
     }
     return Tensor(node_);
 }
@@ -705,7 +1037,7 @@ Tensor BackwardContext::input(std::size_t i) const {
 }
 
 Shape BackwardContext::input_shape(std::size_t i) const {
-    const auto& s = node_->parents[i]->value.shape();
+    const auto& s = node_->parents[i]->dims();
     return Shape(s.begin(), s.end());
 }
 
@@ -735,16 +1067,21 @@ std::size_t live_node_count() { return g_live_nodes.load(); }
 
 namespace {
 
-Tensor record_node(std::string op, Array value, std::vector<Tensor>& inputs, Backward backward, KernelBackward kernel,
+template <class Values>
+Tensor record_node(std::string op, Values value, std::vector<Tensor>& inputs, Backward backward, KernelBackward kernel,
                    std::vector<SavedInfo> saved) {
-    if (g_anomaly_mode && !g_in_backward) check_finite(value, "forward of '" + op + "'");
+    if (g_anomaly_mode && !g_in_backward) {
+        if constexpr (std::is_same_v<Values, Array>) check_finite(value, "forward of '" + op + "'");
+        else check_finite(to_float64_array(value), "forward of '" + op + "'");
+    }
     bool needs = false;
     if (g_grad_mode) {
         for (const Tensor& t : inputs) needs = needs || checked(t.node()).requires_grad;
     }
     NodePtr node = new_node();
     node->dtype = result_dtype(inputs);
-    node->value = stored_as(node->dtype, std::move(value));
+    node->native32 = std::is_same_v<Values, FloatArray> && node->dtype == Dtype::Float32;
+    store(*node, std::move(value));
     if (needs) {
         node->requires_grad = true;
         node->op = std::move(op);
@@ -767,7 +1104,7 @@ Dtype result_dtype(const std::vector<Tensor>& inputs) {
         const Node& n = checked(t.node());
         all = any ? promote_types(all, n.dtype) : n.dtype;
         any = true;
-        if (n.value.dimension() > 0) {
+        if (n.dims().size() > 0) {
             with_axes = any_with_axes ? promote_types(with_axes, n.dtype) : n.dtype;
             any_with_axes = true;
         }
@@ -782,6 +1119,11 @@ Tensor record(std::string op, Array value, std::vector<Tensor> inputs, Backward 
 
 Tensor record(std::string op, Array value, std::vector<Tensor> inputs, KernelBackward kernel, std::vector<SavedInfo> saved,
               Backward backward) {
+    return record_node(std::move(op), std::move(value), inputs, std::move(backward), std::move(kernel), std::move(saved));
+}
+
+Tensor detail::record_float32(std::string op, FloatArray value, std::vector<Tensor> inputs, KernelBackward kernel,
+                              std::vector<SavedInfo> saved, Backward backward) {
     return record_node(std::move(op), std::move(value), inputs, std::move(backward), std::move(kernel), std::move(saved));
 }
 

@@ -21,9 +21,12 @@
 
 namespace xg {
 
-/// The storage of every tensor: a row-major, double-precision xtensor array (a float32 tensor
-/// keeps float32 values in it: core/engine/dtype.hpp).
+/// The storage of a float64 tensor: a row-major, double-precision xtensor array. Every op can
+/// read any tensor as one (Tensor::value(); a float32 tensor then widens into a float64 mirror).
 using Array = xt::xarray<double>;
+/// The storage of a float32 tensor (Tensor::values<float>()): what native float32 kernels read
+/// and write, at half the memory of an Array.
+using FloatArray = xt::xarray<float>;
 /// A tensor shape, outermost axis first.
 using Shape = std::vector<std::size_t>;
 
@@ -86,13 +89,20 @@ class GradContext {
 public:
     /// The context of `node`'s kernel, fed the gradient `grad`; `pending` holds the walk's
     /// gradients of the nodes it has not reached yet (for accumulated(); may be null).
-    GradContext(const Array& grad, const Node& node, std::unordered_map<Node*, Array>* pending = nullptr)
-        : grad(grad), node_(node), pending_(pending) {}
-    const Array& grad;  ///< dLoss/dOutput, same shape as output
+    GradContext(const Array& grad, Node& node, std::unordered_map<Node*, Array>* pending = nullptr,
+                const FloatArray* grad32 = nullptr)
+        : grad(grad), node_(node), pending_(pending), grad32_(grad32) {}
+    const Array& grad;  ///< dLoss/dOutput, same shape as output (float64 values; a float32 node's widened)
     /// The op's forward result, as the forward left it.
     const Array& output() const;
     /// The value of input i (i < num_inputs()), as the forward saw it.
     const Array& input(std::size_t i) const;
+    /// A float32 op's native views, for a kernel that reads float32 storage as it is (no float64
+    /// mirror is made): dLoss/dOutput, the output and input i. Each throws xg::Error when that
+    /// tensor is not float32.
+    const FloatArray& grad32() const;
+    const FloatArray& output32() const;
+    const FloatArray& input32(std::size_t i) const;
     /// The shape of input i (shapes are not versioned: reading one is always allowed).
     Shape input_shape(std::size_t i) const;
     /// The number of inputs given to record().
@@ -106,12 +116,38 @@ public:
     Array& accumulated(std::size_t i) const;
 
 private:
-    const Node& node_;
+    Node& node_;  // reading a float32 value as float64 makes its mirror
     std::unordered_map<Node*, Array>* pending_;  // the walk's gradients of nodes not reached yet
+    const FloatArray* grad32_;                   // the incoming gradient of a float32 node
 };
 
-/// One optional gradient per input (std::nullopt for inputs that need none).
-using Grads = std::vector<std::optional<Array>>;
+/// One input's gradient from a kernel backward: float64 values (Array), float32 values
+/// (FloatArray, from a native float32 kernel) or none. The walk converts it to the input's dtype.
+class GradPart {
+public:
+    GradPart() = default;
+    GradPart(std::nullopt_t) {}
+    GradPart(Array values) : f64_(std::move(values)) {}
+    GradPart(FloatArray values) : f32_(std::move(values)) {}
+    GradPart(std::optional<Array> values) : f64_(std::move(values)) {}
+    GradPart& operator=(std::nullopt_t) { f64_.reset(), f32_.reset(); return *this; }
+    explicit operator bool() const { return f64_.has_value() || f32_.has_value(); }
+    bool has_value() const { return bool(*this); }
+    bool is_float32() const { return f32_.has_value(); }
+    /// The float64 values (throws unless it holds them).
+    Array& f64();
+    /// The float32 values (throws unless it holds them).
+    FloatArray& f32();
+    /// The shape of what it holds.
+    Shape shape() const;
+
+private:
+    std::optional<Array> f64_;
+    std::optional<FloatArray> f32_;
+};
+
+/// One optional gradient per input (empty for inputs that need none).
+using Grads = std::vector<GradPart>;
 
 /// A hand-written first-order backward on arrays (a fused op's kernel): maps dLoss/dOutput to
 /// dLoss/dInput_i. The same rule as Backward: no captured NodePtrs or Tensors.
@@ -148,26 +184,47 @@ private:
 using GradHook = std::function<Tensor(const Tensor&)>;
 
 /// A vertex of the autograd graph. Users hold it through xg::Tensor.
+///
+/// A float64 node keeps its values in `value` and its gradient in `grad`. A float32 node keeps
+/// them natively in `value32` and `grad32`; `value` and `grad` are then float64 mirrors made only
+/// when someone reads the tensor as float64 (Tensor::value(), the ops that have no float32
+/// kernel). A mirror lives as long as the node (a reference handed out stays valid); writes
+/// through it are rounded into the float32 storage at the next read (Node::Mirror::Written).
 struct Node {
-    /// The forward result.
+    /// The state of a float32 node's float64 mirror of its value or gradient.
+    enum class Mirror : unsigned char {
+        None,     ///< no mirror: the float64 member is empty
+        Clean,    ///< the mirror holds the float32 storage's values, widened
+        Written,  ///< handed out for writing: the float32 storage is stale until settled
+        Stale,    ///< the float32 storage was written natively: the mirror is refreshed at its next read
+    };
+    /// The forward result (float64 node), or a float32 node's float64 mirror (value_mirror).
     Array value;
-    /// The number format of value and grad: for float32 every store is rounded to float32.
+    /// A float32 node's values.
+    FloatArray value32;
+    /// The number format of value and grad.
     Dtype dtype = Dtype::Float64;
-    /// value or grad was handed out for writing (Tensor::mutable_value) and is rounded to dtype
-    /// at the next read (float32 only), so no writer can leave a float32 tensor off the grid.
-    bool unrounded = false;
+    Mirror value_mirror = Mirror::None;  ///< float32 nodes: the state of `value`
+    Mirror grad_mirror = Mirror::None;   ///< float32 nodes: the state of `grad`
     /// When `value` last changed in place (0: never): every Tensor::mutable_value() sets it to the
     /// next tick of one process-wide counter, so versions only grow.
     std::uint64_t version = 0;
     /// The counter's reading when record() made this node. A value its closure reads whose version
     /// is later was changed after the forward used it: GradContext refuses it.
     std::uint64_t recorded_at = 0;
-    /// dLoss/dValue once backward reached this node (kept on leaves and retain_grad nodes).
+    /// dLoss/dValue once backward reached this node (kept on leaves and retain_grad nodes); a
+    /// float32 node's float64 mirror of grad32 (grad_mirror).
     std::optional<Array> grad;
+    /// A float32 node's gradient.
+    std::optional<FloatArray> grad32;
     /// Whether backward computes a gradient for this node.
     bool requires_grad = false;
     bool retains_grad = false;     ///< keep .grad on a non-leaf after backward
     bool freed = false;            ///< backward already released this node's closure
+    /// Made by a native float32 kernel (record() given a FloatArray): its kernel backward reads
+    /// the gradient through GradContext::grad32() only (GradContext::grad is then empty), so the
+    /// walk widens nothing.
+    bool native32 = false;
     /// The op that made it ("add", "layer_norm", ...), or "leaf".
     std::string op = "leaf";
     /// The op's inputs, in the order given to record().
@@ -187,6 +244,12 @@ struct Node {
 
     /// True for tensors not made by an op (inputs, parameters).
     bool is_leaf() const { return op == "leaf"; }
+    /// The shape of the values, whichever storage holds them.
+    const Array::shape_type& dims() const {
+        return dtype == Dtype::Float32 && value_mirror != Mirror::Written ? value32.shape() : value.shape();
+    }
+    /// Whether a gradient is stored.
+    bool has_grad() const { return dtype == Dtype::Float32 ? grad32.has_value() : grad.has_value(); }
     Node() = default;
     Node(const Node&) = delete;
     Node& operator=(const Node&) = delete;
@@ -240,9 +303,24 @@ public:
     /// parameter, an optimizer's list) sees it: what Module::to does, as PyTorch's
     /// `param.data = param.data.to(dtype)`. A new version, like any in-place change.
     void convert_in_place(Dtype dtype);
-    /// The stored values (for float32, float32 values in float64 storage); throws xg::Error on an
-    /// undefined tensor.
+    /// A float32 leaf holding `values` (native float32 storage, no copy).
+    static Tensor from_float32(FloatArray values, bool requires_grad = false);
+    /// The values as float64, for any dtype (a float32 tensor's are widened into a mirror kept with
+    /// the tensor: see Node); throws xg::Error on an undefined tensor.
     const Array& value() const;
+    /// The stored values as they are: T = double for a float64 tensor, T = float for a float32
+    /// one (native kernels); throws xg::Error naming both dtypes otherwise.
+    template <class T>
+    const xt::xarray<T>& values() const;
+    /// Writable native storage (a new version, as mutable_value()).
+    template <class T>
+    xt::xarray<T>& mutable_values();
+    /// The gradient's native storage (T as values<T>()); throws if there is none.
+    template <class T>
+    const xt::xarray<T>& grad_values() const;
+    /// Writable native gradient storage; throws if there is none.
+    template <class T>
+    xt::xarray<T>& mutable_grad_values();
     /// Writable storage for in-place updates outside the graph (optimizers, initialisers). Each
     /// call gives the tensor a new version, so a pending backward that would read the old value
     /// throws instead of computing a wrong gradient: write through the reference right away
@@ -290,8 +368,12 @@ public:
     Tensor grad() const;
     /// The accumulated gradient storage; throws if there is none.
     const Array& grad_value() const;
-    /// Writable gradient storage (for clipping and optimizers); throws if there is none.
+    /// Writable gradient storage (for clipping and optimizers); throws if there is none. A float32
+    /// tensor's writes are rounded into its float32 gradient at the next read.
     Array& mutable_grad();
+    /// Sets the gradient to `g` (its shape, converted to this tensor's dtype); for code that fills
+    /// gradients itself (data-parallel buckets).
+    void set_grad(const Array& g);
     /// Clears the accumulated gradient.
     void zero_grad();
     /// Keep this non-leaf's gradient after backward (leaves always keep theirs).
@@ -403,6 +485,28 @@ Tensor record(std::string op, Array value, std::vector<Tensor> inputs, Backward 
 /// kernel's gradients to the graph as nodes that refuse a second differentiation.
 Tensor record(std::string op, Array value, std::vector<Tensor> inputs, KernelBackward kernel,
               std::vector<SavedInfo> saved = {}, Backward backward = nullptr);
+namespace detail {
+Tensor record_float32(std::string op, FloatArray value, std::vector<Tensor> inputs, KernelBackward kernel,
+                      std::vector<SavedInfo> saved, Backward backward);
+template <class V>
+using IfFloatArray = std::enable_if_t<std::is_same_v<std::decay_t<V>, FloatArray>, int>;
+}  // namespace detail
+/// record() for a native float32 kernel's result, given as a FloatArray (widened when the result
+/// dtype is float64). Its kernel backward reads the gradient through GradContext::grad32() (see
+/// Node::native32). A template only so that an xtensor expression given to record() still means
+/// the Array forms above.
+template <class V, detail::IfFloatArray<V> = 0>
+Tensor record(std::string op, V&& value, std::vector<Tensor> inputs, KernelBackward kernel,
+              std::vector<SavedInfo> saved = {}, Backward backward = nullptr) {
+    return detail::record_float32(std::move(op), std::forward<V>(value), std::move(inputs), std::move(kernel),
+                                  std::move(saved), std::move(backward));
+}
+/// record() of a float32 result whose backward is written in Tensor ops.
+template <class V, detail::IfFloatArray<V> = 0>
+Tensor record(std::string op, V&& value, std::vector<Tensor> inputs, Backward backward, std::vector<SavedInfo> saved = {}) {
+    return detail::record_float32(std::move(op), std::forward<V>(value), std::move(inputs), nullptr, std::move(saved),
+                                  std::move(backward));
+}
 
 /// Options of xg::grad (torch.autograd.grad's).
 struct GradOptions {
@@ -420,6 +524,15 @@ struct GradOptions {
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, const GradOptions& options = {});
 
+extern template const Array& Tensor::values<double>() const;
+extern template const FloatArray& Tensor::values<float>() const;
+extern template Array& Tensor::mutable_values<double>();
+extern template FloatArray& Tensor::mutable_values<float>();
+extern template const Array& Tensor::grad_values<double>() const;
+extern template const FloatArray& Tensor::grad_values<float>() const;
+extern template Array& Tensor::mutable_grad_values<double>();
+extern template FloatArray& Tensor::mutable_grad_values<float>();
+
 /// Number of graph nodes alive in the process (for leak tests).
 std::size_t live_node_count();
 
@@ -432,6 +545,10 @@ std::size_t live_node_count();
 Array empty_array(const Shape& shape);
 /// empty_array() of a's shape.
 Array empty_like(const Array& a);
+/// a's values rounded to float32 (nearest, ties to even; beyond float32's range +-inf).
+FloatArray to_float32_array(const Array& a);
+/// f's values as float64 (exact).
+Array to_float64_array(const FloatArray& f);
 
 /// A leaf of zeros of `shape`.
 Tensor zeros(const Shape& shape, bool requires_grad = false);

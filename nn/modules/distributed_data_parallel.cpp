@@ -124,7 +124,7 @@ void DistributedDataParallel::reduce_gradients() {
             Tensor p = params[bucket[j]];
             const std::size_t n = p.value().size();
             if (flags[j] > 0.0) {
-                if (!p.has_grad()) p.node()->grad = xt::zeros<double>(p.shape());
+                if (!p.has_grad()) p.set_grad(xt::zeros<double>(p.shape()));
                 Array& g = p.mutable_grad();
                 std::copy(at, at + n, g.begin());
             }

@@ -180,6 +180,13 @@ std::vector<Workload> workloads() {
         // A LayerNorm a user writes with ops (mean, var, broadcasting; sum_to in backward) on both
         // sides: the graph of small ops, not a fused kernel.
         {Kind::layer_norm_by_hand, "LayerNorm by hand (ops) fwd+bwd (1024, 768)", {1024, 768}, 1.0},
+        // Issue 28's float32 rows against libtorch in float32: half the bytes of float64.
+        {Kind::layer_norm, "LayerNorm fwd+bwd (4096, 768), float32", {4096, 768}, 0.75, stream5(4096.0 * 768) / 2, true},
+        {Kind::rms_norm, "RMSNorm fwd+bwd (4096, 768), float32", {4096, 768}, 0.75, stream5(4096.0 * 768) / 2, true},
+        {Kind::linear, "Linear fwd+bwd 64 x 784->256, float32", {64, 784, 256}, 1.05, 0.0, true},
+        {Kind::linear, "Linear fwd+bwd 4096 x 256->256, float32", {4096, 256, 256}, 1.05, 0.0, true},
+        {Kind::mlp_layer_norm, "MLP step 784-256-256-10 LN+GELU, b64, float32", {64}, 1.0, 0.0, true},
+        {Kind::transformer_block, "Pre-LN block d128 h4 T64 B16 fwd+bwd, float32", {16, 64, 128, 4}, 1.0, 0.0, true},
     };
 }
 
@@ -306,6 +313,7 @@ int run_main(int argc, char** argv) {
     fmt::print("\ntriad bandwidth re-measured after the table: best {:.1f} GB/s\n", triad / 1e9);
     fmt::print("CPU time of other threads of this process during the timed calls: {:.3f} s in all\n", g_other_threads_cpu);
     fmt::print("byte model (%triad): LayerNorm, RMSNorm, GELU, GroupNorm fwd+bwd must move 5 x rows x width x 8 bytes\n"
+               "  (4 bytes in the float32 rows)\n"
                "  (forward reads x and writes y; backward reads x and dy and writes dx; per-row/per-channel vectors\n"
                "  ignored); BatchNorm 8 x (its statistics span the batch: x is read twice forward, x and dy twice\n"
                "  backward). Divided by the median time and by the triad bandwidth. (64, 1024) is cache-resident and\n"

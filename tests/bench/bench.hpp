@@ -21,6 +21,7 @@ struct Workload {
     std::vector<std::size_t> dims;
     double target_ratio;    ///< xgrad/libtorch must stay at or below this
     double bytes = 0.0;     ///< bytes a fwd+bwd must move (0: not a bandwidth-bound kernel)
+    bool float32 = false;   ///< both sides in float32 (xg::kFloat32, torch::kFloat32); else float64
 };
 
 /// One timed call: a fresh forward + backward (and, for the training steps, zero_grad and the
@@ -32,6 +33,9 @@ int bench_threads();
 
 /// Same input data for both sides: values drawn once from a seeded generator.
 std::vector<double> bench_data(std::size_t n, unsigned seed);
+
+/// The float32 rows end their names with this.
+inline const char* const kFloat32Suffix = ", float32";
 
 Run make_xgrad_run(const Workload& w);
 /// Only defined when libtorch was found (XGRAD_BENCH_HAVE_TORCH).

@@ -1,5 +1,6 @@
 // The libtorch side of every workload, written the way a libtorch user would (torch::nn modules,
-// torch::optim::Adam), double precision, on the same input values as the xgrad side.
+// torch::optim::Adam), in double precision (float32 for the float32 rows), on the same input values
+// as the xgrad side.
 #include <torch/torch.h>
 
 #include <cstring>
@@ -10,13 +11,16 @@ namespace xg::bench {
 
 namespace {
 
+// The dtype of the workload being built (Workload::float32).
+torch::Dtype g_dtype = torch::kFloat64;
+
 torch::Tensor random_tensor(at::IntArrayRef shape, unsigned seed, bool requires_grad = false) {
     std::int64_t n = 1;
     for (std::int64_t d : shape) n *= d;
     const std::vector<double> values = bench_data(static_cast<std::size_t>(n), seed);
     torch::Tensor t = torch::empty(shape, torch::kFloat64);
     std::memcpy(t.data_ptr<double>(), values.data(), values.size() * sizeof(double));
-    return t.requires_grad_(requires_grad);
+    return t.to(g_dtype).requires_grad_(requires_grad);
 }
 
 void clear_grads(std::vector<torch::Tensor>& leaves) {
@@ -65,7 +69,7 @@ Run mlp_training_step(bool batch_norm, std::int64_t batch) {
     model->push_back(norm());
     model->push_back(torch::nn::GELU());
     model->push_back(torch::nn::Linear(256, 10));
-    model->to(torch::kFloat64);
+    model->to(g_dtype);
     auto optimizer = std::make_shared<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(1e-3));
     const torch::Tensor x = random_tensor({batch, 784}, 11);
     torch::Tensor targets = torch::empty({batch}, torch::kInt64);
@@ -87,6 +91,7 @@ std::string torch_description() {
 Run make_torch_run(const Workload& w) {
     torch::set_num_threads(bench_threads());
     torch::manual_seed(5);
+    g_dtype = w.float32 ? torch::kFloat32 : torch::kFloat64;
     std::vector<std::int64_t> d(w.dims.begin(), w.dims.end());
     switch (w.kind) {
     case Kind::layer_norm: {
@@ -115,8 +120,8 @@ Run make_torch_run(const Workload& w) {
     }
     case Kind::batch_norm: {
         const std::int64_t channels = d[1];
-        const torch::Tensor running_mean = torch::zeros({channels}, torch::kFloat64);
-        const torch::Tensor running_var = torch::ones({channels}, torch::kFloat64);
+        const torch::Tensor running_mean = torch::zeros({channels}, g_dtype);
+        const torch::Tensor running_var = torch::ones({channels}, g_dtype);
         return forward_backward({random_tensor({d[0], channels}, 1, true), random_tensor({channels}, 2, true),
                                  random_tensor({channels}, 3, true)},
                                 random_tensor({d[0], channels}, 4), [running_mean, running_var](const std::vector<torch::Tensor>& t) {
@@ -136,7 +141,7 @@ Run make_torch_run(const Workload& w) {
     case Kind::transformer_block: {
         const std::int64_t batch = d[0], seq = d[1], model_dim = d[2], heads = d[3];
         PreLNTransformerBlock block(model_dim, heads);
-        block->to(torch::kFloat64);
+        block->to(g_dtype);
         std::vector<torch::Tensor> leaves = block->parameters();
         const torch::Tensor x = random_tensor({seq, batch, model_dim}, 1, true);
         leaves.push_back(x);
@@ -158,7 +163,7 @@ Run make_torch_run(const Workload& w) {
     case Kind::lstm: {
         const std::int64_t seq = d[0], batch = d[1], in = d[2], hidden = d[3];
         torch::nn::LSTM lstm(torch::nn::LSTMOptions(in, hidden));
-        lstm->to(torch::kFloat64);
+        lstm->to(g_dtype);
         std::vector<torch::Tensor> leaves = lstm->parameters();
         const torch::Tensor x = random_tensor({seq, batch, in}, 1, true);
         leaves.push_back(x);

@@ -12,9 +12,13 @@ namespace xg::bench {
 
 namespace {
 
+// The dtype of the workload being built (Workload::float32).
+Dtype g_dtype = kFloat64;
+
 Tensor tensor_from(const std::vector<double>& values, const Shape& shape, bool requires_grad) {
     Array a = Array::from_shape(shape);
     std::copy(values.begin(), values.end(), a.begin());
+    if (g_dtype == kFloat32) return Tensor::from_float32(to_float32_array(a), requires_grad);
     return Tensor(std::move(a), requires_grad);
 }
 
@@ -64,6 +68,7 @@ Run mlp_training_step(bool batch_norm, std::size_t batch) {
     auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
         std::make_shared<nn::Linear>(784, 256), norm(), std::make_shared<nn::GELU>(),
         std::make_shared<nn::Linear>(256, 256), norm(), std::make_shared<nn::GELU>(), std::make_shared<nn::Linear>(256, 10)});
+    model->to(g_dtype);
     auto optimizer = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions(1e-3));
     const Tensor x = random_tensor({batch, 784}, 11);
     IndexArray targets = IndexArray::from_shape({batch});
@@ -80,6 +85,7 @@ Run mlp_training_step(bool batch_norm, std::size_t batch) {
 
 Run make_xgrad_run(const Workload& w) {
     namespace F = nn::functional;
+    g_dtype = w.float32 ? kFloat32 : kFloat64;
     const auto& d = w.dims;
     switch (w.kind) {
     case Kind::layer_norm: {
@@ -108,7 +114,7 @@ Run make_xgrad_run(const Workload& w) {
     }
     case Kind::batch_norm: {
         const std::size_t rows = d[0], channels = d[1];
-        const Tensor running_mean = zeros({channels}), running_var = ones({channels});
+        const Tensor running_mean = zeros({channels}, g_dtype), running_var = ones({channels}, g_dtype);
         return forward_backward({random_tensor({rows, channels}, 1, true), random_tensor({channels}, 2, true),
                                  random_tensor({channels}, 3, true)},
                                 random_tensor({rows, channels}, 4), [running_mean, running_var](const std::vector<Tensor>& t) {
@@ -131,6 +137,7 @@ Run make_xgrad_run(const Workload& w) {
         const std::size_t batch = d[0], seq = d[1], model_dim = d[2], heads = d[3];
         manual_seed(5);
         auto block = std::make_shared<PreLNTransformerBlock>(model_dim, heads);
+        block->to(g_dtype);
         std::vector<Tensor> leaves = block->parameters();
         const Tensor x = random_tensor({batch, seq, model_dim}, 1, true);
         leaves.push_back(x);
@@ -152,6 +159,7 @@ Run make_xgrad_run(const Workload& w) {
         const std::size_t seq = d[0], batch = d[1], in = d[2], hidden = d[3];
         manual_seed(5);
         auto lstm = std::make_shared<nn::LSTM>(in, hidden);
+        lstm->to(g_dtype);
         std::vector<Tensor> leaves = lstm->parameters();
         const Tensor x = random_tensor({seq, batch, in}, 1, true);
         leaves.push_back(x);

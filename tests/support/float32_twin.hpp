@@ -113,12 +113,16 @@ inline std::string walk_graph(const Tensor& t, bool float32) {
         stack.pop_back();
         if (n == nullptr || !seen.insert(n).second) continue;
         if (!n->is_leaf()) float32_twin_ops_reached().insert(n->op);
-        if (float32 && problem.empty() && n->value.dimension() > 0) {
+        if (float32 && problem.empty() && n->dims().size() > 0) {
+            const Shape shape(n->dims().begin(), n->dims().end());
             if (n->dtype != Dtype::Float32) {
-                problem = "node '" + n->op + "' of shape " + shape_str(Shape(n->value.shape().begin(), n->value.shape().end())) +
-                          " is " + dtype_name(n->dtype) + " in the float32 run (a float64 tensor with axes leaks into it)";
-            } else if (!n->unrounded && !on_float32_grid(n->value)) {
-                problem = "node '" + n->op + "' holds values that are not float32 numbers";
+                problem = "node '" + n->op + "' of shape " + shape_str(shape) + " is " + dtype_name(n->dtype) +
+                          " in the float32 run (a float64 tensor with axes leaks into it)";
+            } else if (n->value_mirror != Node::Mirror::Written &&
+                       Shape(n->value32.shape().begin(), n->value32.shape().end()) != shape) {
+                problem = "node '" + n->op + "' does not hold its values in float32 storage";
+            } else if (n->value_mirror == Node::Mirror::Clean && !on_float32_grid(n->value)) {
+                problem = "node '" + n->op + "' has a float64 mirror off the float32 grid";
             }
         }
         for (const NodePtr& p : n->parents) stack.push_back(p.get());
