@@ -1,12 +1,12 @@
 // xg::Dtype: the number format of a tensor's values, spelled as in libtorch (xg::kFloat64,
 // xg::kFloat32), with PyTorch's promotion rule for ops that mix them.
 //
-// How float32 is kept today (docs/precision.md): a float32 tensor holds float32 VALUES - every
-// result an op stores, every gradient and every in-place write is rounded to the nearest float32,
-// as a float32 store would - in float64 storage, and the ops compute between stores in float64.
-// So results are those of float32 storage with float64 arithmetic: what a float32 kernel with
-// float64 accumulators gives. Native float32 storage (half the memory, faster memory-bound
-// kernels) comes behind the same API.
+// How float32 is kept (docs/precision.md): a float32 tensor stores its values and gradient as
+// float32 (xg::FloatArray in Node::value32/grad32). Native float32 kernels read and write that
+// storage; every other op reads the float64 view Tensor::value() (a mirror kept with the node)
+// and record() rounds its result into float32. Either way results are float32 stores with float64
+// arithmetic between them unless a kernel says otherwise: what a float32 kernel with float64
+// accumulators gives.
 #pragma once
 
 #include <cstddef>

@@ -121,21 +121,21 @@ Array& float64_grad(Node& n) {
 void store(Node& n, Array values) {
     if (n.dtype == Dtype::Float32) {
         n.value32 = to_float32_array(values);
-        n.value = Array();
+        n.value = Array::from_shape({0});  // nothing (a default xarray is a 0-D one-element array)
         n.value_mirror = Node::Mirror::None;
     } else {
         n.value = std::move(values);
-        n.value32 = FloatArray();
+        n.value32 = FloatArray::from_shape({0});
     }
 }
 void store(Node& n, FloatArray values) {
     if (n.dtype == Dtype::Float32) {
         n.value32 = std::move(values);
-        n.value = Array();
+        n.value = Array::from_shape({0});  // nothing (a default xarray is a 0-D one-element array)
         n.value_mirror = Node::Mirror::None;
     } else {
         n.value = to_float64_array(values);
-        n.value32 = FloatArray();
+        n.value32 = FloatArray::from_shape({0});
     }
 }
 
@@ -146,12 +146,12 @@ void convert_storage(Node& n, Dtype dtype) {
     if (dtype == Dtype::Float32) {
         n.value32 = to_float32_array(n.value);
         if (n.grad) n.grad32 = to_float32_array(*n.grad);
-        n.value = Array();
+        n.value = Array::from_shape({0});  // nothing (a default xarray is a 0-D one-element array)
         n.grad.reset();
     } else {
         n.value = to_float64_array(n.value32);
         if (n.grad32) n.grad = to_float64_array(*n.grad32);
-        n.value32 = FloatArray();
+        n.value32 = FloatArray::from_shape({0});
         n.grad32.reset();
     }
     n.value_mirror = n.grad_mirror = Node::Mirror::None;
