@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "core/io/io.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace xg_test_io {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -25,26 +26,7 @@ namespace {
 const std::string kFixtures = XGRAD_FIXTURES_DIR;
 
 // A fresh directory per test case, removed afterwards.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() / ("xgrad_test_io_" + std::to_string(::getpid()) + "_" +
-                                            std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-    // Writes raw bytes; returns the path.
-    std::string write(const std::string& name, const std::string& bytes) const {
-        xg::write_file_bytes_atomic(file(name), bytes, "test");
-        return file(name);
-    }
-    std::size_t entry_count() const {
-        return static_cast<std::size_t>(std::distance(fs::directory_iterator(path), fs::directory_iterator()));
-    }
-};
+using xg::test::TempDir;
 
 // A .npy file with the given header dict and raw data, as NumPy would frame it.
 std::string make_npy(const std::string& dict, const std::string& data, char major = 1) {

@@ -16,6 +16,7 @@
 #include "core/io/io.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace xg_test_io_float32 {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -26,18 +27,7 @@ using Catch::Contains;
 namespace {
 
 // A fresh directory per test case, removed afterwards.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("xgrad_test_io_float32_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using xg::test::TempDir;
 
 bool holds_float32_values(const Array& a) {
     for (double v : a) {

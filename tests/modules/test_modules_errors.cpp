@@ -24,6 +24,7 @@
 #include "optim/training/data.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/error_matchers.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace xg_test_modules_errors {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -35,21 +36,7 @@ using namespace xg;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() / ("xgrad_test_errors_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-    std::string write(const std::string& name, const std::string& bytes) const {
-        write_file_bytes_atomic(file(name), bytes, "test");
-        return file(name);
-    }
-};
+using xg::test::TempDir;
 
 // A 2-D index array from rows of literals (a braced IndexArray{...} of ints is ambiguous).
 IndexArray index_rows(std::initializer_list<std::initializer_list<std::int64_t>> rows) {
