@@ -105,7 +105,7 @@ TEST_CASE("float32 gradient parts from several consumers sum in float32", "[floa
 
 TEST_CASE("a float32 gradient written through mutable_grad() is rounded into grad32", "[float32][storage]") {
     Tensor w = Tensor::from_float32(FloatArray{1.0f}, true);
-    (w * 2.0).sum().backward();
+    xg::sum(w * 2.0).backward();
     w.mutable_grad()(0) = 0.1;
     CHECK(w.grad_values<float>()(0) == 0.1f);
     CHECK(w.grad_value()(0) == static_cast<double>(0.1f));
@@ -135,7 +135,7 @@ TEST_CASE("to() between dtypes stores the result natively", "[float32][storage]"
     Tensor z = y.to(kFloat64);
     CHECK(z.node()->value.size() == 2);
     CHECK(z.node()->value32.size() == 0);
-    z.sum().backward();
+    xg::sum(z).backward();
     CHECK(x.grad_value() == Array{1.0, 1.0});
     CHECK(y.node()->value_mirror == Mirror::None);  // to(float64) read y natively
 }
