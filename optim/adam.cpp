@@ -29,41 +29,47 @@ Adam::Adam(std::vector<ParamGroupSpec> groups, const AdamOptions& options, bool 
 AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options) : Adam(single_group(std::move(params)), options, true) {}
 AdamW::AdamW(std::vector<ParamGroupSpec> groups, const AdamWOptions& options) : Adam(std::move(groups), options, true) {}
 
-void Adam::update(const ParamGroup& group, Tensor& param, const Array& grad, ParamState& state) {
+void Adam::update(const ParamGroup& group, const UpdateSpan<double>& span) { apply(group, span); }
+void Adam::update(const ParamGroup& group, const UpdateSpan<float>& span) { apply(group, span); }
+
+// T is the storage (double, or float for a float32 parameter): every element is loaded into a
+// double, updated in double and stored once, so a float32 parameter takes exactly the float64
+// arithmetic rounded at each store (docs/precision.md) - what the float64-storage path computed.
+template <class T>
+void Adam::apply(const ParamGroup& group, const UpdateSpan<T>& span) const {
     const double lr = group.lr, wd = group.weight_decay;
     const double beta1 = options_.beta1(), beta2 = options_.beta2(), eps = options_.eps();
-    const double t = static_cast<double>(state.step);
+    const double t = static_cast<double>(span.step);
     const double bias_correction1 = 1.0 - std::pow(beta1, t);
     const double bias_correction2 = 1.0 - std::pow(beta2, t);
     const double step_size = lr / bias_correction1;
     const double bias_correction2_sqrt = std::sqrt(bias_correction2);
     const double decay = 1.0 - lr * wd;
-    // the size before data(): nothing reads the parameter between data() handing out its storage and
-    // the writes, so a float32 parameter is rounded at its next read (engines where reading the value
-    // settles the rounding would otherwise leave the writes unrounded)
-    const std::size_t n = param.numel();
-    double* w = param.data();
-    const double* g = grad.data();
-    double* m = state.buffers[0].data();
-    double* v = state.buffers[1].data();
-    double* v_max = options_.amsgrad() ? state.buffers[2].data() : nullptr;
+    T* w = span.param;
+    const T* g = span.grad;
+    T* m = span.buffers[0];
+    T* v = span.buffers[1];
+    T* v_max = options_.amsgrad() ? span.buffers[2] : nullptr;
     // Each line mirrors one PyTorch tensor op, in the same order, so results agree to the last bit.
-    xg::detail::parallel_for(n, 1, [&](std::size_t begin, std::size_t end) {
+    xg::detail::parallel_for(span.size, 1, [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
-            double d = g[i];
+            double wi = w[i], d = g[i];
             if (wd != 0.0) {
-                if (decoupled_) w[i] = w[i] * decay;                            // param.mul_(1 - lr*wd)
-                else d = d + wd * w[i];                                          // grad.add(param, alpha=wd)
+                if (decoupled_) wi = wi * decay;                                 // param.mul_(1 - lr*wd)
+                else d = d + wd * wi;                                            // grad.add(param, alpha=wd)
             }
-            m[i] = m[i] * beta1 + (1.0 - beta1) * d;                            // exp_avg.mul_(b1).add_(g, alpha=1-b1)
-            v[i] = v[i] * beta2 + (1.0 - beta2) * d * d;                        // exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2)
-            double second = v[i];
+            const double mi = double(m[i]) * beta1 + (1.0 - beta1) * d;          // exp_avg.mul_(b1).add_(g, alpha=1-b1)
+            const double vi = double(v[i]) * beta2 + (1.0 - beta2) * d * d;      // exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2)
+            m[i] = static_cast<T>(mi);
+            v[i] = static_cast<T>(vi);
+            double second = vi;
             if (v_max) {
-                v_max[i] = std::isnan(v[i]) || v[i] > v_max[i] ? v[i] : v_max[i]; // torch.maximum(v_max, v, out=v_max)
-                second = v_max[i];
+                const double previous = v_max[i];
+                second = std::isnan(vi) || vi > previous ? vi : previous;        // torch.maximum(v_max, v, out=v_max)
+                v_max[i] = static_cast<T>(second);
             }
             const double denom = std::sqrt(second) / bias_correction2_sqrt + eps; // (v.sqrt() / sqrt(bc2)).add_(eps)
-            w[i] = w[i] + (-step_size) * m[i] / denom;                          // param.addcdiv_(m, denom, value=-step_size)
+            w[i] = static_cast<T>(wi + (-step_size) * mi / denom);              // param.addcdiv_(m, denom, value=-step_size)
         }
     });
 }

@@ -81,9 +81,12 @@ public:
 protected:
     /// For AdamW: decoupled_weight_decay applies the decay to the weights instead of the gradient.
     Adam(std::vector<ParamGroupSpec> groups, const AdamOptions& options, bool decoupled_weight_decay);
-    void update(const ParamGroup& group, Tensor& param, const Array& grad, ParamState& state) override;
+    void update(const ParamGroup& group, const UpdateSpan<double>& span) override;
+    void update(const ParamGroup& group, const UpdateSpan<float>& span) override;
 
 private:
+    template <class T>
+    void apply(const ParamGroup& group, const UpdateSpan<T>& span) const;
     AdamOptions options_;
     bool decoupled_ = false;
 };

@@ -8,12 +8,35 @@ namespace xg::optim {
 
 namespace {
 
-double squared_norm(const Array& a) {
-    const double* p = a.data();
+// Summed in double for either storage (a float32 gradient's elements are widened one by one).
+template <class T>
+double squared_norm(const xt::xarray<T>& a) {
+    const T* p = a.data();
     double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
-    for (std::size_t i = 0; i < a.size(); ++i) sum += p[i] * p[i];
+    for (std::size_t i = 0; i < a.size(); ++i) sum += double(p[i]) * double(p[i]);
     return sum;
+}
+
+// The gradient's native storage (no float64 mirror of a float32 gradient).
+double squared_grad_norm(const Tensor& p) {
+    return p.dtype() == Dtype::Float32 ? squared_norm(p.grad_values<float>()) : squared_norm(p.grad_values<double>());
+}
+
+template <class T>
+void scale_in_place(xt::xarray<T>& a, double scale) {
+    T* d = a.data();
+    for (std::size_t i = 0; i < a.size(); ++i) d[i] = static_cast<T>(double(d[i]) * scale);
+}
+
+template <class T>
+void fail_on_non_finite(const xt::xarray<T>& g, std::size_t index, const Tensor& p) {
+    for (T v : g) {
+        if (!std::isfinite(v)) {
+            fail("clip_grad_norm", fmt::format("the gradient of parameter {} (shape {}) contains {}", index,
+                                               shape_str(p.shape()), v));
+        }
+    }
 }
 
 }  // namespace
@@ -21,18 +44,14 @@ double squared_norm(const Array& a) {
 double grad_norm(const std::vector<Tensor>& params) {
     double total = 0.0;
     for (const Tensor& p : params) {
-        if (p.defined() && p.has_grad()) total += squared_norm(p.grad_value());
+        if (p.defined() && p.has_grad()) total += squared_grad_norm(p);
     }
     const double norm = std::sqrt(total);
     if (!std::isfinite(norm)) {
         for (std::size_t i = 0; i < params.size(); ++i) {
             if (!params[i].defined() || !params[i].has_grad()) continue;
-            for (double g : params[i].grad_value()) {
-                if (!std::isfinite(g)) {
-                    fail("clip_grad_norm", fmt::format("the gradient of parameter {} (shape {}) contains {}", i,
-                                                       shape_str(params[i].shape()), g));
-                }
-            }
+            if (params[i].dtype() == Dtype::Float32) fail_on_non_finite(params[i].grad_values<float>(), i, params[i]);
+            else fail_on_non_finite(params[i].grad_values<double>(), i, params[i]);
         }
         fail("clip_grad_norm", "the total gradient norm overflowed to infinity");
     }
@@ -46,9 +65,9 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     if (scale < 1.0) {
         for (Tensor p : params) {
             if (!p.defined() || !p.has_grad()) continue;
-            Array& g = p.mutable_grad();
-            double* d = g.data();
-            for (std::size_t i = 0; i < g.size(); ++i) d[i] *= scale;
+            // a float32 gradient: the product in double, rounded once when stored (as through a mirror)
+            if (p.dtype() == Dtype::Float32) scale_in_place(p.mutable_grad_values<float>(), scale);
+            else scale_in_place(p.mutable_grad_values<double>(), scale);
         }
     }
     return norm;

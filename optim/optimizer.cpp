@@ -94,36 +94,60 @@ void Optimizer::zero_grad() {
     }
 }
 
+// The state's buffers in T's storage (ParamState::buffers or buffers32). A parameter converted
+// to the other dtype after its state was made (Module::to between steps) takes its buffers along,
+// converted as torch.optim's load_state_dict would cast them.
+template <class T>
+std::vector<xt::xarray<T>>& buffers_of(ParamState& state) {
+    if constexpr (std::is_same_v<T, float>) {
+        if (state.buffers32.empty() && !state.buffers.empty()) {
+            for (const Array& b : state.buffers) state.buffers32.push_back(to_float32_array(b));
+            state.buffers.clear();
+        }
+        return state.buffers32;
+    } else {
+        if (state.buffers.empty() && !state.buffers32.empty()) {
+            for (const FloatArray& b : state.buffers32) state.buffers.push_back(to_float64_array(b));
+            state.buffers32.clear();
+        }
+        return state.buffers;
+    }
+}
+
+template <class T>
+void Optimizer::step_parameter(const ParamGroup& group, Tensor& p, ParamState& state, std::size_t index) {
+    // Native storage only (values<T>, grad_values<T>): a float32 parameter gets no float64 mirror.
+    const xt::xarray<T>& grad = p.grad_values<T>();
+    const std::size_t n = p.numel();
+    if (grad.size() != n) {
+        fail(name() + ".step", fmt::format("parameter {} has shape {} but its gradient has shape {}", index,
+                                           shape_str(p.shape()), shape_str(Shape(grad.shape().begin(), grad.shape().end()))));
+    }
+    std::vector<xt::xarray<T>>& buffers = buffers_of<T>(state);
+    if (!state.initialized()) buffers.assign(buffer_names().size(), xt::xarray<T>(xt::zeros<T>(p.shape())));
+    UpdateSpan<T> span{nullptr, grad.data(), {}, n, state.step + 1};
+    for (xt::xarray<T>& buffer : buffers) {
+        // A parameter whose storage was replaced by one of another size would be updated out of bounds.
+        if (buffer.size() != n) {
+            fail(name() + ".step", fmt::format("parameter {} now has shape {} but its optimizer state has shape {}", index,
+                                               shape_str(p.shape()), shape_str(Shape(buffer.shape().begin(), buffer.shape().end()))));
+        }
+        span.buffers.push_back(buffer.data());
+    }
+    ++state.step;
+    span.param = p.mutable_values<T>().data();
+    update(group, span);
+}
+
 void Optimizer::step() {
-    const std::size_t num_buffers = buffer_names().size();
     std::size_t index = 0;
     for (ParamGroup& group : groups_) {
         for (Tensor& p : group.params) {
             ParamState& state = states_[index++];
             if (!p.has_grad()) continue;
-            const Array& grad = p.grad_value();
-            if (grad.size() != p.numel()) {
-                fail(name() + ".step", fmt::format("parameter {} has shape {} but its gradient has shape {}", index - 1,
-                                                   shape_str(p.shape()), shape_str(shape_of(grad))));
-            }
-            if (!state.initialized()) state.buffers.assign(num_buffers, Array(xt::zeros<double>(p.shape())));
-            for (const Array& buffer : state.buffers) {
-                // A parameter whose storage was replaced by one of another size would be updated out of bounds.
-                if (buffer.size() != p.numel()) {
-                    fail(name() + ".step", fmt::format("parameter {} now has shape {} but its optimizer state has shape {}",
-                                                       index - 1, shape_str(p.shape()), shape_str(shape_of(buffer))));
-                }
-            }
-            ++state.step;
-            update(group, p, grad, state);
-            // The state has the parameter's dtype (as PyTorch's): a float32 parameter's moments are stored as float32.
-            // The parameter is rounded here too, not left to its next read: an update() that reads the parameter's values
-            // between taking data() and writing would settle it before its writes.
-            if (p.dtype() == Dtype::Float32) {
-                for (Array& buffer : state.buffers) round_to_float32(buffer.data(), buffer.size());
-                Array& w = p.mutable_value();
-                round_to_float32(w.data(), w.size());
-            }
+            // The state has the parameter's dtype (as PyTorch's): a float32 parameter's moments are float32 storage.
+            if (p.dtype() == Dtype::Float32) step_parameter<float>(group, p, state, index - 1);
+            else step_parameter<double>(group, p, state, index - 1);
         }
     }
 }
@@ -141,8 +165,11 @@ NamedArrays Optimizer::state_dict() const {
     for (std::size_t i = 0; i < states_.size(); ++i) {
         if (!states_[i].initialized()) continue;
         out.emplace_back(fmt::format("state.{}.step", i), scalar_array(static_cast<double>(states_[i].step)));
+        const ParamState& st = states_[i];
         for (std::size_t b = 0; b < names.size(); ++b) {
-            out.emplace_back(fmt::format("state.{}.{}", i, names[b]), states_[i].buffers[b]);
+            // float32 buffers widen exactly; float32_keys() marks them to be saved as '<f4'
+            out.emplace_back(fmt::format("state.{}.{}", i, names[b]),
+                             st.buffers32.empty() ? st.buffers[b] : to_float64_array(st.buffers32[b]));
         }
     }
     return out;
@@ -213,8 +240,8 @@ std::vector<ParamState> Optimizer::parse_states(const NamedArrays& state) const 
                     fail(op, fmt::format("entry '{}{}' has shape {} but parameter {} has shape {}", prefix, buffer,
                                          shape_str(shape_of(*it->second)), index - 1, shape_str(p.shape())));
                 }
-                s.buffers.push_back(*it->second);
-                if (p.dtype() == Dtype::Float32) round_to_float32(s.buffers.back().data(), s.buffers.back().size());
+                if (p.dtype() == Dtype::Float32) s.buffers32.push_back(to_float32_array(*it->second));
+                else s.buffers.push_back(*it->second);
                 expected.insert(prefix + buffer);
             }
         }

@@ -41,14 +41,31 @@ struct ParamGroupSpec {
 };
 
 /// Per-parameter state: how many updates it has had and the optimizer's buffers (named by
-/// Optimizer::buffer_names(), same shape as the parameter).
+/// Optimizer::buffer_names(), same shape as the parameter). The buffers have the parameter's
+/// dtype, as in PyTorch: a float64 parameter's are in `buffers`, a float32 parameter's in
+/// `buffers32` (native float32 storage, half the memory); the other vector is empty.
 struct ParamState {
     /// Updates applied to this parameter so far.
     std::int64_t step = 0;
-    /// One array per Optimizer::buffer_names() entry, shaped like the parameter.
+    /// A float64 parameter's buffers: one per Optimizer::buffer_names() entry, shaped like it.
     std::vector<Array> buffers;
+    /// A float32 parameter's buffers.
+    std::vector<FloatArray> buffers32;
     /// True once the parameter has been updated (its buffers exist).
     bool initialized() const { return step > 0; }
+};
+
+/// What Optimizer::update works on for one parameter of element type T (double or float): the
+/// parameter's storage, its gradient and the state buffers (in buffer_names() order), all of
+/// `size` elements. A float32 parameter is updated through its float32 storage directly: no
+/// float64 mirror of the parameter or its gradient is made.
+template <class T>
+struct UpdateSpan {
+    T* param;                  ///< the parameter, written in place
+    const T* grad;             ///< its gradient
+    std::vector<T*> buffers;   ///< the state buffers, written in place
+    std::size_t size;          ///< elements of each
+    std::int64_t step;         ///< this parameter's step count, already incremented (1 on the first)
 };
 
 /// The base of SGD, Adam and AdamW: parameter groups, zero_grad(), step() and a state_dict that
@@ -99,11 +116,16 @@ protected:
     /// Validates and stores the groups; unset options take the defaults. Throws xg::Error for an
     /// invalid lr or weight_decay, or a parameter that is undefined, not a leaf, or listed twice.
     Optimizer(std::vector<ParamGroupSpec> groups, double default_lr, double default_weight_decay);
-    /// Updates one parameter in place. `grad` is its gradient (same number of elements);
-    /// `state.step` has already been incremented and `state.buffers` allocated (zero-filled).
-    virtual void update(const ParamGroup& group, Tensor& param, const Array& grad, ParamState& state) = 0;
+    /// Updates one float64 parameter in place (the buffers are allocated, zero-filled on the
+    /// first step). Both overloads run one templated rule: per element the arithmetic is in
+    /// double, and a float32 parameter's values and buffers are rounded only when stored.
+    virtual void update(const ParamGroup& group, const UpdateSpan<double>& span) = 0;
+    /// Updates one float32 parameter in place, reading and writing float32 storage.
+    virtual void update(const ParamGroup& group, const UpdateSpan<float>& span) = 0;
 
 private:
+    template <class T>
+    void step_parameter(const ParamGroup& group, Tensor& p, ParamState& state, std::size_t index);
     std::vector<ParamGroup> groups_;
     std::vector<ParamState> states_; ///< one per parameter, numbered across groups
     double default_lr_, default_weight_decay_;

@@ -33,27 +33,32 @@ std::vector<std::string> SGD::buffer_names() const {
     return {"momentum_buffer"};
 }
 
-void SGD::update(const ParamGroup& group, Tensor& param, const Array& grad, ParamState& state) {
+void SGD::update(const ParamGroup& group, const UpdateSpan<double>& span) { apply(group, span); }
+void SGD::update(const ParamGroup& group, const UpdateSpan<float>& span) { apply(group, span); }
+
+// T is the storage (double, or float for a float32 parameter): every element is loaded into a
+// double, updated in double and stored once, so a float32 parameter takes exactly the float64
+// arithmetic rounded at each store (docs/precision.md) - what the float64-storage path computed.
+template <class T>
+void SGD::apply(const ParamGroup& group, const UpdateSpan<T>& span) const {
     const double lr = group.lr, wd = group.weight_decay;
     const double momentum = options_.momentum(), dampening = options_.dampening();
-    const bool nesterov = options_.nesterov(), first_step = state.step == 1, maximize = options_.maximize();
-    // the size before data(): nothing reads the parameter between data() handing out its storage and
-    // the writes, so a float32 parameter is rounded at its next read (engines where reading the value
-    // settles the rounding would otherwise leave the writes unrounded)
-    const std::size_t n = param.numel();
-    double* w = param.data();
-    const double* g = grad.data();
-    double* buf = momentum != 0.0 ? state.buffers[0].data() : nullptr;
+    const bool nesterov = options_.nesterov(), first_step = span.step == 1, maximize = options_.maximize();
+    T* w = span.param;
+    const T* g = span.grad;
+    T* buf = momentum != 0.0 ? span.buffers[0] : nullptr;
     // Each line mirrors one PyTorch tensor op, in the same order, so results agree to the last bit.
-    xg::detail::parallel_for(n, 1, [&](std::size_t begin, std::size_t end) {
+    xg::detail::parallel_for(span.size, 1, [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
-            double d = maximize ? -g[i] : g[i];                       // d_p if not maximize else -d_p
-            if (wd != 0.0) d = d + wd * w[i];                          // d_p.add(param, alpha=wd)
+            const double wi = w[i];
+            double d = maximize ? -double(g[i]) : double(g[i]);       // d_p if not maximize else -d_p
+            if (wd != 0.0) d = d + wd * wi;                            // d_p.add(param, alpha=wd)
             if (buf) {
-                buf[i] = first_step ? d : buf[i] * momentum + (1.0 - dampening) * d;  // buf.mul_(m).add_(d_p, alpha=1-damp)
-                d = nesterov ? d + momentum * buf[i] : buf[i];         // d_p.add(buf, alpha=m) or buf
+                const double b = first_step ? d : double(buf[i]) * momentum + (1.0 - dampening) * d;  // buf.mul_(m).add_(d_p, alpha=1-damp)
+                buf[i] = static_cast<T>(b);
+                d = nesterov ? d + momentum * b : b;                   // d_p.add(buf, alpha=m) or buf
             }
-            w[i] = w[i] + (-lr) * d;                                   // param.add_(d_p, alpha=-lr)
+            w[i] = static_cast<T>(wi + (-lr) * d);                     // param.add_(d_p, alpha=-lr)
         }
     });
 }

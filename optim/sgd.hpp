@@ -46,9 +46,12 @@ public:
     std::vector<std::string> buffer_names() const override;
 
 protected:
-    void update(const ParamGroup& group, Tensor& param, const Array& grad, ParamState& state) override;
+    void update(const ParamGroup& group, const UpdateSpan<double>& span) override;
+    void update(const ParamGroup& group, const UpdateSpan<float>& span) override;
 
 private:
+    template <class T>
+    void apply(const ParamGroup& group, const UpdateSpan<T>& span) const;
     SGDOptions options_;
 };
 

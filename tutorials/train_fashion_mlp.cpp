@@ -5,7 +5,7 @@
 //   train_fashion_mlp                     one epoch on the full training set (quick default)
 //   train_fashion_mlp --epochs 3          three epochs
 //   train_fashion_mlp --epochs 5 --resume continue from <out>/checkpoint.npz
-//   train_fashion_mlp --dtype float32     train in float32 (model.to(kFloat32), float32 batches)
+//   train_fashion_mlp --dtype float32     train in float32 (model.to(kFloat32), a float32 dataset)
 // Other options: --batch-size 128 --lr 1e-3 --weight-decay 0.05 --warmup 200 --clip 1.0
 //   --seed 0 --train-subset N (first N training images) --data DIR --out DIR
 #include <algorithm>
@@ -34,7 +34,7 @@ struct Args {
     std::string data = "/usr/share/datasets/fashion-mnist";
     std::string out = "train_fashion_mlp_out";
     bool resume = false;
-    Dtype dtype = kFloat64;  // --dtype float32: parameters, gradients, optimizer state and batches in float32
+    Dtype dtype = kFloat64;  // --dtype float32: dataset, batches, parameters, gradients and optimizer state in float32
 };
 
 Args parse_args(int argc, char** argv) {
@@ -99,13 +99,13 @@ struct Evaluation {
     double loss = 0, accuracy = 0;
 };
 
-Evaluation evaluate(nn::Module& model, optim::DataLoader& loader, Dtype dtype) {
+Evaluation evaluate(nn::Module& model, optim::DataLoader& loader) {
     model.eval();
     NoGradGuard no_grad;
     double loss_sum = 0;
     std::size_t correct = 0, seen = 0;
     for (const optim::Batch& b : loader) {
-        const Tensor logits = model.forward(b.x.to(dtype));
+        const Tensor logits = model.forward(b.x);
         const std::size_t n = b.y.size(), classes = logits.size(1);
         loss_sum += nn::cross_entropy(logits, b.y, nn::Reduction::sum).item();
         const double* row = logits.data();
@@ -127,9 +127,11 @@ int main(int argc, char** argv) try {
     const std::string checkpoint_path = args.out + "/checkpoint.npz";
     manual_seed(args.seed);
 
-    optim::TensorDataset train_set = optim::load_fashion_mnist("train", args.data);
+    // The images in the model's dtype: a float32 dataset holds them natively (half the memory) and
+    // its batches are float32 tensors.
+    optim::TensorDataset train_set = optim::load_fashion_mnist("train", args.data, args.dtype);
     if (args.train_subset > 0) train_set = train_set.subset(0, std::min(args.train_subset, train_set.size()));
-    const optim::TensorDataset test_set = optim::load_fashion_mnist("test", args.data);
+    const optim::TensorDataset test_set = optim::load_fashion_mnist("test", args.data, args.dtype);
     optim::DataLoader train_loader(train_set, optim::DataLoaderOptions(args.batch_size).shuffle(true).seed(args.seed));
     optim::DataLoader test_loader(test_set, 1000);
 
@@ -161,9 +163,9 @@ int main(int argc, char** argv) try {
         const auto start = std::chrono::steady_clock::now();
         for (const optim::Batch& batch : train_loader) {
             optimizer.zero_grad();
-            // The loader's batches are float64; a float32 model takes float32 batches (a float64 input
-            // would promote every result to float64, as in PyTorch).
-            Tensor loss = nn::cross_entropy(model->forward(batch.x.to(args.dtype)), batch.y);
+            // The batches have the dataset's dtype, the model's (a float64 input would promote every
+            // result of a float32 model to float64, as in PyTorch).
+            Tensor loss = nn::cross_entropy(model->forward(batch.x), batch.y);
             loss.backward();
             optim::clip_grad_norm(model->parameters(), args.clip);
             optimizer.step();
@@ -174,7 +176,7 @@ int main(int argc, char** argv) try {
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         train_seconds += seconds;
         ++epochs_run;
-        last = evaluate(*model, test_loader, args.dtype);
+        last = evaluate(*model, test_loader);
         progress.epoch = epoch + 1;
         metrics.log({static_cast<double>(progress.epoch), static_cast<double>(progress.step), schedule.lr(),
                      bar.mean_loss(), last.loss, last.accuracy, seconds});

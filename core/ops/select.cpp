@@ -83,6 +83,19 @@ IndexArray arg_extreme(const Tensor& a, int axis, bool keepdim, bool largest, co
     return out;
 }
 
+// The rows `rows` of axis `view` of x, copied as stored (T = float for a float32 tensor).
+template <class T>
+xt::xarray<T> selected_rows(const T* x, const AxisView& view, const std::vector<std::size_t>& rows, const Shape& out_shape) {
+    xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+    for (std::size_t o = 0; o < view.outer; ++o) {
+        for (std::size_t k = 0; k < rows.size(); ++k) {
+            const T* src = x + (o * view.len + rows[k]) * view.inner;
+            std::copy(src, src + view.inner, out.data() + (o * rows.size() + k) * view.inner);
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 // ---- indices from doubles ---------------------------------------------------------------------
@@ -148,16 +161,8 @@ Tensor index_select(const Tensor& a, int axis, const Indices& index_arg) {
     }
     Shape out_shape = in;
     out_shape[ax] = rows.size();
-    Array out = empty_array(out_shape);
-    const double* x = a.value().data();
-    for (std::size_t o = 0; o < view.outer; ++o) {
-        for (std::size_t k = 0; k < rows.size(); ++k) {
-            const double* src = x + (o * view.len + rows[k]) * view.inner;
-            std::copy(src, src + view.inner, out.data() + (o * rows.size() + k) * view.inner);
-        }
-    }
     // d out[.., k, ..] / d a[.., index[k], ..] = 1: add each selected slice's gradient back (repeats accumulate)
-    return record("index_select", std::move(out), {a}, [in, view, rows = std::move(rows), out_shape](const BackwardContext& c) -> std::vector<Tensor> {
+    Backward backward = [in, view, rows, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
         auto m = std::make_shared<FlatGather>(FlatGather{"index_select", in, out_shape, {}});
         m->offsets.reserve(view.outer * rows.size() * view.inner);
         for (std::size_t o = 0; o < view.outer; ++o) {
@@ -166,7 +171,14 @@ Tensor index_select(const Tensor& a, int axis, const Indices& index_arg) {
             }
         }
         return {scatter_in_graph(c.grad, std::move(m))};
-    }, {{"index", is}});
+    };
+    // a float32 tensor's rows are copied from its float32 storage (no float64 mirror): a float32 result
+    if (a.dtype() == Dtype::Float32) {
+        return record("index_select", selected_rows(a.values<float>().data(), view, rows, out_shape), {a}, std::move(backward),
+                      {{"index", is}});
+    }
+    return record("index_select", selected_rows(a.value().data(), view, rows, out_shape), {a}, std::move(backward),
+                  {{"index", is}});
 }
 
 // ---- argmax / argmin --------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // Shape ops: they move elements around; each backward moves the gradient back.
 #include <algorithm>
 #include <numeric>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -43,6 +44,45 @@ struct AxisSlice {
         }
     }
 };
+
+// A tensor's elements as stored, for the data-moving ops: a float32 tensor's float32 storage
+// (no float64 mirror is made), any other tensor's float64 values.
+template <class T>
+const T* stored(const Tensor& t) {
+    if constexpr (std::is_same_v<T, float>) return t.values<float>().data();
+    else return t.value().data();
+}
+
+// Moving elements is the same for any element type: slice and cat copy T = float for float32
+// results (bit for bit the float64 op's result rounded, since nothing is computed).
+template <class T>
+xt::xarray<T> sliced(const Tensor& a, const AxisSlice& sl, const Shape& out_shape) {
+    xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+    const T* from_a = stored<T>(a);
+    sl.for_each_block([&](std::size_t from, std::size_t to) { std::copy_n(from_a + from, sl.inner, out.data() + to); });
+    return out;
+}
+
+// Adds a slice's gradient (T = the gradient's storage) into its input's, in double.
+template <class T>
+void add_sliced_gradient(double* g, const T* grad, const AxisSlice& sl) {
+    sl.for_each_block([&](std::size_t from, std::size_t to) {
+        const T* part = grad + to;
+        for (std::size_t k = 0; k < sl.inner; ++k) g[from + k] += part[k];
+    });
+}
+
+template <class T>
+xt::xarray<T> concatenated(const std::vector<Tensor>& tensors, const Shape& out_shape, const std::vector<AxisSlice>& parts) {
+    xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+    for (std::size_t k = 0; k < tensors.size(); ++k) {
+        const T* from = stored<T>(tensors[k]);
+        parts[k].for_each_block([&](std::size_t in_out, std::size_t in_part) {
+            std::copy_n(from + in_part, parts[k].inner, out.data() + in_out);
+        });
+    }
+    return out;
+}
 
 // The positions a slice reads, for its create_graph backward (built only then).
 std::shared_ptr<const FlatGather> slice_map(const AxisSlice& sl, const Shape& in, const Shape& out) {
@@ -176,22 +216,23 @@ Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t end, st
     const AxisSlice sl(in, ax, static_cast<std::size_t>(first), static_cast<std::size_t>(last), static_cast<std::size_t>(step));
     Shape out_shape = in;
     out_shape[ax] = sl.count;
-    Array out = Array::from_shape(out_shape);
-    const double* from_a = a.data();
-    sl.for_each_block([&](std::size_t from, std::size_t to) { std::copy_n(from_a + from, sl.inner, out.data() + to); });
     // d slice(x)/dx: the gradient goes back into the selected positions, zero elsewhere
-    return record("slice", std::move(out), {a}, [sl](const GradContext& c) -> Grads {
-        // fast first-order path, kept because the numbers demand it: added in place, T slices of
-        // one tensor cost T slices rather than T tensor-sized arrays (docs/performance.md)
-        double* g = c.accumulated(0).data();
-        sl.for_each_block([&](std::size_t from, std::size_t to) {
-            const double* part = c.grad.data() + to;
-            for (std::size_t k = 0; k < sl.inner; ++k) g[from + k] += part[k];
-        });
-        return {std::nullopt};
-    }, {}, [sl, in, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
+    // The create_graph backward; the first-order kernels are kept because the numbers demand it:
+    // added in place, T slices of one tensor cost T slices rather than T tensor-sized arrays
+    // (docs/performance.md). A float32 slice's kernel reads its float32 gradient as it is.
+    Backward in_graph = [sl, in, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
         return {scatter_in_graph(c.grad, slice_map(sl, in, out_shape))};
-    });
+    };
+    if (a.dtype() == Dtype::Float32) {
+        return record("slice", sliced<float>(a, sl, out_shape), {a}, [sl](const GradContext& c) -> Grads {
+            add_sliced_gradient(c.accumulated(0).data(), c.grad32().data(), sl);
+            return {std::nullopt};
+        }, {}, std::move(in_graph));
+    }
+    return record("slice", sliced<double>(a, sl, out_shape), {a}, [sl](const GradContext& c) -> Grads {
+        add_sliced_gradient(c.accumulated(0).data(), c.grad.data(), sl);
+        return {std::nullopt};
+    }, {}, std::move(in_graph));
 }
 
 Tensor narrow(const Tensor& a, int axis, std::int64_t start, std::int64_t length) {
@@ -229,19 +270,14 @@ Tensor cat(const std::vector<Tensor>& tensors, int axis) {
         offsets.push_back(out_shape[ax]);
         out_shape[ax] += s[ax];
     }
-    Array out = Array::from_shape(out_shape);
     std::vector<AxisSlice> parts;  // where each tensor goes in the output
     std::vector<Shape> shapes;
     for (std::size_t k = 0; k < tensors.size(); ++k) {
         shapes.push_back(tensors[k].shape());
         parts.emplace_back(out_shape, ax, offsets[k], offsets[k] + shapes[k][ax], 1);
-        const double* from = tensors[k].data();
-        parts[k].for_each_block([&](std::size_t in_out, std::size_t in_part) {
-            std::copy_n(from + in_part, parts[k].inner, out.data() + in_out);
-        });
     }
     // d cat(x_k)/dx_k: the slice of the gradient that x_k filled
-    return record("cat", std::move(out), tensors, [ax, offsets, shapes](const BackwardContext& c) -> std::vector<Tensor> {
+    Backward backward = [ax, offsets, shapes](const BackwardContext& c) -> std::vector<Tensor> {
         std::vector<Tensor> g(shapes.size());
         for (std::size_t k = 0; k < shapes.size(); ++k) {
             if (!c.needs_grad(k)) continue;
@@ -249,7 +285,12 @@ Tensor cat(const std::vector<Tensor>& tensors, int axis) {
             g[k] = slice(c.grad, static_cast<int>(ax), first, first + static_cast<std::int64_t>(shapes[k][ax]), 1);
         }
         return g;
-    });
+    };
+    // float32 tensors only: a float32 result copied from their float32 storage
+    if (std::all_of(tensors.begin(), tensors.end(), [](const Tensor& t) { return t.dtype() == Dtype::Float32; })) {
+        return record("cat", concatenated<float>(tensors, out_shape, parts), tensors, std::move(backward));
+    }
+    return record("cat", concatenated<double>(tensors, out_shape, parts), tensors, std::move(backward));
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int axis) {

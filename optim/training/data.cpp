@@ -45,8 +45,39 @@ TensorDataset::TensorDataset(Array features, Array targets)
     target_size_ = size_ == 0 ? 0 : targets_.size() / size_;
 }
 
+TensorDataset::TensorDataset(FloatArray features, IndexArray labels)
+    : features32_(std::move(features)), float32_(true), labels_(std::move(labels)), targets_(Array::from_shape({0})) {
+    if (features32_.dimension() < 1) fail("TensorDataset", "features must have a leading sample axis, got a 0-D array");
+    if (labels_.dimension() != 1 || labels_.size() != features32_.shape()[0]) {
+        fail("TensorDataset", fmt::format("float32 features {} and labels {} disagree: labels must be (N,) with N = {}",
+                                          shape_str(Shape(features32_.shape().begin(), features32_.shape().end())),
+                                          shape_str(Shape(labels_.shape().begin(), labels_.shape().end())),
+                                          features32_.shape()[0]));
+    }
+    size_ = labels_.size();
+    sample_size_ = size_ == 0 ? 0 : features32_.size() / size_;
+}
+
+const Array& TensorDataset::features() const {
+    if (float32_) fail("TensorDataset.features", "the features are float32: read features32()");
+    return features_;
+}
+
+const FloatArray& TensorDataset::features32() const {
+    if (!float32_) fail("TensorDataset.features32", "the features are float64: read features()");
+    return features32_;
+}
+
+TensorDataset TensorDataset::to(Dtype dtype) const {
+    if (dtype == this->dtype()) return *this;
+    if (has_targets_) fail("TensorDataset.to", "only a dataset of integer labels converts its features");
+    if (dtype == Dtype::Float32) return TensorDataset(to_float32_array(features_), labels_);
+    return TensorDataset(to_float64_array(features32_), labels_);
+}
+
 Shape TensorDataset::sample_shape() const {
-    const Shape s = shape_of(features_);
+    const auto& dims = float32_ ? features32_.shape() : features_.shape();
+    const Shape s(dims.begin(), dims.end());
     return s.empty() ? Shape{} : Shape(s.begin() + 1, s.end());
 }
 
@@ -61,14 +92,22 @@ TensorDataset TensorDataset::subset(std::int64_t start_arg, std::int64_t count_a
     std::vector<std::size_t> indices(count);
     for (std::size_t i = 0; i < count; ++i) indices[i] = start + i;
     Batch b = batch(indices);
+    if (float32_) return TensorDataset(b.x.values<float>(), std::move(b.y));
     if (has_targets_) return TensorDataset(b.x.value(), b.target.value());
     return TensorDataset(b.x.value(), std::move(b.y));
 }
 
 Batch TensorDataset::batch(const std::vector<std::size_t>& indices) const {
+    return float32_ ? gather(features32_, indices) : gather(features_, indices);
+}
+
+// Copies the samples' rows as they are stored: a float32 dataset's batch is a float32 tensor made
+// without widening (Tensor::from_float32).
+template <class T>
+Batch TensorDataset::gather(const xt::xarray<T>& features, const std::vector<std::size_t>& indices) const {
     Shape shape = sample_shape();
     shape.insert(shape.begin(), indices.size());
-    Array x = Array::from_shape(shape);
+    xt::xarray<T> x = xt::xarray<T>::from_shape(shape);
     IndexArray y = IndexArray::from_shape({has_targets_ ? 0 : indices.size()});
     Shape target_shape = shape_of(targets_);
     if (has_targets_) target_shape[0] = indices.size();
@@ -77,8 +116,7 @@ Batch TensorDataset::batch(const std::vector<std::size_t>& indices) const {
         if (indices[i] >= size()) {
             fail("TensorDataset.batch", fmt::format("sample index {} is out of range for a dataset of {}", indices[i], size()));
         }
-        std::memcpy(x.data() + i * sample_size_, features_.data() + indices[i] * sample_size_,
-                    sample_size_ * sizeof(double));
+        std::memcpy(x.data() + i * sample_size_, features.data() + indices[i] * sample_size_, sample_size_ * sizeof(T));
         if (has_targets_) {
             std::memcpy(t.data() + i * target_size_, targets_.data() + indices[i] * target_size_,
                         target_size_ * sizeof(double));
@@ -86,7 +124,10 @@ Batch TensorDataset::batch(const std::vector<std::size_t>& indices) const {
             y(i) = labels_(indices[i]);
         }
     }
-    return Batch{Tensor(std::move(x)), std::move(y), has_targets_ ? Tensor(std::move(t)) : Tensor()};
+    Tensor inputs;
+    if constexpr (std::is_same_v<T, float>) inputs = Tensor::from_float32(std::move(x));
+    else inputs = Tensor(std::move(x));
+    return Batch{std::move(inputs), std::move(y), has_targets_ ? Tensor(std::move(t)) : Tensor()};
 }
 
 // ---- DataLoader ---------------------------------------------------------------------------
@@ -243,7 +284,7 @@ std::string find_idx_file(const std::string& dir, const std::string& stem) {
 
 }  // namespace
 
-TensorDataset load_fashion_mnist(const std::string& split, const std::string& dir) {
+TensorDataset load_fashion_mnist(const std::string& split, const std::string& dir, Dtype dtype) {
     const char* op = "load_fashion_mnist";
     if (split != "train" && split != "test") fail(op, fmt::format("split must be \"train\" or \"test\", got \"{}\"", split));
     const std::string prefix = split == "train" ? "train" : "t10k";
@@ -259,14 +300,21 @@ TensorDataset load_fashion_mnist(const std::string& split, const std::string& di
                              images_path, shape_str(labels.shape)));
     }
     const std::size_t n = images.shape[0], pixels = 28 * 28;
-    Array x = Array::from_shape({n, pixels});
-    double* px = x.data();
-    for (std::size_t i = 0; i < n * pixels; ++i) px[i] = static_cast<double>(images.bytes[i]) / 255.0;
     IndexArray y = IndexArray::from_shape({n});
     for (std::size_t i = 0; i < n; ++i) {
         if (labels.bytes[i] > 9) fail(op, fmt::format("{}: label {} of sample {} is not a class 0..9", labels_path, labels.bytes[i], i));
         y(i) = labels.bytes[i];
     }
+    // pixel/255 in double, stored in the dataset's dtype (a float32 pixel is the float64 one rounded)
+    if (dtype == Dtype::Float32) {
+        FloatArray x = FloatArray::from_shape({n, pixels});
+        float* px = x.data();
+        for (std::size_t i = 0; i < n * pixels; ++i) px[i] = static_cast<float>(static_cast<double>(images.bytes[i]) / 255.0);
+        return TensorDataset(std::move(x), std::move(y));
+    }
+    Array x = Array::from_shape({n, pixels});
+    double* px = x.data();
+    for (std::size_t i = 0; i < n * pixels; ++i) px[i] = static_cast<double>(images.bytes[i]) / 255.0;
     return TensorDataset(std::move(x), std::move(y));
 }
 

@@ -41,13 +41,25 @@ public:
     /// Batch::target, and Batch::y stays empty): values are kept exactly, never rounded to labels.
     /// Throws xg::Error naming both shapes when the leading extents differ or either is 0-D.
     TensorDataset(Array features, Array targets);
+    /// float32 features (N, ...) held natively (half the memory of float64) and class labels (N):
+    /// batches are float32 tensors, gathered without widening. Errors as above.
+    TensorDataset(FloatArray features, IndexArray labels);
+
+    /// The features' dtype: kFloat32 for a dataset built from a FloatArray, else kFloat64.
+    Dtype dtype() const { return float32_ ? Dtype::Float32 : Dtype::Float64; }
+    /// This dataset with its features in `dtype` (itself, copied, when it already is): float32 rounds
+    /// each value to nearest, as Tensor::to. Float targets stay float64 (only labelled datasets convert).
+    TensorDataset to(Dtype dtype) const;
 
     /// Number of samples N.
     std::size_t size() const { return size_; }
     /// Shape of one sample (features' shape without the leading N).
     Shape sample_shape() const;
-    /// All features (N, ...).
-    const Array& features() const { return features_; }
+    /// All features (N, ...) of a float64 dataset; throws xg::Error for a float32 one (read
+    /// features32(): a float64 copy would double its memory).
+    const Array& features() const;
+    /// All features (N, ...) of a float32 dataset; throws xg::Error for a float64 one.
+    const FloatArray& features32() const;
     /// All labels (N); empty for a dataset of float targets.
     const IndexArray& labels() const { return labels_; }
     /// True for a dataset of float targets (built from an Array), false for integer labels.
@@ -61,7 +73,12 @@ public:
     Batch batch(const std::vector<std::size_t>& indices) const;
 
 private:
+    template <class T>
+    Batch gather(const xt::xarray<T>& features, const std::vector<std::size_t>& indices) const;
+
     Array features_;
+    FloatArray features32_;  // a float32 dataset's features (features_ is then empty)
+    bool float32_ = false;
     IndexArray labels_;
     Array targets_;
     bool has_targets_ = false;
@@ -181,9 +198,12 @@ Array bytes_to_array(const std::string& bytes);
 std::string array_to_bytes(const Array& a, const std::string& what);
 
 /// Fashion-MNIST (or MNIST) from `dir`: split "train" (60000) or "test" (10000). Features are
-/// (N, 784) doubles pixel/255 in [0, 1], labels 0..9. Reads `<prefix>-images-idx3-ubyte[.gz]` and
+/// (N, 784) pixel/255 in [0, 1], labels 0..9, in `dtype`: float32 holds the features natively (each
+/// pixel/255 rounded to nearest, the values of a float64 one converted), 188 MB instead of 376 MB
+/// for the training set. Reads `<prefix>-images-idx3-ubyte[.gz]` and
 /// `<prefix>-labels-idx1-ubyte[.gz]` with prefix "train" / "t10k". A missing, truncated or
 /// inconsistent file throws xg::Error naming the file.
-TensorDataset load_fashion_mnist(const std::string& split, const std::string& dir = "/usr/share/datasets/fashion-mnist");
+TensorDataset load_fashion_mnist(const std::string& split, const std::string& dir = "/usr/share/datasets/fashion-mnist",
+                                 Dtype dtype = Dtype::Float64);
 
 }  // namespace xg::optim

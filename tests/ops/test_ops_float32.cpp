@@ -323,6 +323,33 @@ TEST_CASE("float32 twins: a float64 constant with axes inside an op is caught", 
     CHECK(xg::test::detail::walk_graph(xg::ones({2, 3}, xg::kFloat32) * x * 2.0, true).empty());
 }
 
+TEST_CASE("float32: slice, index_select and cat move float32 storage as it is, without float64 mirrors", "[float32]") {
+    const Tensor x64 = randn_leaf({4, 3}, 70), y64 = randn_leaf({2, 3}, 71);
+    const Tensor x(x64.value(), xg::kFloat32, true), y(y64.value(), xg::kFloat32, true);
+    const xg::IndexArray rows = {3, 0, 3};
+    const Outputs outs = {xg::slice(x, 0, 1, 4, 2), xg::index_select(x, 0, rows), xg::cat({x, y}, 0)};
+    const Outputs refs = {xg::slice(x64, 0, 1, 4, 2), xg::index_select(x64, 0, rows), xg::cat({x64, y64}, 0)};
+    auto no_mirror = [](const Tensor& t) { return t.node()->value_mirror == xg::Node::Mirror::None; };
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+        INFO(outs[k].op());
+        CHECK(outs[k].dtype() == xg::kFloat32);
+        CHECK(no_mirror(outs[k]));
+        // nothing is computed: the float64 op's result rounded, bit for bit
+        CHECK(xt::all(xt::equal(outs[k].values<float>(), xg::to_float32_array(refs[k].value()))));
+    }
+    CHECK(no_mirror(x));
+    CHECK(no_mirror(y));
+    // a float32 slice's first-order backward reads its float32 gradient (sums of 1 and 2 terms: exact)
+    xg::sum(outs[0]).backward();
+    xg::sum(outs[2]).backward();
+    CHECK(x.grad().dtype() == xg::kFloat32);
+    const xg::Array expected_x = {{1, 1, 1}, {2, 2, 2}, {1, 1, 1}, {2, 2, 2}};
+    CHECK(xt::all(xt::equal(xg::to_float64_array(x.grad_values<float>()), expected_x)));
+    CHECK(xt::all(xt::equal(xg::to_float64_array(y.grad_values<float>()), xg::Array(xt::ones<double>({2, 3})))));
+    // a float32 tensor in a cat with a float64 one promotes (PyTorch's rule), still through its values
+    CHECK(xg::cat({x, y64}, 0).dtype() == xg::kFloat64);
+}
+
 TEST_CASE("float32 twins reach every op core/ records", "[float32]") {
     std::vector<std::string> unknown_sites;
     const std::set<std::string> recorded = core_op_names(unknown_sites);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include <xtensor/xmath.hpp>
 
 #include "core/engine/dtype.hpp"
+#include "core/engine/tensor.hpp"
 #include "core/ops/ops.hpp"
 #include "optim/adam.hpp"
 #include "optim/clip.hpp"
@@ -123,6 +125,105 @@ TEST_CASE("float32 twin: schedules and gradient clipping on float32 parameters a
     // clip_grad_norm scales the float32 gradients in place: rounded again, one u more per step, kept
     // within the condition's 2u per step
     check_twin("SGD momentum, clip_grad_norm 1.0", sgd, nullptr, 1.0);
+}
+
+// The float64 parameter that a float32 one stands for: its values, widened.
+Tensor widened_twin(const Tensor& p32) { return Tensor(xg::to_float64_array(p32.values<float>()), xg::kFloat64, true); }
+
+// Rounds a float64 optimizer's parameters and state buffers to float32 in place: what a float32 step
+// is defined to be (docs/precision.md): float64 arithmetic, float32 storage.
+void round_like_float32(std::vector<Tensor>& params, xg::optim::Optimizer& optimizer) {
+    for (Tensor& p : params) {
+        xg::Array& w = p.mutable_value();
+        xg::round_to_float32(w.data(), w.size());
+    }
+    xg::NamedArrays state = optimizer.state_dict();
+    for (auto& [key, value] : state) {
+        if (key.rfind("state.", 0) == 0 && key.find(".step") == std::string::npos) xg::round_to_float32(value.data(), value.size());
+    }
+    optimizer.load_state_dict(state);
+}
+
+bool no_mirror(const Tensor& p) {
+    return p.node()->value_mirror == xg::Node::Mirror::None && p.node()->grad_mirror == xg::Node::Mirror::None;
+}
+
+// Steps a float32 optimizer natively and a float64 one whose parameters, gradients and state are
+// rounded to float32 after every step; both must agree bit for bit, and step() (and clipping) must
+// leave the float32 parameters without a float64 mirror.
+void check_native(const std::string& name, const MakeOptimizer& make, double clip = 0) {
+    INFO(name);
+    std::vector<Tensor> p32 = {Tensor(twin_leaf({4, 5}, 131).value(), xg::kFloat32, true),
+                               Tensor(twin_leaf({3}, 132).value(), xg::kFloat32, true)};
+    std::vector<Tensor> p64 = {widened_twin(p32[0]), widened_twin(p32[1])};
+    const auto o32 = make(p32), o64 = make(p64);
+    for (int step = 0; step < kSteps; ++step) {
+        INFO("step " << step);
+        for (std::size_t k = 0; k < p32.size(); ++k) {
+            const xg::Array g = xg::to_float64_array(xg::to_float32_array(twin_leaf(p32[k].shape(), 140 + 10 * step + k, 2.0).value()));
+            p32[k].set_grad(g);
+            p64[k].set_grad(g);
+        }
+        if (clip > 0) {
+            CHECK(xg::optim::clip_grad_norm(p32, clip) == xg::optim::clip_grad_norm(p64, clip));
+            for (Tensor& p : p64) xg::round_to_float32(p.mutable_grad().data(), p.numel());
+        }
+        o32->step();
+        o64->step();
+        round_like_float32(p64, *o64);
+        for (std::size_t k = 0; k < p32.size(); ++k) {
+            INFO("parameter " << k);
+            CHECK(no_mirror(p32[k]));
+            CHECK(xt::all(xt::equal(xg::to_float64_array(p32[k].values<float>()), p64[k].value())));
+            CHECK(xt::all(xt::equal(xg::to_float64_array(p32[k].grad_values<float>()), p64[k].grad_value())));
+        }
+        const xg::NamedArrays s32 = o32->state_dict(), s64 = o64->state_dict();
+        REQUIRE(s32.size() == s64.size());
+        for (std::size_t i = 0; i < s32.size(); ++i) {
+            INFO("state " << s32[i].first);
+            CHECK(s32[i].first == s64[i].first);
+            CHECK(xt::all(xt::equal(s32[i].second, s64[i].second)));
+        }
+    }
+    CHECK(o32->float32_keys().size() == 2 * o32->buffer_names().size());
+}
+
+TEST_CASE("float32: optimizers step float32 storage natively, bit for bit float64 arithmetic rounded at each store, "
+          "without float64 mirrors", "[float32][optim]") {
+    using namespace xg::optim;
+    check_native("SGD", [](std::vector<Tensor> p) { return std::make_unique<SGD>(p, SGDOptions(0.1)); });
+    check_native("SGD momentum 0.9, dampening 0.1, weight_decay 0.01, maximize", [](std::vector<Tensor> p) {
+        return std::make_unique<SGD>(p, SGDOptions(0.1).momentum(0.9).dampening(0.1).weight_decay(0.01).maximize(true));
+    });
+    check_native("SGD nesterov", [](std::vector<Tensor> p) { return std::make_unique<SGD>(p, SGDOptions(0.05).momentum(0.9).nesterov(true)); });
+    check_native("Adam amsgrad, weight_decay 0.01", [](std::vector<Tensor> p) {
+        return std::make_unique<Adam>(p, AdamOptions(0.05).amsgrad(true).weight_decay(0.01));
+    });
+    check_native("AdamW, clip_grad_norm 1.0", [](std::vector<Tensor> p) {
+        return std::make_unique<AdamW>(p, AdamWOptions(0.05).weight_decay(0.1));
+    }, 1.0);
+}
+
+TEST_CASE("float32: optimizer state follows a parameter converted between dtypes, and loads as float32", "[float32][optim]") {
+    using namespace xg::optim;
+    std::vector<Tensor> p = {Tensor(twin_leaf({6}, 133).value(), xg::kFloat64, true)};
+    Adam adam(p, AdamOptions(0.05));
+    p[0].set_grad(twin_leaf({6}, 134).value());
+    adam.step();
+    p[0].convert_in_place(xg::kFloat32);  // Module::to between steps
+    p[0].set_grad(twin_leaf({6}, 135).value());
+    adam.step();
+    CHECK(no_mirror(p[0]));
+    const xg::NamedArrays state = adam.state_dict();
+    CHECK(adam.float32_keys() == std::set<std::string>{"state.0.exp_avg", "state.0.exp_avg_sq"});
+    for (const auto& [key, value] : state) {
+        if (key.rfind("state.0.exp", 0) == 0) CHECK(on_float32_grid(value));
+    }
+    Adam reloaded(p, AdamOptions(0.05));
+    reloaded.load_state_dict(state);
+    p[0].set_grad(twin_leaf({6}, 136).value());
+    reloaded.step();
+    CHECK(no_mirror(p[0]));
 }
 
 }  // namespace xg_test_optim_float32

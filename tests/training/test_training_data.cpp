@@ -192,4 +192,53 @@ TEST_CASE("a truncated or inconsistent Fashion-MNIST file is named in the error"
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a float32 dataset holds its features as float32 and makes float32 batches without widening", "[data][float32]") {
+    const TensorDataset ds = numbered(10);
+    const TensorDataset ds32 = ds.to(kFloat32);
+    CHECK(ds.dtype() == kFloat64);
+    REQUIRE(ds32.dtype() == kFloat32);
+    CHECK(ds32.size() == 10);
+    CHECK(ds32.sample_shape() == Shape{2});
+    CHECK(xt::all(xt::equal(ds32.features32(), to_float32_array(ds.features()))));
+    CHECK_THROWS_WITH(ds32.features(), Catch::Contains("TensorDataset.features") && Catch::Contains("features32()"));
+    CHECK_THROWS_WITH(ds.features32(), Catch::Contains("TensorDataset.features32") && Catch::Contains("float64"));
+    CHECK(xt::all(xt::equal(ds32.to(kFloat64).features(), ds.features())));  // float32 -> float64 is exact
+
+    DataLoader loader64(ds, DataLoaderOptions(4).shuffle(true).seed(3));
+    DataLoader loader32(ds32, DataLoaderOptions(4).shuffle(true).seed(3));
+    auto b64 = loader64.begin();
+    std::size_t batches = 0;
+    for (const Batch& b : loader32) {
+        INFO("batch " << batches);
+        REQUIRE(b64 != loader64.end());
+        CHECK(b.x.dtype() == kFloat32);
+        CHECK(b.x.node()->value_mirror == Node::Mirror::None);  // gathered as float32, never widened
+        CHECK(xt::all(xt::equal(b.x.values<float>(), to_float32_array(b64->x.value()))));
+        CHECK(xt::all(xt::equal(b.y, b64->y)));
+        ++b64, ++batches;
+    }
+    CHECK(batches == 3);
+    const TensorDataset part = ds32.subset(2, 3);
+    CHECK(part.dtype() == kFloat32);
+    CHECK(part.features32()(0, 1) == 102.0f);
+    CHECK(part.labels()(0) == 2);
+    CHECK_THROWS_WITH(TensorDataset(FloatArray::from_shape({3, 2}), IndexArray::from_shape({4})),
+                      Catch::Contains("TensorDataset") && Catch::Contains("(3, 2)") && Catch::Contains("(4,)"));
+    CHECK_THROWS_WITH(TensorDataset(FloatArray::from_shape({}), IndexArray::from_shape({1})), Catch::Contains("0-D"));
+}
+
+TEST_CASE("load_fashion_mnist in float32: every pixel/255 rounded to nearest, as the float64 dataset converted", "[data][float32]") {
+    const std::string dir = temp_dir("fmnist32");
+    std::string pixels(2 * 784, '\0');
+    for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<char>((i * 7) % 256);  // all 256 values
+    write_bytes(dir + "/t10k-images-idx3-ubyte", idx_header({2, 28, 28}) + pixels);
+    write_bytes(dir + "/t10k-labels-idx1-ubyte", idx_header({2}) + std::string("\x05\x09", 2));
+    const TensorDataset ds64 = load_fashion_mnist("test", dir), ds32 = load_fashion_mnist("test", dir, kFloat32);
+    REQUIRE(ds32.dtype() == kFloat32);
+    CHECK(ds32.sample_shape() == Shape{784});
+    CHECK(xt::all(xt::equal(ds32.features32(), to_float32_array(ds64.features()))));
+    CHECK(xt::all(xt::equal(ds32.labels(), ds64.labels())));
+    std::filesystem::remove_all(dir);
+}
+
 }  // namespace xg_test_training_data
