@@ -882,6 +882,31 @@ TEST_CASE("Each guide quotes, word for word from claims.md, the claims of every 
     }
 }
 
+TEST_CASE("claims.md's audit table gives every article example one row, FULL or PARTIAL", "[tutorials][guides]") {
+    // The article IDs of the list ("- **A1.5** (article 001): ...") against the audit's rows
+    // ("| A1.5 | 13 | FULL | why |"): a new example must be audited, an audited one must exist.
+    const std::string text = read_text(std::string(XGRAD_TUTORIAL_DOCS_DIR) + "/claims.md");
+    std::set<std::string> listed;
+    std::map<std::string, std::vector<std::string>> statuses;  // ID -> the status of each of its rows
+    const std::regex claim(R"(^- \*\*(A\d\.\d)\*\* \(article )"), row(R"(^\| (A\d\.\d) \| [^|]+ \| ([A-Z]+) \| .+ \|$)");
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+        std::smatch m;
+        if (std::regex_search(line, m, claim)) listed.insert(m[1]);
+        if (std::regex_match(line, m, row)) statuses[m[1]].push_back(m[2]);
+    }
+    CHECK(listed.size() == 31);  // A0.1-A0.5, A1.1-A1.7, A2.1-A2.6, A3.1-A3.5, A4.1-A4.8
+    for (const std::string& id : listed) {
+        INFO(id << " needs one row in the audit table of docs/tutorials/claims.md");
+        REQUIRE(statuses[id].size() == 1);
+        CHECK((statuses[id].front() == "FULL" || statuses[id].front() == "PARTIAL"));
+    }
+    for (const auto& [id, s] : statuses) {
+        INFO(id << " has an audit row but is not in the list of claims");
+        CHECK(listed.count(id) == 1);
+    }
+}
+
 // Runs `program --step` on a pseudo-terminal (so stdin is a terminal, as --step requires) with echo
 // off and TERM=dumb, presses Enter `enters` times up front, and returns everything it wrote.
 Run run_on_terminal(const std::string& program, const std::string& typed) {

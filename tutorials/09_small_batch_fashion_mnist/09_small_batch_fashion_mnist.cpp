@@ -3,6 +3,7 @@
 // Guide: docs/tutorials/09-small-batch-fashion-mnist.md.
 #include "tutorials/09_small_batch_fashion_mnist/small_batch.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
                   "docs/tutorials/09-small-batch-fashion-mnist.md", "about 20 s of CPU (one thread)",
                   "all 60000 training images, H = 128, 2 epochs, seeds 1, 2, 3 "
                   "(about 35 minutes: guide 09's run took 2110 s on 2 shared cores)",
-                  "09_small_batch.csv/.png (test error per epoch, first seed)"});
+                  "09_small_batch.csv/.png (test error per epoch, mean ± std over the seeds)"});
     tv::SmallBatchConfig cfg;  // quick: 12000 training images, the whole test set, 3 epochs, one seed
     cfg.train_samples = 12000;
     cfg.test_samples = 0;
@@ -64,40 +65,74 @@ int main(int argc, char** argv) {
         if (r.seed == cfg.seeds.front()) runs.push_back(r);
     }
     std::vector<std::vector<std::string>> rows{{"epoch"}};
-    std::vector<std::string> header{"epoch"};
-    for (const auto& r : runs) {
-        rows[0].push_back(fmt::format("{} batch {}", r.norm, r.batch_size));
-        header.push_back(fmt::format("{}_b{}", r.norm, r.batch_size));
-    }
-    std::vector<std::vector<double>> csv;
+    for (const auto& r : runs) rows[0].push_back(fmt::format("{} batch {}", r.norm, r.batch_size));
     for (std::size_t e = 0; e < cfg.epochs; ++e) {
         std::vector<std::string> row{std::to_string(e + 1)};
-        std::vector<double> values{static_cast<double>(e + 1)};
-        for (const auto& r : runs) {
-            row.push_back(num(100.0 * r.test_error[e], 2) + "%");
-            values.push_back(r.test_error[e]);
-        }
+        for (const auto& r : runs) row.push_back(num(100.0 * r.test_error[e], 2) + "%");
         rows.push_back(row);
-        csv.push_back(values);
     }
     tut.step(fmt::format("test error after each epoch, seed {} (BatchNorm evaluated with its running statistics)",
                          cfg.seeds.front()));
     tut.show(table(rows));
     for (const auto& r : all_runs) fmt::print("  time: seed {} {} batch {}: {:.1f} s\n", r.seed, r.norm, r.batch_size, r.seconds);
 
+    // The CSV and the plot use every seed: per run (norm x batch) the mean and the sample std over
+    // the seeds after each epoch, then each seed's value.
+    const auto epoch_errors = [&](const tv::SmallBatchRun& run, std::size_t e) {
+        std::vector<double> v;
+        for (const auto& r : all_runs) {
+            if (r.norm == run.norm && r.batch_size == run.batch_size) v.push_back(r.test_error[e]);
+        }
+        return v;
+    };
+    std::vector<std::string> header{"epoch"};
+    for (const auto& r : runs) {
+        header.push_back(fmt::format("{}_b{}_mean", r.norm, r.batch_size));
+        header.push_back(fmt::format("{}_b{}_std", r.norm, r.batch_size));
+    }
+    for (std::uint64_t s : cfg.seeds) {
+        for (const auto& r : runs) header.push_back(fmt::format("{}_b{}_seed{}", r.norm, r.batch_size, s));
+    }
+    std::vector<std::vector<double>> csv;
+    double lowest = 1, highest = 0;  // of mean - std and mean + std: the plot's y range
+    for (std::size_t e = 0; e < cfg.epochs; ++e) {
+        std::vector<double> values{static_cast<double>(e + 1)};
+        for (const auto& r : runs) {
+            const std::vector<double> v = epoch_errors(r, e);
+            const double mean = tv::seed_mean(v), std = v.size() > 1 ? tv::seed_std(v) : 0.0;
+            values.push_back(mean);
+            values.push_back(std);
+            lowest = std::min(lowest, mean - std);
+            highest = std::max(highest, mean + std);
+        }
+        for (std::size_t s = 0; s < cfg.seeds.size(); ++s) {
+            for (const auto& r : runs) values.push_back(epoch_errors(r, e)[s]);
+        }
+        csv.push_back(values);
+    }
+
     const std::string csv_path = tut.out_path("09_small_batch.csv"), png = tut.out_path("09_small_batch.png");
     write_csv(csv_path, header, csv);
-    // Colour by normalisation, line style by batch size; whole epochs on x, percent on y as in the table.
-    std::string plot = fmt::format("set title 'Fashion-MNIST MLP: test error after each epoch (seed {})'\nset xlabel 'epoch'\n"
-                                   "set ylabel 'test error (%)'\nset xtics 1\nset ytics 1\nset format y '%.0f%%'\nset grid\n"
-                                   "set key below\nset datafile separator ','\nplot ",
-                                   cfg.seeds.front());
+    // Colour by normalisation, line style by batch size; whole epochs on x, percent on y as in the
+    // table. With several seeds: the mean, and error bars of ± one std, each run shifted a little
+    // along x so that the bars do not hide each other.
+    const bool spread = cfg.seeds.size() > 1;
+    std::string plot = fmt::format(
+        "set title 'Fashion-MNIST MLP: test error after each epoch ({})'\nset xlabel 'epoch'\n"
+        "set ylabel 'test error (%)'\nset xtics 1\nset xrange [0.7:{}.3]\nset yrange [{}:{}]\nset format y '%.0f%%'\n"
+        "set grid\nset key below\nset datafile separator ','\nplot ",
+        spread ? fmt::format("mean ± std over {} seeds", cfg.seeds.size()) : fmt::format("seed {} only", cfg.seeds.front()),
+        cfg.epochs, std::floor(100 * lowest - 0.5), std::ceil(100 * highest + 0.5));
     for (std::size_t i = 0; i < runs.size(); ++i) {
         const bool bn = runs[i].norm == "BN", small = runs[i].batch_size < 128;
-        plot += fmt::format("{}'{}' using 1:(100*${}) with linespoints lw 2 pt {} dt {} lc rgb '{}' title '{}'", i ? ", " : "",
-                            csv_path, i + 2, bn ? 7 : 5, small ? 2 : 1, bn ? "#c0392b" : "#2471a3", rows[0][i + 1]);
+        const double shift = 0.03 * (static_cast<double>(i) - 1.5);
+        const std::string style = fmt::format("lw 2 pt {} dt {} lc rgb '{}' title '{}'", bn ? 7 : 5, small ? 2 : 1,
+                                              bn ? "#c0392b" : "#2471a3", rows[0][i + 1]);
+        plot += spread ? fmt::format("{}'{}' using ($1+{}):(100*${}):(100*${}) with yerrorlines {}", i ? ", " : "", csv_path,
+                                     shift, 2 + 2 * i, 3 + 2 * i, style)
+                       : fmt::format("{}'{}' using 1:(100*${}) with linespoints {}", i ? ", " : "", csv_path, 2 + 2 * i, style);
     }
-    if (gnuplot(plot, png, 900, 600, std::to_string(cfg.seeds.front()))) tut.say("plot: " + png);  // the first seed
+    if (gnuplot(plot, png, 900, 600, seed_list)) tut.say("plot: " + png);
     tut.say("csv: " + csv_path);
 
     tut.step(fmt::format("final test error{}", cfg.seeds.size() > 1 ? ", mean ± std over seeds " + seed_list : ""));

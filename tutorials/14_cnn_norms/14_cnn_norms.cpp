@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"14 A small CNN with BatchNorm, LayerNorm, GroupNorm, InstanceNorm", "A1.6", "docs/tutorials/14-cnn-norms.md",
                   "about 10 s of CPU (one thread)", "6000 training images, 5000 test images, 3 epochs, 3 seeds (about 3 minutes of CPU)",
-                  "14_cnn_norms.csv/.png (test error per epoch, mean over the seeds)"});
+                  "14_cnn_norms.csv/.png (test error per epoch, mean ± std over the seeds)"});
     Config c;
     if (tut.full()) {
         c.train_samples = 6000;
@@ -229,33 +229,44 @@ int main(int argc, char** argv) {
         tut.say("   --full (3 seeds) found LN - BN = -0.34 ± 0.57 points per seed, t = -1.0: within the spread");
     }
 
+    // The CSV: per run (batch x norm) the mean over the seeds after each epoch, then the sample std.
+    const bool spread = c.seeds.size() > 1;
     std::vector<std::string> header{"epoch"};
     std::vector<std::vector<double>> csv;
     for (const auto& rs : runs) header.push_back(fmt::format("{}_b{}", rs[0].norm, rs[0].batch));
+    for (const auto& rs : runs) header.push_back(fmt::format("{}_b{}_std", rs[0].norm, rs[0].batch));
+    double lowest = 1, highest = 0;  // of mean - std and mean + std: the plot's y range
     for (std::size_t e = 0; e < c.epochs; ++e) {
         std::vector<double> row{static_cast<double>(e + 1)};
         for (const auto& rs : runs) row.push_back(seed_mean(errors(rs, e)));
+        for (const auto& rs : runs) row.push_back(spread ? seed_std(errors(rs, e)) : 0.0);
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            lowest = std::min(lowest, row[1 + i] - row[1 + runs.size() + i]);
+            highest = std::max(highest, row[1 + i] + row[1 + runs.size() + i]);
+        }
         csv.push_back(row);
     }
     const std::string csv_path = tut.out_path("14_cnn_norms.csv"), png = tut.out_path("14_cnn_norms.png");
     write_csv(csv_path, header, csv);
-    // One panel per batch size, one colour per normalisation, the same y range in both.
+    // One panel per batch size, one colour per normalisation, the same y range in both; with several
+    // seeds, error bars of ± one std, each norm shifted a little along x so the bars stay apart.
     const std::vector<std::string> colours{"#555555", "#c0392b", "#2471a3", "#229954", "#b9770e"};
     std::string plot = fmt::format("set multiplot layout 1,2 title 'Fashion-MNIST CNN: test error after each epoch ({})'\n",
-                                   c.seeds.size() == 1 ? fmt::format("seed {} only", c.seeds.front())
-                                                       : fmt::format("mean over {} seeds", c.seeds.size()));
-    plot += "set datafile separator ','\nset grid\nset xlabel 'epoch'\nset xtics 1\nset ylabel 'test error (%)'\n"
-            "set format y '%.0f%%'\nset key top right\n";
-    double lowest = 1, highest = 0;
-    for (const auto& row : csv) {
-        for (std::size_t i = 1; i < row.size(); ++i) lowest = std::min(lowest, row[i]), highest = std::max(highest, row[i]);
-    }
+                                   spread ? fmt::format("mean ± std over {} seeds", c.seeds.size())
+                                          : fmt::format("seed {} only", c.seeds.front()));
+    plot += fmt::format("set datafile separator ','\nset grid\nset xlabel 'epoch'\nset xtics 1\nset xrange [0.7:{}.3]\n"
+                        "set ylabel 'test error (%)'\nset format y '%.0f%%'\nset key top right\n",
+                        c.epochs);
     plot += fmt::format("set yrange [{}:{}]\n", std::floor(100 * lowest) - 1, std::ceil(100 * highest) + 1);
     for (std::size_t bi = 0; bi < c.batch_sizes.size(); ++bi) {
         plot += fmt::format("set title 'batch {}'\nplot ", c.batch_sizes[bi]);
         for (std::size_t ni = 0; ni < kNorms.size(); ++ni) {
-            plot += fmt::format("{}'{}' using 1:(100*${}) with linespoints lw 2 pt 7 lc rgb '{}' title '{}'", ni ? ", " : "",
-                                csv_path, 2 + bi * kNorms.size() + ni, colours[ni], kNorms[ni]);
+            const std::size_t column = 2 + bi * kNorms.size() + ni;
+            const double shift = 0.03 * (static_cast<double>(ni) - 2.0);
+            const std::string style = fmt::format("lw 2 pt 7 lc rgb '{}' title '{}'", colours[ni], kNorms[ni]);
+            plot += spread ? fmt::format("{}'{}' using ($1+{}):(100*${}):(100*${}) with yerrorlines {}", ni ? ", " : "",
+                                         csv_path, shift, column, column + runs.size(), style)
+                           : fmt::format("{}'{}' using 1:(100*${}) with linespoints {}", ni ? ", " : "", csv_path, column, style);
         }
         plot += "\n";
     }
