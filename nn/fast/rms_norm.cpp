@@ -5,6 +5,7 @@
 #include "nn/fast/rms_norm.hpp"
 
 #include <cmath>
+#include <type_traits>
 
 #include "core/fast/parallel.hpp"
 #include "nn/fast/kernel_primitives.hpp"
@@ -14,6 +15,15 @@ namespace xg::nn::fast {
 namespace {
 
 using detail::BasicOutputStore;
+
+// The next rows of x and g while y's or dx's row is written: only for float (measured 20-30 % faster
+// for rows of 768 floats; double rows measured no faster or slower: docs/performance.md). The
+// forward passes x twice (one fetch of the line is enough; the second hits the cache).
+template <class T>
+XG_KERNEL_INLINE detail::BasicNextRow<T> next_rows_of_float(const T* x, const T* g, std::size_t r, std::size_t end, std::size_t D) {
+    if constexpr (std::is_same_v<T, float>) return detail::next_row(x, g, r, end, D);
+    return {};
+}
 
 // Per row: rrms = 1 / sqrt(mean(x^2) + eps), xhat = x rrms, y = xhat w. All terms of mean(x^2)
 // are non-negative, so one pass loses nothing to cancellation.
@@ -28,7 +38,7 @@ XG_KERNEL_INLINE void forward_rows_of(const T* x, const T* w, T* y, double* row_
         const double rrms = 1.0 / std::sqrt(sum_x2 / static_cast<double>(D) + eps);
         row_rrms[r] = rrms;
         const auto xhat = [=](std::size_t j) { return double(xr[j]) * rrms; };
-        store(y + r * D, D, [=](std::size_t j) { return xhat(j) * double(w[j]); });
+        store(y + r * D, D, [=](std::size_t j) { return xhat(j) * double(w[j]); }, next_rows_of_float(x, x, r, r1, D));
     }
 }
 
@@ -51,7 +61,8 @@ XG_KERNEL_INLINE void backward_rows_of(const T* x, const T* g, const T* w, const
         });
         if (dx == nullptr) continue;
         const double mean_dxhat_xhat = sum_dxhat_xhat * inv_D;
-        store(dx + r * D, D, [=](std::size_t j) { return rrms * (dxhat(j) - xhat(j) * mean_dxhat_xhat); });
+        store(dx + r * D, D, [=](std::size_t j) { return rrms * (dxhat(j) - xhat(j) * mean_dxhat_xhat); },
+              next_rows_of_float(x, g, r, r1, D));
     }
 }
 
