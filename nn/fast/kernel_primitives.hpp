@@ -7,7 +7,8 @@
 //   XG_KERNEL_CLONES     compile a kernel for SSE2 and for AVX2; the loader picks one per CPU
 //   row_sum, row_sums    sum of n terms (one or two at once), in kLanes fixed partial sums
 //   row_mean_var         mean and biased variance of a row (corrected two-pass)
-//   OutputStore          out[j] = value(j) for j < n; large outputs bypass the cache, and
+//   OutputStore          out[j] = value(j) for j < n (BasicOutputStore<float>: float outputs);
+//                        large outputs bypass the cache, and
 //                        long rows fetch the kernel's next input rows (NextRow) meanwhile
 //   ChannelLayout        (N, C, L): BatchNorm's channels, each in N segments of length L
 //   channel_sums         per channel, the sums of terms over its N L values
@@ -89,11 +90,13 @@ XG_KERNEL_INLINE double row_sum(std::size_t n, Term&& term) {
 /// Mean and biased variance of the n values at x, by the corrected two-pass algorithm
 /// (docs/derivations/layernorm.md, Numerics): m = sum(x)/n, then the deviations d = x - m give
 /// mean = m + sum(d)/n and var = (sum(d^2) - sum(d)^2/n)/n.
-XG_KERNEL_INLINE void row_mean_var(const double* x, std::size_t n, double& mean, double& var) {
+/// The sums are double whatever the storage type T (docs/precision.md, "Accumulators").
+template <class T>
+XG_KERNEL_INLINE void row_mean_var(const T* x, std::size_t n, double& mean, double& var) {
     const double count = static_cast<double>(n);
-    const double m = row_sum(n, [x](std::size_t j) { return x[j]; }) / count;
+    const double m = row_sum(n, [x](std::size_t j) { return double(x[j]); }) / count;
     const auto [sum_d, sum_d2] = row_sums(n, [x, m](std::size_t j) {
-        const double d = x[j] - m;
+        const double d = double(x[j]) - m;
         return std::pair{d, d * d};
     });
     var = std::max(0.0, (sum_d2 - sum_d * sum_d / count) / count);
@@ -116,10 +119,11 @@ constexpr std::size_t kStreamBytes = std::size_t{4} << 20;
 
 /// Whether an output of `total` elements, written in pieces of `piece` elements, streams: large
 /// enough, and every piece starts 16-byte aligned (an SSE2 streaming store needs that; glibc's
-/// malloc gives it for the array, an even piece for every piece).
-inline bool streams(const double* out, std::size_t total, std::size_t piece) {
+/// malloc gives it for the array, a piece of a multiple of 16 bytes for every piece).
+template <class T>
+inline bool streams(const T* out, std::size_t total, std::size_t piece) {
 #if defined(__SSE2__)
-    return out != nullptr && total * sizeof(double) >= kStreamBytes && piece % 2 == 0 &&
+    return out != nullptr && total * sizeof(T) >= kStreamBytes && (piece * sizeof(T)) % 16 == 0 &&
            reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
 #else
     (void)out, (void)total, (void)piece;
@@ -130,39 +134,55 @@ inline bool streams(const double* out, std::size_t total, std::size_t piece) {
 /// The next rows of a row kernel's inputs (up to two arrays, null for none), for OutputStore to
 /// fetch while it writes the current row. LayerNorm's backward passes them; its forward and
 /// RMSNorm's kernels do not (measured no faster, or slower: docs/performance.md).
-struct NextRow {
-    const double* a = nullptr;
-    const double* b = nullptr;
+template <class T>
+struct BasicNextRow {
+    const T* a = nullptr;
+    const T* b = nullptr;
 };
+using NextRow = BasicNextRow<double>;
 
 /// Row r + 1 of x and of g in rows of width D, or none when r is the last of the rows [.., end).
-inline NextRow next_row(const double* x, const double* g, std::size_t r, std::size_t end, std::size_t D) {
-    return r + 1 < end ? NextRow{x + (r + 1) * D, g + (r + 1) * D} : NextRow{};
+template <class T>
+inline BasicNextRow<T> next_row(const T* x, const T* g, std::size_t r, std::size_t end, std::size_t D) {
+    return r + 1 < end ? BasicNextRow<T>{x + (r + 1) * D, g + (r + 1) * D} : BasicNextRow<T>{};
 }
+
+#if defined(__SSE2__)
+/// A streaming store of the 16 bytes at v to p (16-byte aligned).
+inline void stream16(double* p, const double* v) { _mm_stream_pd(p, _mm_loadu_pd(v)); }
+inline void stream16(float* p, const float* v) { _mm_stream_ps(p, _mm_loadu_ps(v)); }
+#endif
 
 /// Writes a kernel's output, `total` elements starting at `out`, in pieces of `piece` elements:
 /// store(p, n, value) sets p[j] = value(j) for j < n. Streams large outputs past the cache (see
 /// streams()) and orders those stores before whatever follows when it goes out of scope.
 /// store(p, n, value, next) also fetches the rows at next.a and next.b (n elements each), one
-/// 64-byte line per 8 values stored, when the output streams and its pieces are longer than
-/// kShortRowBytes: a row kernel reads memory only in its first pass over a row, and while its
+/// 64-byte line per 64 bytes stored, when the output streams and its pieces are longer than
+/// kShortRowBytes of doubles (512 values: the kernels compute in double whatever T, so the time a
+/// row takes, which the fetch overlaps, goes by its values, not its bytes; float rows of 768 values
+/// ran 20-25 % faster with it, docs/performance.md): a row kernel reads memory only in its first pass over a row, and while its
 /// last pass writes from the cache the hardware prefetcher does not run a whole row ahead, so
 /// memory would sit idle (measured: docs/performance.md; shorter or cache-resident rows were
-/// slower with it).
-class OutputStore {
+/// slower with it). T is the output's storage type (double or float); value(j) may return a double,
+/// rounded to T at the store.
+template <class T>
+class BasicOutputStore {
 public:
-    OutputStore(double* out, std::size_t total, std::size_t piece)
-        : stream_(streams(out, total, piece)), prefetch_(stream_ && piece * sizeof(double) > kShortRowBytes) {}
-    OutputStore(const OutputStore&) = delete;
-    OutputStore& operator=(const OutputStore&) = delete;
-    ~OutputStore() {
+    // One 64-byte cache line of T.
+    static constexpr std::size_t kBlock = 64 / sizeof(T);
+
+    BasicOutputStore(T* out, std::size_t total, std::size_t piece)
+        : stream_(streams(out, total, piece)), prefetch_(stream_ && piece > kShortRowBytes / sizeof(double)) {}
+    BasicOutputStore(const BasicOutputStore&) = delete;
+    BasicOutputStore& operator=(const BasicOutputStore&) = delete;
+    ~BasicOutputStore() {
 #if defined(__SSE2__)
         if (stream_) _mm_sfence();
 #endif
     }
 
     template <class F>
-    XG_KERNEL_INLINE void operator()(double* p, std::size_t n, F&& value, NextRow next = {}) const {
+    XG_KERNEL_INLINE void operator()(T* p, std::size_t n, F&& value, BasicNextRow<T> next = {}) const {
         rows<1>(p, n, n, [&value](std::size_t, std::size_t j) { return value(j); }, next);
     }
 
@@ -170,21 +190,22 @@ public:
     /// kRows values of a column are computed before any is stored, so value's per-column loads
     /// (a channel's statistics) are shared by the rows.
     template <std::size_t kRows, class F>
-    XG_KERNEL_INLINE void rows(double* p, std::size_t stride, std::size_t n, F&& value, NextRow next = {}) const {
+    XG_KERNEL_INLINE void rows(T* p, std::size_t stride, std::size_t n, F&& value, BasicNextRow<T> next = {}) const {
         std::size_t j0 = 0;
 #if defined(__SSE2__)
         if (stream_) {
             if (!prefetch_) next = {};
-            for (; j0 + 8 <= n; j0 += 8) {
+            constexpr std::size_t kPerStore = 16 / sizeof(T);
+            for (; j0 + kBlock <= n; j0 += kBlock) {
                 if (next.a != nullptr) __builtin_prefetch(next.a + j0);
                 if (next.b != nullptr) __builtin_prefetch(next.b + j0);
-                double v[kRows][8];
+                T v[kRows][kBlock];
 #pragma omp simd
-                for (std::size_t k = 0; k < 8; ++k) {
-                    for (std::size_t q = 0; q < kRows; ++q) v[q][k] = value(q, j0 + k);
+                for (std::size_t k = 0; k < kBlock; ++k) {
+                    for (std::size_t q = 0; q < kRows; ++q) v[q][k] = T(value(q, j0 + k));
                 }
                 for (std::size_t q = 0; q < kRows; ++q) {
-                    for (std::size_t k = 0; k < 8; k += 2) _mm_stream_pd(p + q * stride + j0 + k, _mm_loadu_pd(&v[q][k]));
+                    for (std::size_t k = 0; k < kBlock; k += kPerStore) stream16(p + q * stride + j0 + k, &v[q][k]);
                 }
             }
         }
@@ -193,8 +214,8 @@ public:
 #endif
 #pragma omp simd
         for (std::size_t j = j0; j < n; ++j) {
-            double v[kRows];
-            for (std::size_t q = 0; q < kRows; ++q) v[q] = value(q, j);
+            T v[kRows];
+            for (std::size_t q = 0; q < kRows; ++q) v[q] = T(value(q, j));
             for (std::size_t q = 0; q < kRows; ++q) p[q * stride + j] = v[q];
         }
     }
@@ -202,6 +223,7 @@ public:
 private:
     bool stream_, prefetch_;
 };
+using OutputStore = BasicOutputStore<double>;
 
 // ---- BatchNorm's channels -----------------------------------------------------------------------
 

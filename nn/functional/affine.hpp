@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -15,20 +17,41 @@
 namespace xg::nn::detail {
 
 /// `size` values of a parameter, or `size` copies of `fill` when there is none (values == null):
-/// a norm without an affine runs its kernels with w = 1 and b = 0.
-class ValuesOr {
+/// a norm without an affine runs its kernels with w = 1 and b = 0. T is the kernels' storage type:
+/// double (any tensor, read through value()) or float (a float32 tensor's native storage).
+template <class T>
+class BasicValuesOr {
 public:
-    ValuesOr(const double* values, std::size_t size, double fill)
-        : filled_(values != nullptr ? 0 : size, fill), data_(values != nullptr ? values : filled_.data()) {}
-    ValuesOr(const Tensor& t, std::size_t size, double fill) : ValuesOr(t.defined() ? t.data() : nullptr, size, fill) {}
-    ValuesOr(const ValuesOr&) = delete;  // data_ may point into filled_
-    ValuesOr& operator=(const ValuesOr&) = delete;
-    const double* data() const { return data_; }
+    BasicValuesOr(const T* values, std::size_t size, double fill)
+        : filled_(values != nullptr ? 0 : size, T(fill)), data_(values != nullptr ? values : filled_.data()) {}
+    BasicValuesOr(const Tensor& t, std::size_t size, double fill) : BasicValuesOr(t.defined() ? storage(t) : nullptr, size, fill) {}
+    BasicValuesOr(const BasicValuesOr&) = delete;  // data_ may point into filled_
+    BasicValuesOr& operator=(const BasicValuesOr&) = delete;
+    const T* data() const { return data_; }
 
 private:
-    std::vector<double> filled_;
-    const double* data_;
+    static const T* storage(const Tensor& t) {
+        if constexpr (std::is_same_v<T, double>) {
+            return t.data();
+        } else {
+            return t.values<T>().data();
+        }
+    }
+    std::vector<T> filled_;
+    const T* data_;
 };
+using ValuesOr = BasicValuesOr<double>;
+
+/// Whether a norm runs natively in float32: x and every defined parameter are float32. Otherwise
+/// (float64, or float32 x with a float64 weight) it runs on float64 values, its result of
+/// result_dtype(inputs).
+inline bool all_float32(const Tensor& x, std::initializer_list<const Tensor*> parameters) {
+    if (x.dtype() != kFloat32) return false;
+    for (const Tensor* p : parameters) {
+        if (p->defined() && p->dtype() != kFloat32) return false;
+    }
+    return true;
+}
 
 /// Where a norm node keeps its optional weight and bias: its inputs are x, then the weight and the
 /// bias that are defined. Small enough to capture by value in the backward and the twin.
@@ -49,6 +72,10 @@ public:
     const double* weight_values(const GradContext& c) const {
         return weight_ < 0 ? nullptr : c.input(static_cast<std::size_t>(weight_)).data();
     }
+    /// The same from a float32 weight's native storage (no float64 mirror is made).
+    const float* weight_values32(const GradContext& c) const {
+        return weight_ < 0 ? nullptr : c.input32(static_cast<std::size_t>(weight_)).data();
+    }
 
     /// In the create_graph twin: the weight and the bias among its inputs, or undefined tensors.
     Tensor weight(const std::vector<Tensor>& in) const { return weight_ < 0 ? Tensor() : in[static_cast<std::size_t>(weight_)]; }
@@ -56,13 +83,16 @@ public:
 
     /// Hands dw and db (flat, as the kernels sum them) to the inputs that ask for a gradient, in
     /// their shapes.
-    void put_grads(const GradContext& c, Grads& grads, Array dw, Array db) const {
+    /// dw and db may be float32 (FloatArray) for a float32 weight and bias.
+    template <class A>
+    void put_grads(const GradContext& c, Grads& grads, A dw, A db) const {
         put(c, grads, weight_, std::move(dw));
         put(c, grads, bias_, std::move(db));
     }
 
 private:
-    static void put(const GradContext& c, Grads& grads, int slot, Array d) {
+    template <class A>
+    static void put(const GradContext& c, Grads& grads, int slot, A d) {
         if (slot < 0 || !c.needs_grad(static_cast<std::size_t>(slot))) return;
         d.reshape(c.input_shape(static_cast<std::size_t>(slot)));
         grads[static_cast<std::size_t>(slot)] = std::move(d);

@@ -8,40 +8,54 @@
 namespace xg::nn::reference {
 
 // y = xhat w + b,  xhat = (x - mean) rstd,  rstd = 1 / sqrt(var + eps)
-void layer_norm_forward(const double* x, const double* w, const double* b, double* y, double* mean, double* rstd,
-                        std::size_t rows, std::size_t D, double eps) {
+// Every value read is widened to double and only y is rounded to T (a float32 op = float32 storage
+// + float64 arithmetic between stores; why not float sums: docs/precision.md, "Accumulators").
+template <class T>
+void layer_norm_forward(const T* x, const T* w, const T* b, T* y, double* mean, double* rstd, std::size_t rows, std::size_t D,
+                        double eps) {
     for (std::size_t r = 0; r < rows; ++r) {
-        const double* xr = x + r * D;
+        const T* xr = x + r * D;
         double var;
         mean_var(xr, D, mean[r], var);
         rstd[r] = 1.0 / std::sqrt(var + eps);
         for (std::size_t j = 0; j < D; ++j) {
-            const double xhat = (xr[j] - mean[r]) * rstd[r];
-            y[r * D + j] = xhat * w[j] + b[j];
+            const double xhat = (double(xr[j]) - mean[r]) * rstd[r];
+            y[r * D + j] = T(xhat * double(w[j]) + double(b[j]));
         }
     }
 }
 
 // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)),  dxhat = g w;  dw = sum g xhat,  db = sum g
-void layer_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd, double* dx,
-                         double* dw, double* db, std::size_t rows, std::size_t D) {
+// The sums (and dw, db) are double whatever T: docs/precision.md, "Accumulators".
+template <class T>
+void layer_norm_backward(const T* x, const T* g, const T* w, const double* mean, const double* rstd, T* dx, double* dw,
+                         double* db, std::size_t rows, std::size_t D) {
     for (std::size_t r = 0; r < rows; ++r) {
-        const double *xr = x + r * D, *gr = g + r * D;
+        const T *xr = x + r * D, *gr = g + r * D;
         double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
         for (std::size_t j = 0; j < D; ++j) {
-            const double xhat = (xr[j] - mean[r]) * rstd[r], dxhat = gr[j] * w[j];
+            const double xhat = (double(xr[j]) - mean[r]) * rstd[r], dxhat = double(gr[j]) * double(w[j]);
             sum_dxhat += dxhat;
             sum_dxhat_xhat += dxhat * xhat;
-            dw[j] += gr[j] * xhat;
-            db[j] += gr[j];
+            dw[j] += double(gr[j]) * xhat;
+            db[j] += double(gr[j]);
         }
         if (dx == nullptr) continue;
         const double mean_dxhat = sum_dxhat / static_cast<double>(D), mean_dxhat_xhat = sum_dxhat_xhat / static_cast<double>(D);
         for (std::size_t j = 0; j < D; ++j) {
-            const double xhat = (xr[j] - mean[r]) * rstd[r], dxhat = gr[j] * w[j];
-            dx[r * D + j] = rstd[r] * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
+            const double xhat = (double(xr[j]) - mean[r]) * rstd[r], dxhat = double(gr[j]) * double(w[j]);
+            dx[r * D + j] = T(rstd[r] * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
         }
     }
 }
+
+template void layer_norm_forward<double>(const double*, const double*, const double*, double*, double*, double*, std::size_t,
+                                         std::size_t, double);
+template void layer_norm_forward<float>(const float*, const float*, const float*, float*, double*, double*, std::size_t,
+                                        std::size_t, double);
+template void layer_norm_backward<double>(const double*, const double*, const double*, const double*, const double*, double*,
+                                          double*, double*, std::size_t, std::size_t);
+template void layer_norm_backward<float>(const float*, const float*, const float*, const double*, const double*, float*,
+                                         double*, double*, std::size_t, std::size_t);
 
 }  // namespace xg::nn::reference

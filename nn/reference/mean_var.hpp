@@ -8,14 +8,16 @@ namespace xg::nn::reference {
 
 /// Mean and biased variance of the n values at x by the corrected two-pass algorithm
 /// (docs/derivations/layernorm.md, Numerics): m = sum(x)/n, d = x - m, then
-/// mean = m + sum(d)/n, var = (sum(d^2) - sum(d)^2/n)/n, clamped at 0.
-inline void mean_var(const double* x, std::size_t n, double& mean, double& var) {
+/// mean = m + sum(d)/n, var = (sum(d^2) - sum(d)^2/n)/n, clamped at 0. The sums are double
+/// whatever the storage type T (docs/precision.md, "Accumulators").
+template <class T>
+inline void mean_var(const T* x, std::size_t n, double& mean, double& var) {
     double m = 0.0;
-    for (std::size_t j = 0; j < n; ++j) m += x[j];
+    for (std::size_t j = 0; j < n; ++j) m += double(x[j]);
     m /= static_cast<double>(n);
     double sum_d = 0.0, sum_d2 = 0.0;
     for (std::size_t j = 0; j < n; ++j) {
-        const double d = x[j] - m;
+        const double d = double(x[j]) - m;
         sum_d += d;
         sum_d2 += d * d;
     }

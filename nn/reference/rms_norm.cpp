@@ -6,37 +6,48 @@
 namespace xg::nn::reference {
 
 // y = xhat w,  xhat = x rrms,  rrms = 1 / sqrt(mean(x^2) + eps)
-void rms_norm_forward(const double* x, const double* w, double* y, double* rrms, std::size_t rows, std::size_t D, double eps) {
+// Every value read is widened to double and only y is rounded to T (a float32 op = float32 storage
+// + float64 arithmetic between stores; why not float sums: docs/precision.md, "Accumulators").
+template <class T>
+void rms_norm_forward(const T* x, const T* w, T* y, double* rrms, std::size_t rows, std::size_t D, double eps) {
     for (std::size_t r = 0; r < rows; ++r) {
-        const double* xr = x + r * D;
+        const T* xr = x + r * D;
         double sum_x2 = 0.0;
-        for (std::size_t j = 0; j < D; ++j) sum_x2 += xr[j] * xr[j];
+        for (std::size_t j = 0; j < D; ++j) sum_x2 += double(xr[j]) * double(xr[j]);
         rrms[r] = 1.0 / std::sqrt(sum_x2 / static_cast<double>(D) + eps);
         for (std::size_t j = 0; j < D; ++j) {
-            const double xhat = xr[j] * rrms[r];
-            y[r * D + j] = xhat * w[j];
+            const double xhat = double(xr[j]) * rrms[r];
+            y[r * D + j] = T(xhat * double(w[j]));
         }
     }
 }
 
 // dx = rrms (dxhat - xhat mean(dxhat xhat)),  dxhat = g w;  dw = sum g xhat
-void rms_norm_backward(const double* x, const double* g, const double* w, const double* rrms, double* dx, double* dw,
-                       std::size_t rows, std::size_t D) {
+template <class T>
+void rms_norm_backward(const T* x, const T* g, const T* w, const double* rrms, T* dx, double* dw, std::size_t rows,
+                       std::size_t D) {
     for (std::size_t r = 0; r < rows; ++r) {
-        const double *xr = x + r * D, *gr = g + r * D;
+        const T *xr = x + r * D, *gr = g + r * D;
         double sum_dxhat_xhat = 0.0;
         for (std::size_t j = 0; j < D; ++j) {
-            const double xhat = xr[j] * rrms[r], dxhat = gr[j] * w[j];
+            const double xhat = double(xr[j]) * rrms[r], dxhat = double(gr[j]) * double(w[j]);
             sum_dxhat_xhat += dxhat * xhat;
-            dw[j] += gr[j] * xhat;
+            dw[j] += double(gr[j]) * xhat;
         }
         if (dx == nullptr) continue;
         const double mean_dxhat_xhat = sum_dxhat_xhat / static_cast<double>(D);
         for (std::size_t j = 0; j < D; ++j) {
-            const double xhat = xr[j] * rrms[r], dxhat = gr[j] * w[j];
-            dx[r * D + j] = rrms[r] * (dxhat - xhat * mean_dxhat_xhat);
+            const double xhat = double(xr[j]) * rrms[r], dxhat = double(gr[j]) * double(w[j]);
+            dx[r * D + j] = T(rrms[r] * (dxhat - xhat * mean_dxhat_xhat));
         }
     }
 }
+
+template void rms_norm_forward<double>(const double*, const double*, double*, double*, std::size_t, std::size_t, double);
+template void rms_norm_forward<float>(const float*, const float*, float*, double*, std::size_t, std::size_t, double);
+template void rms_norm_backward<double>(const double*, const double*, const double*, const double*, double*, double*,
+                                        std::size_t, std::size_t);
+template void rms_norm_backward<float>(const float*, const float*, const float*, const double*, float*, double*, std::size_t,
+                                       std::size_t);
 
 }  // namespace xg::nn::reference

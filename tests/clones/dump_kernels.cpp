@@ -1,5 +1,6 @@
 // Writes the outputs and gradients of the kernels that have AVX2 clones (layer_norm, rms_norm,
-// batch_norm, group_norm; nn/fast/kernel_primitives.hpp) to the file named by argv[1], as raw doubles.
+// batch_norm, group_norm; nn/fast/kernel_primitives.hpp; layer_norm and rms_norm in float32 too) to the
+// file named by argv[1], as raw doubles.
 // Built twice - against the library as it is, and with those kernels compiled without clones - so
 // that compare_dumps.cmake can show that both versions round identically (ctest kernels.*).
 #include <cstdint>
@@ -57,6 +58,18 @@ int main(int argc, char** argv) {
                 if (op < 4) put(f, running_mean.value());
                 if (op < 4) put(f, running_var.value());
             }
+        }
+        // layer_norm and rms_norm in float32: their float kernels are clones too (native float32 nodes)
+        Tensor x32 = x.to(xg::kFloat32).detach().requires_grad_(), wl32 = wl.to(xg::kFloat32).detach().requires_grad_();
+        Tensor bl32 = bl.to(xg::kFloat32).detach().requires_grad_();
+        const Tensor dy32 = dy.to(xg::kFloat32);
+        for (int op = 0; op < 2; ++op) {
+            for (Tensor* t : {&x32, &wl32, &bl32}) t->zero_grad();
+            const Tensor y = op == 0 ? F::layer_norm(x32, {width}, wl32, bl32, 1e-5) : F::rms_norm(x32, {width}, wl32, 1e-6);
+            y.backward(dy32);
+            put(f, xg::to_float64_array(y.values<float>()));
+            put(f, xg::to_float64_array(x32.grad_values<float>()));
+            put(f, xg::to_float64_array(wl32.grad_values<float>()));
         }
     }
     // The dispatcher picks the AVX2 clone only where the CPU has AVX2; elsewhere both builds run

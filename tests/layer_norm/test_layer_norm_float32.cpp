@@ -1,9 +1,12 @@
 // `ctest -L float32`: layer_norm and LayerNorm in float32 against float64 (tests/support/float32_nn_twins.hpp).
 #include <catch2/catch.hpp>
 
+#include "core/engine/kernel_tier.hpp"
+
 #include "nn/functional/functional.hpp"
 #include "nn/modules/norm_layers.hpp"
 #include "tests/support/float32_nn_twins.hpp"
+#include "tests/support/norm_tiers.hpp"
 
 namespace xg_test_layer_norm_float32 {
 
@@ -47,6 +50,47 @@ const xg_test_support::RegisterNnTwins registered("layer_norm", &layer_norm_twin
 
 TEST_CASE("float32 twin: layer_norm and LayerNorm agree with float64", "[float32][layer_norm]") {
     xg_test_support::run_nn_twins(layer_norm_twins());
+}
+
+// The native float32 node (issue 28 part 2): float32 x and parameters run the kernels on their
+// float32 storage, so no tensor gets a float64 mirror in the forward or the backward, and the
+// results are those of the float64 arithmetic on the same values, rounded once (bit for bit: the
+// kernels widen every value read and sum in double, docs/precision.md "Accumulators").
+TEST_CASE("float32 layer_norm is a native float32 node: no float64 mirror, the float64 arithmetic's bits",
+          "[float32][layer_norm]") {
+    for (int fast = 0; fast < 2; ++fast) {
+        const xg::KernelTierGuard tier(fast ? xg::KernelTier::fast : xg::KernelTier::reference);
+        const Tensor x = Tensor(xg_test_support::random_array({6, 4, 33}, 31, 2.0, 0.5), xg::kFloat32, true);
+        const Tensor w = Tensor(xg_test_support::random_array({4, 33}, 32), xg::kFloat32, true);
+        const Tensor b = Tensor(xg_test_support::random_array({4, 33}, 33), xg::kFloat32, true);
+        const Tensor g = Tensor(xg_test_support::random_array({6, 4, 33}, 34), xg::kFloat32);
+        const Tensor y = F::layer_norm(x, {4, 33}, w, b);
+        REQUIRE(y.dtype() == xg::kFloat32);
+        CHECK(y.node()->native32);
+        y.backward(g);
+        for (const Tensor* t : {&x, &w, &b, &y, &g}) {
+            CHECK(t->node()->value_mirror == xg::Node::Mirror::None);
+            CHECK(t->node()->grad_mirror == xg::Node::Mirror::None);
+        }
+        // the float64 route on the same (widened) values, rounded to float32 at the end
+        const Tensor x64(xg::to_float64_array(x.values<float>()), true);
+        const Tensor w64(xg::to_float64_array(w.values<float>()), true);
+        const Tensor b64(xg::to_float64_array(b.values<float>()), true);
+        const Tensor y64 = F::layer_norm(x64, {4, 33}, w64, b64);
+        y64.backward(Tensor(xg::to_float64_array(g.values<float>())));
+        CHECK(y.values<float>() == xg::to_float32_array(y64.value()));
+        CHECK(x.grad_values<float>() == xg::to_float32_array(x64.grad_value()));
+        CHECK(w.grad_values<float>() == xg::to_float32_array(w64.grad_value()));
+        CHECK(b.grad_values<float>() == xg::to_float32_array(b64.grad_value()));
+    }
+}
+
+TEST_CASE("layer_norm with float32 x and a float64 weight keeps the float64 route", "[float32][layer_norm]") {
+    const Tensor x = Tensor(xg_test_support::random_array({3, 8}, 35), xg::kFloat32, true);
+    const Tensor w(xg_test_support::random_array({8}, 36), true);
+    const Tensor y = F::layer_norm(x, {8}, w, Tensor());
+    CHECK(y.dtype() == xg::result_dtype({x, w}));
+    CHECK_FALSE(y.node()->native32);
 }
 
 }  // namespace xg_test_layer_norm_float32

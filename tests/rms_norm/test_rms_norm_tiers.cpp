@@ -39,8 +39,8 @@ TEST_CASE("rms_norm tiers: fast kernels match the reference kernels", "[tiers][r
             for (int fast = 0; fast < 2; ++fast) {
                 y[fast] = Array::from_shape({rows, D}), rrms[fast] = Array::from_shape({rows}), dx[fast] = Array::from_shape({rows, D});
                 dw[fast] = xt::zeros<double>({D}), dw_only[fast] = xt::zeros<double>({D});
-                auto* forward = fast ? xg::nn::fast::rms_norm_forward : xg::nn::reference::rms_norm_forward;
-                auto* backward = fast ? xg::nn::fast::rms_norm_backward : xg::nn::reference::rms_norm_backward;
+                auto* forward = fast ? xg::nn::fast::rms_norm_forward<double> : xg::nn::reference::rms_norm_forward<double>;
+                auto* backward = fast ? xg::nn::fast::rms_norm_backward<double> : xg::nn::reference::rms_norm_backward<double>;
                 forward(x.data(), w.data(), y[fast].data(), rrms[fast].data(), rows, D, 1e-6);
                 backward(x.data(), g.data(), w.data(), rrms[fast].data(), dx[fast].data(), dw[fast].data(), rows, D);
                 backward(x.data(), g.data(), w.data(), rrms[fast].data(), nullptr, dw_only[fast].data(), rows, D);
@@ -52,6 +52,55 @@ TEST_CASE("rms_norm tiers: fast kernels match the reference kernels", "[tiers][r
             check_tiers_agree("dw without dx " + at, dw_only[1], dw_only[0], std::max(rows, D));
         }
     }
+}
+
+TEST_CASE("rms_norm tiers: float32 fast kernels match the float32 reference kernels", "[tiers][rms_norm][float32]") {
+    xg_test_support::ThreadCountGuard restore;
+    using xg::FloatArray;
+    using xg_test_support::check_float_tiers_agree;
+    for (const auto [rows, D] : kShapes) {
+        const FloatArray x = xg::to_float32_array(xg_test_support::random_array({rows, D}, 11, 3.0, 1.0));
+        const FloatArray g = xg::to_float32_array(xg_test_support::random_array({rows, D}, 12));
+        const FloatArray w = xg::to_float32_array(xg_test_support::random_array({D}, 13));
+        for (int threads : xg_test_support::kTierThreadCounts) {
+            xg::set_num_threads(threads);
+            const std::string at = fmt::format("({}, {}) at {} threads", rows, D, threads);
+            FloatArray y[2], dx[2];
+            Array rrms[2], dw[2], dw_only[2];
+            for (int fast = 0; fast < 2; ++fast) {
+                y[fast] = FloatArray::from_shape({rows, D}), dx[fast] = FloatArray::from_shape({rows, D});
+                rrms[fast] = Array::from_shape({rows});
+                dw[fast] = xt::zeros<double>({D}), dw_only[fast] = xt::zeros<double>({D});
+                auto* forward = fast ? xg::nn::fast::rms_norm_forward<float> : xg::nn::reference::rms_norm_forward<float>;
+                auto* backward = fast ? xg::nn::fast::rms_norm_backward<float> : xg::nn::reference::rms_norm_backward<float>;
+                forward(x.data(), w.data(), y[fast].data(), rrms[fast].data(), rows, D, 1e-6);
+                backward(x.data(), g.data(), w.data(), rrms[fast].data(), dx[fast].data(), dw[fast].data(), rows, D);
+                backward(x.data(), g.data(), w.data(), rrms[fast].data(), nullptr, dw_only[fast].data(), rows, D);
+            }
+            check_float_tiers_agree("y " + at, y[1], y[0], D);
+            check_tiers_agree("rrms " + at, rrms[1], rrms[0], D);
+            check_float_tiers_agree("dx " + at, dx[1], dx[0], D,
+                                    xg_test_support::dx_magnitude(xg::to_float64_array(w), rrms[0], xg::to_float64_array(g)));
+            check_tiers_agree("dw " + at, dw[1], dw[0], std::max(rows, D));
+            check_tiers_agree("dw without dx " + at, dw_only[1], dw_only[0], std::max(rows, D));
+        }
+    }
+}
+
+TEST_CASE("rms_norm tiers: the float32 op on either tier", "[tiers][rms_norm][float32]") {
+    const Array xv = xg_test_support::random_array({6, 4, 33}, 15, 2.0, -1.0), gv = xg_test_support::random_array({6, 4, 33}, 16);
+    Tensor out[2], x[2], w[2];
+    for (int fast = 0; fast < 2; ++fast) {
+        const xg::KernelTierGuard tier(fast ? xg::KernelTier::fast : xg::KernelTier::reference);
+        x[fast] = Tensor(xv, xg::kFloat32, true);
+        w[fast] = Tensor(xg_test_support::random_array({4, 33}, 17), xg::kFloat32, true);
+        out[fast] = F::rms_norm(x[fast], {4, 33}, w[fast]);
+        out[fast].backward(Tensor(gv, xg::kFloat32));
+    }
+    using xg_test_support::check_float_tiers_agree;
+    check_float_tiers_agree("y", out[1].values<float>(), out[0].values<float>(), 132);
+    check_float_tiers_agree("dx", x[1].grad_values<float>(), x[0].grad_values<float>(), 132);
+    check_float_tiers_agree("dw", w[1].grad_values<float>(), w[0].grad_values<float>(), 132);
 }
 
 TEST_CASE("rms_norm tiers: the op on either tier, with and without weight", "[tiers][rms_norm]") {
@@ -79,7 +128,7 @@ TEST_CASE("rms_norm tiers: the op runs the kernels of the tier it is on", "[tier
     for (int fast = 0; fast < 2; ++fast) {
         const xg::KernelTierGuard tier(fast ? xg::KernelTier::fast : xg::KernelTier::reference);
         Array y = Array::from_shape({rows, D}), rrms = Array::from_shape({rows});
-        (fast ? xg::nn::fast::rms_norm_forward : xg::nn::reference::rms_norm_forward)(x.data(), ones.data(), y.data(), rrms.data(),
+        (fast ? xg::nn::fast::rms_norm_forward<double> : xg::nn::reference::rms_norm_forward<double>)(x.data(), ones.data(), y.data(), rrms.data(),
                                                                                       rows, D, 1e-6);
         CHECK(F::rms_norm(Tensor(x), {D}).value() == y);  // bit for bit
     }
