@@ -271,4 +271,13 @@ TEST_CASE("threads: float32 matrix products (sgemm), batched and in linear, give
              {a, random_array({192, 128}, 35), random_array({192}, 36)}, xg::kFloat32);
 }
 
+TEST_CASE("threads: float32 GELU and element-wise ops with a broadcast row give the same bits at 1, 2 and 3 threads", "[threads]") {
+    const Array x = random_array({256, 192}, 10), y = random_array({256, 192}, 11), row = random_array({192}, 12);
+    check_op("float32 gelu", [](const std::vector<Tensor>& t) { return F::gelu(t[0]); }, {x}, xg::kFloat32);
+    check_op("float32 gelu tanh", [](const std::vector<Tensor>& t) { return F::gelu(t[0], F::GeluApproximate::tanh); }, {x},
+             xg::kFloat32);
+    check_op("float32 x * y + row - row * x", [](const std::vector<Tensor>& t) { return t[0] * t[1] + t[2] - t[2] * t[0]; },
+             {x, y, row}, xg::kFloat32);
+}
+
 }  // namespace xg_test_engine_threads

@@ -1,6 +1,8 @@
 // Native float32 storage of the matrix products (issue 28 part 2): linear and matmul on float32
 // tensors run sgemm on their float32 values, forward and backward, and never widen an input, the
-// output or a gradient into a float64 mirror (Node::value_mirror / grad_mirror stay None).
+// output or a gradient into a float64 mirror (Node::value_mirror / grad_mirror stay None); nor do
+// the other ops of an MLP step that have float32 kernels (add, sub, mul with a broadcast row or a
+// scalar, GELU).
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -30,7 +32,7 @@ void check_no_mirror(const Tensor& t, const char* what) {
     CHECK(t.dtype() == xg::kFloat32);
     CHECK(t.node()->value_mirror == Mirror::None);
     CHECK(t.node()->grad_mirror == Mirror::None);
-    CHECK(t.node()->value.size() == 0);
+    CHECK(t.node()->value.dimension() == 0);  // the float64 member never held this tensor (a default xarray is 0-D)
 }
 
 }  // namespace
@@ -84,8 +86,17 @@ TEST_CASE("float32 matmul sums a broadcast operand's gradient over the batch, as
     xg::matmul(a64, m64).backward(Tensor(gv));
     const Tensor a32(av, xg::kFloat32, true), m32(mv, xg::kFloat32, true);
     xg::matmul(a32, m32).backward(Tensor(gv, xg::kFloat32));
-    CHECK(xg::to_float64_array(a32.grad_values<float>()) == a64.grad_value());
-    CHECK(xg::to_float64_array(m32.grad_values<float>()) == m64.grad_value());
+    CHECK(bool(xg::to_float64_array(a32.grad_values<float>()) == a64.grad_value()));
+    CHECK(bool(xg::to_float64_array(m32.grad_values<float>()) == m64.grad_value()));
+}
+
+TEST_CASE("float32 add, sub, mul (a broadcast row, a scalar) and GELU make no float64 mirror", "[float32][storage]") {
+    const Tensor x = float32_leaf({6, 8}, 13), y = float32_leaf({6, 8}, 14), row = float32_leaf({8}, 15);
+    const Tensor h = F::gelu(x * y + row) - row * 0.5;
+    CHECK(h.node()->native32);
+    h.backward(float32_leaf({6, 8}, 16, false));
+    check_no_mirror(h, "result");
+    for (const Tensor& t : {x, y, row}) check_no_mirror(t, "operand");
 }
 
 TEST_CASE("linear of a float32 input and a float64 weight computes in float64, as PyTorch promotes", "[float32][linear]") {
@@ -95,7 +106,7 @@ TEST_CASE("linear of a float32 input and a float64 weight computes in float64, a
     const Tensor y = F::linear(x, w);
     CHECK(y.dtype() == xg::kFloat64);
     const Tensor expected = F::linear(Tensor(xg::to_float64_array(x.values<float>())), w);
-    CHECK(y.value() == expected.value());
+    CHECK(bool(y.value() == expected.value()));
 }
 
 }  // namespace xg_test_linear_storage
