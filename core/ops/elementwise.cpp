@@ -25,8 +25,10 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 }
 
 namespace {
-// grad summed into `shape` (which differs from grad's): read in place, never copied first.
-Array summed_to(const Array& grad, const Shape& shape) {
+// grad summed into `shape` (which differs from grad's): read in place, never copied first. A
+// float32 gradient is summed in float64 too (the caller rounds the sums once).
+template <class T>
+Array summed_to(const xt::xarray<T>& grad, const Shape& shape) {
     Array out = xt::zeros<double>(shape);
     if (out.size() == 1) {  // a scalar operand: one running sum, same order as the strided walk
         double total = 0.0;
@@ -35,7 +37,7 @@ Array summed_to(const Array& grad, const Shape& shape) {
         return out;
     }
     const Shape gshape(grad.shape().begin(), grad.shape().end());
-    const double* g = grad.data();
+    const T* g = grad.data();
     double* o = out.data();
     parallel_for_each_index(gshape, broadcast_strides(shape, gshape), [&](std::size_t i, std::size_t io) { o[io] += g[i]; });
     return out;
@@ -88,31 +90,145 @@ std::size_t normalize_axis(int axis, std::size_t ndim, const char* op) {
 
 // ---- binary -------------------------------------------------------------------------------
 
+namespace {
+
+// ---- float32 add, sub, mul: float32 storage, float64 arithmetic (each result rounded once, which
+// for +, - and * is the correctly rounded float32 result), no float64 mirror of any operand.
+
+enum class Binary { add, sub, mul };
+
+template <Binary op>
+double apply(double a, double b) {
+    if constexpr (op == Binary::add) return a + b;
+    else if constexpr (op == Binary::sub) return a - b;
+    else return a * b;
+}
+
+template <Binary op>
+FloatArray zip32(const FloatArray& a, const FloatArray& b, const char* name) {
+    const float *pa = a.data(), *pb = b.data();
+    // out[i] = value(i) over the elements of `like`'s shape
+    const auto elementwise = [](const FloatArray& like, auto&& value) {
+        FloatArray out = FloatArray::from_shape(like.shape());
+        float* po = out.data();
+        detail::parallel_for(out.size(), 1, [&](std::size_t begin, std::size_t end) {
+            for (std::size_t i = begin; i < end; ++i) po[i] = static_cast<float>(value(i));
+        });
+        return out;
+    };
+    if (a.shape() == b.shape()) return elementwise(a, [&](std::size_t i) { return apply<op>(pa[i], pb[i]); });
+    if (b.size() == 1 && b.dimension() <= a.dimension()) {  // x * 0.5, g * scale
+        const double vb = pb[0];
+        return elementwise(a, [&](std::size_t i) { return apply<op>(pa[i], vb); });
+    }
+    if (a.size() == 1 && a.dimension() <= b.dimension()) {  // 1.0 - x
+        const double va = pa[0];
+        return elementwise(b, [&](std::size_t i) { return apply<op>(va, pb[i]); });
+    }
+    const Shape sa(a.shape().begin(), a.shape().end()), sb(b.shape().begin(), b.shape().end());
+    const Shape so = broadcast_shapes(sa, sb, name);
+    FloatArray out = FloatArray::from_shape(so);
+    float* po = out.data();
+    parallel_for_each_index2(so, broadcast_strides(sa, so), broadcast_strides(sb, so), [&](std::size_t i, std::size_t ia, std::size_t ib) {
+        po[i] = static_cast<float>(apply<op>(pa[ia], pb[ib]));
+    });
+    return out;
+}
+
+// dLoss/d input i of a float32 add, sub or mul: g (add), -g (sub's b), g * other input (mul),
+// summed in float64 over the axes input i was broadcast along and rounded once.
+FloatArray binary_grad32(Binary op, const GradContext& c, std::size_t i) {
+    const FloatArray& g = c.grad32();
+    const Shape out_shape(g.shape().begin(), g.shape().end()), in_shape = c.input_shape(i);
+    const bool negate = op == Binary::sub && i == 1;
+    if (op != Binary::mul) {
+        if (in_shape == out_shape) {
+            FloatArray part = FloatArray::from_shape(g.shape());
+            const float* pg = g.data();
+            float* pp = part.data();
+            detail::parallel_for(g.size(), 1, [&](std::size_t begin, std::size_t end) {
+                for (std::size_t k = begin; k < end; ++k) pp[k] = negate ? -pg[k] : pg[k];
+            });
+            return part;
+        }
+        Array sums = summed_to(g, in_shape);
+        if (negate) sums = -sums;  // negated after summing: fewer elements, same bits
+        return to_float32_array(sums);
+    }
+    const FloatArray& other = c.input32(1 - i);
+    const Shape other_shape(other.shape().begin(), other.shape().end());
+    const float *pg = g.data(), *po = other.data();
+    if (in_shape == out_shape) {
+        FloatArray part = FloatArray::from_shape(g.shape());
+        float* pp = part.data();
+        parallel_for_each_index2(out_shape, broadcast_strides(other_shape, out_shape), broadcast_strides(other_shape, out_shape),
+                                 [&](std::size_t k, std::size_t ko, std::size_t) {
+                                     pp[k] = static_cast<float>(static_cast<double>(pg[k]) * po[ko]);
+                                 });
+        return part;
+    }
+    // broadcast operand: the products in float64, then their sums (the float64 path rounds the
+    // products to float32 first; this keeps them exact, within the same bound)
+    Array products = Array::from_shape(out_shape);
+    double* pp = products.data();
+    parallel_for_each_index2(out_shape, broadcast_strides(other_shape, out_shape), broadcast_strides(other_shape, out_shape),
+                             [&](std::size_t k, std::size_t ko, std::size_t) { pp[k] = static_cast<double>(pg[k]) * po[ko]; });
+    return to_float32_array(summed_to(products, in_shape));
+}
+
+Tensor binary32(Binary op, const Tensor& a, const Tensor& b, const char* name, Backward twin) {
+    const FloatArray &va = a.values<float>(), &vb = b.values<float>();
+    FloatArray out = op == Binary::add ? zip32<Binary::add>(va, vb, name)
+                     : op == Binary::sub ? zip32<Binary::sub>(va, vb, name)
+                                         : zip32<Binary::mul>(va, vb, name);
+    return record(name, std::move(out), {a, b}, [op](const GradContext& c) -> Grads {
+        Grads g(2);
+        for (std::size_t i = 0; i < 2; ++i) {
+            if (c.needs_grad(i)) g[i] = binary_grad32(op, c, i);
+        }
+        return g;
+    }, {}, std::move(twin));
+}
+
+bool both_float32(const Tensor& a, const Tensor& b) { return a.dtype() == kFloat32 && b.dtype() == kFloat32; }
+
+// The backwards in Tensor ops: float64's first-order backward and every dtype's create_graph one.
+std::vector<Tensor> add_backward(const BackwardContext& c) {
+    return {c.needs_grad(0) ? sum_to(c.grad, c.input_shape(0)) : Tensor(),
+            c.needs_grad(1) ? sum_to(c.grad, c.input_shape(1)) : Tensor()};
+}
+
+std::vector<Tensor> sub_backward(const BackwardContext& c) {
+    return {c.needs_grad(0) ? sum_to(c.grad, c.input_shape(0)) : Tensor(),
+            c.needs_grad(1) ? neg(sum_to(c.grad, c.input_shape(1))) : Tensor()};  // negated after summing: fewer elements, same bits
+}
+
+std::vector<Tensor> mul_backward(const BackwardContext& c) {
+    return {c.needs_grad(0) ? sum_to(c.grad * c.input(1), c.input_shape(0)) : Tensor(),
+            c.needs_grad(1) ? sum_to(c.grad * c.input(0), c.input_shape(1)) : Tensor()};
+}
+
+}  // namespace
+
 Tensor add(const Tensor& a, const Tensor& b) {
+    if (both_float32(a, b)) return binary32(Binary::add, a, b, "add", add_backward);
     Array out = broadcast_zip(a.value(), b.value(), std::plus<>(), "add");
     // d(a+b)/da = 1, d(a+b)/db = 1, each summed over its broadcast axes
-    return record("add", std::move(out), {a, b}, [](const BackwardContext& c) -> std::vector<Tensor> {
-        return {c.needs_grad(0) ? sum_to(c.grad, c.input_shape(0)) : Tensor(),
-                c.needs_grad(1) ? sum_to(c.grad, c.input_shape(1)) : Tensor()};
-    });
+    return record("add", std::move(out), {a, b}, add_backward);
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
+    if (both_float32(a, b)) return binary32(Binary::sub, a, b, "sub", sub_backward);
     Array out = broadcast_zip(a.value(), b.value(), std::minus<>(), "sub");
     // d(a-b)/da = 1, d(a-b)/db = -1
-    return record("sub", std::move(out), {a, b}, [](const BackwardContext& c) -> std::vector<Tensor> {
-        return {c.needs_grad(0) ? sum_to(c.grad, c.input_shape(0)) : Tensor(),
-                c.needs_grad(1) ? neg(sum_to(c.grad, c.input_shape(1))) : Tensor()};  // negated after summing: fewer elements, same bits
-    });
+    return record("sub", std::move(out), {a, b}, sub_backward);
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+    if (both_float32(a, b)) return binary32(Binary::mul, a, b, "mul", mul_backward);
     Array out = broadcast_zip(a.value(), b.value(), std::multiplies<>(), "mul");
     // d(ab)/da = b, d(ab)/db = a: g times the other input, summed over the input's broadcast axes
-    return record("mul", std::move(out), {a, b}, [](const BackwardContext& c) -> std::vector<Tensor> {
-        return {c.needs_grad(0) ? sum_to(c.grad * c.input(1), c.input_shape(0)) : Tensor(),
-                c.needs_grad(1) ? sum_to(c.grad * c.input(0), c.input_shape(1)) : Tensor()};
-    });
+    return record("mul", std::move(out), {a, b}, mul_backward);
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {

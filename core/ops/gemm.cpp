@@ -11,12 +11,13 @@ namespace xg::detail {
 namespace {
 
 // One OpenBLAS call (OpenBLAS itself on one thread) on row-major operands with leading dimensions.
-void blas_gemm(const double* a, std::size_t lda, bool trans_a, const double* b, std::size_t ldb, bool trans_b, double* c,
-               std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, double beta) {
+template <class T>
+void blas_gemm(const T* a, std::size_t lda, bool trans_a, const T* b, std::size_t ldb, bool trans_b, T* c,
+               std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, T beta) {
     using Index = xt::blas_index_t;
     cxxblas::gemm<Index>(cxxblas::StorageOrder::RowMajor, trans_a ? cxxblas::Transpose::Trans : cxxblas::Transpose::NoTrans,
                          trans_b ? cxxblas::Transpose::Trans : cxxblas::Transpose::NoTrans, static_cast<Index>(m),
-                         static_cast<Index>(n), static_cast<Index>(k), 1.0, a, static_cast<Index>(lda), b,
+                         static_cast<Index>(n), static_cast<Index>(k), T(1), a, static_cast<Index>(lda), b,
                          static_cast<Index>(ldb), beta, c, static_cast<Index>(ldc));
 }
 
@@ -35,15 +36,14 @@ FixedChunks gemm_blocks(std::size_t m, std::size_t n, std::size_t k) {
     return {along, std::clamp<std::size_t>(along / kMinBlock, 1, kMaxBlocks)};
 }
 
-}  // namespace
-
-void gemm(const double* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const double* b, std::size_t b_rows,
-          std::size_t b_cols, bool trans_b, double* c, double beta) {
+template <class T>
+void gemm_blocked(const T* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const T* b, std::size_t b_rows,
+                  std::size_t b_cols, bool trans_b, T* c, T beta) {
     const std::size_t m = trans_a ? a_cols : a_rows, n = trans_b ? b_rows : b_cols;
     const std::size_t k = trans_a ? a_rows : a_cols;
     if (m == 0 || n == 0) return;
     if (k == 0) {
-        for (std::size_t i = 0; i < m * n; ++i) c[i] = beta == 0.0 ? 0.0 : beta * c[i];  // c may be uninitialised
+        for (std::size_t i = 0; i < m * n; ++i) c[i] = beta == T(0) ? T(0) : beta * c[i];  // c may be uninitialised
         return;
     }
     get_num_threads();  // the first call puts OpenBLAS on one thread (core/engine/threads.cpp)
@@ -53,14 +53,26 @@ void gemm(const double* a, std::size_t a_rows, std::size_t a_cols, bool trans_a,
         for (std::size_t i = first; i < last; ++i) {
             const std::size_t begin = blocks.begin(i), count = blocks.end(i) - begin;
             if (by_rows) {  // rows [begin, begin + count) of C = those rows of op(A) times op(B)
-                const double* a_block = trans_a ? a + begin : a + begin * a_cols;
+                const T* a_block = trans_a ? a + begin : a + begin * a_cols;
                 blas_gemm(a_block, a_cols, trans_a, b, b_cols, trans_b, c + begin * n, n, count, n, k, beta);
             } else {  // columns [begin, begin + count) of C = op(A) times those columns of op(B)
-                const double* b_block = trans_b ? b + begin * b_cols : b + begin;
+                const T* b_block = trans_b ? b + begin * b_cols : b + begin;
                 blas_gemm(a, a_cols, trans_a, b_block, b_cols, trans_b, c + begin, n, m, count, k, beta);
             }
         }
     });
+}
+
+}  // namespace
+
+void gemm(const double* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const double* b, std::size_t b_rows,
+          std::size_t b_cols, bool trans_b, double* c, double beta) {
+    gemm_blocked(a, a_rows, a_cols, trans_a, b, b_rows, b_cols, trans_b, c, beta);
+}
+
+void gemm(const float* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const float* b, std::size_t b_rows,
+          std::size_t b_cols, bool trans_b, float* c, float beta) {
+    gemm_blocked(a, a_rows, a_cols, trans_a, b, b_rows, b_cols, trans_b, c, beta);
 }
 
 }  // namespace xg::detail

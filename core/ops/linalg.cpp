@@ -1,5 +1,8 @@
 // Matrix products through BLAS dgemm (core/ops/gemm.hpp), 2-D and batched with broadcast batch axes;
-// 1-D operands follow PyTorch's rules (a row on the left, a column on the right).
+// 1-D operands follow PyTorch's rules (a row on the left, a column on the right). Two float32
+// operands take sgemm on their float32 storage (no float64 mirror), forward and backward.
+#include <memory>
+
 #include <fmt/format.h>
 
 #include "core/ops/gemm.hpp"
@@ -34,6 +37,49 @@ BatchPlan plan_batches(const Shape& a, const Shape& b) {
     return p;
 }
 
+// dA = dC @ B^T, dB = A^T @ dC, each summed over the batch axes its operand was broadcast along
+std::vector<Tensor> matmul_backward(const BackwardContext& c) {
+    return {c.needs_grad(0) ? sum_to(matmul(c.grad, transpose(c.input(1), -1, -2)), c.input_shape(0)) : Tensor(),
+            c.needs_grad(1) ? sum_to(matmul(transpose(c.input(0), -1, -2), c.grad), c.input_shape(1)) : Tensor()};
+}
+
+// The float32 kernel: sgemm on the float32 storage (float32 accumulation inside BLAS, as libtorch;
+// docs/precision.md, "Matrix products in float32"). Its backward takes the transposes as BLAS
+// flags instead of copies, and sums a broadcast operand's gradient over the batch by GEMMs with
+// beta = 1 into one float32 buffer, in batch order (the same order at every thread count).
+Tensor matmul_float32(const Tensor& a, const Tensor& b, std::shared_ptr<const BatchPlan> p, std::size_t m, std::size_t k,
+                      std::size_t n, Shape out_shape) {
+    FloatArray out = FloatArray::from_shape(out_shape);
+    const float *pa = a.values<float>().data(), *pb = b.values<float>().data();
+    for (std::size_t i = 0; i < p->a_off.size(); ++i) {
+        gemm(pa + p->a_off[i] * m * k, m, k, false, pb + p->b_off[i] * k * n, k, n, false, out.data() + i * m * n, 0.0f);
+    }
+    return record("matmul", std::move(out), {a, b}, [p, m, k, n](const GradContext& c) -> Grads {
+        Grads g(2);
+        const float* pg = c.grad32().data();
+        const std::size_t count = p->a_off.size();
+        if (c.needs_grad(0)) {  // dA_i (m, k) += dC_i (m, n) @ B_i^T
+            const float* pb = c.input32(1).data();
+            FloatArray ga = xt::zeros<float>(c.input_shape(0));
+            for (std::size_t i = 0; i < count; ++i) {
+                gemm(pg + i * m * n, m, n, false, pb + p->b_off[i] * k * n, k, n, true, ga.data() + p->a_off[i] * m * k,
+                     1.0f);
+            }
+            g[0] = std::move(ga);
+        }
+        if (c.needs_grad(1)) {  // dB_i (k, n) += A_i^T (k, m) @ dC_i (m, n)
+            const float* pa = c.input32(0).data();
+            FloatArray gb = xt::zeros<float>(c.input_shape(1));
+            for (std::size_t i = 0; i < count; ++i) {
+                gemm(pa + p->a_off[i] * m * k, m, k, true, pg + i * m * n, m, n, false, gb.data() + p->b_off[i] * k * n,
+                     1.0f);
+            }
+            g[1] = std::move(gb);
+        }
+        return g;
+    }, {}, matmul_backward);
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -61,16 +107,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Shape so = p.batch;
     so.push_back(m);
     so.push_back(n);
+    if (a.dtype() == kFloat32 && b.dtype() == kFloat32) {
+        return matmul_float32(a, b, std::make_shared<const BatchPlan>(std::move(p)), m, k, n, std::move(so));
+    }
     Array out = empty_array(so);
     const double *pa = a.value().data(), *pb = b.value().data();
     for (std::size_t i = 0; i < p.a_off.size(); ++i) {
         gemm(pa + p.a_off[i] * m * k, m, k, false, pb + p.b_off[i] * k * n, k, n, false, out.data() + i * m * n, 0.0);
     }
-    // dA = dC @ B^T, dB = A^T @ dC, each summed over the batch axes its operand was broadcast along
-    return record("matmul", std::move(out), {a, b}, [](const BackwardContext& c) -> std::vector<Tensor> {
-        return {c.needs_grad(0) ? sum_to(matmul(c.grad, transpose(c.input(1), -1, -2)), c.input_shape(0)) : Tensor(),
-                c.needs_grad(1) ? sum_to(matmul(transpose(c.input(0), -1, -2), c.grad), c.input_shape(1)) : Tensor()};
-    });
+    return record("matmul", std::move(out), {a, b}, matmul_backward);
 }
 
 }  // namespace xg

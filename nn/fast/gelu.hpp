@@ -1,5 +1,6 @@
 // GELU's fast kernels: the reference kernels' signatures (nn/reference/gelu.hpp), with glibc's
-// vector math (nn/fast/simd_math.hpp), AVX2 clones and the elements shared between threads.
+// vector math (nn/fast/simd_math.hpp), AVX2 clones and the elements shared between threads. The
+// float32 ones widen a block of elements at a time into the float64 kernels and round the results.
 // Tested against the reference: tests/gelu/test_gelu_tiers.cpp.
 #pragma once
 
@@ -9,8 +10,16 @@
 
 namespace xg::nn::fast {
 
-void gelu_forward(const double* x, double* y, std::size_t n, functional::GeluApproximate approximate);
-void gelu_backward(const double* x, const double* y, const double* dy, double* dx, std::size_t n,
-                   functional::GeluApproximate approximate);
+template <class T>
+void gelu_forward(const T* x, T* y, std::size_t n, functional::GeluApproximate approximate);
+template <class T>
+void gelu_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n, functional::GeluApproximate approximate);
+
+extern template void gelu_forward<double>(const double*, double*, std::size_t, functional::GeluApproximate);
+extern template void gelu_forward<float>(const float*, float*, std::size_t, functional::GeluApproximate);
+extern template void gelu_backward<double>(const double*, const double*, const double*, double*, std::size_t,
+                                           functional::GeluApproximate);
+extern template void gelu_backward<float>(const float*, const float*, const float*, float*, std::size_t,
+                                          functional::GeluApproximate);
 
 }  // namespace xg::nn::fast

@@ -1,4 +1,5 @@
-// Linear: y = x W^T + b as one graph node over (rows, in) @ (in, out) through BLAS dgemm.
+// Linear: y = x W^T + b as one graph node over (rows, in) @ (in, out) through BLAS dgemm, or sgemm
+// when x, W and b are all float32 (native float32 storage: no float64 mirror of any of them).
 // Derivation of the backward: docs/derivations/linear.md.
 #include <algorithm>
 
@@ -38,10 +39,67 @@ LinearDims check_linear(const char* op, const Tensor& x, const Tensor& weight, c
     return d;
 }
 
+bool all_float32(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    return x.dtype() == kFloat32 && weight.dtype() == kFloat32 && (!bias.defined() || bias.dtype() == kFloat32);
+}
+
+Backward linear_twin() {
+    return through_composed([](const std::vector<Tensor>& in) { return linear_composed(in[0], in[1], in.size() > 2 ? in[2] : Tensor()); });
+}
+
+// The float32 kernel: sgemm reads and writes float32 storage and accumulates in float32 inside BLAS
+// (as libtorch's float32 linear does; the error this costs against float64 accumulation is measured
+// in docs/precision.md, "Matrix products in float32").
+Tensor linear_float32(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearDims& d) {
+    FloatArray y = FloatArray::from_shape(d.out_shape);
+    if (bias.defined()) {
+        const float* pb = bias.values<float>().data();
+        float* py = y.data();
+        for (std::size_t r = 0; r < d.rows; ++r) std::copy(pb, pb + d.out, py + r * d.out);
+    }
+    gemm(x.values<float>().data(), d.rows, d.in, false, weight.values<float>().data(), d.out, d.in, true, y.data(),
+         bias.defined() ? 1.0f : 0.0f);
+
+    std::vector<Tensor> inputs{x, weight};
+    if (bias.defined()) inputs.push_back(bias);
+    // dx = dy W, dW = dy^T x (sgemm), db = sum of dy over rows (summed in float64, rounded once)
+    return record("linear", std::move(y), std::move(inputs), [d](const GradContext& c) -> Grads {
+        Grads g(c.num_inputs());
+        const float* pg = c.grad32().data();
+        if (c.needs_grad(0)) {
+            FloatArray gx = FloatArray::from_shape(c.input_shape(0));
+            gemm(pg, d.rows, d.out, false, c.input32(1).data(), d.out, d.in, false, gx.data(), 0.0f);
+            g[0] = std::move(gx);
+        }
+        if (c.needs_grad(1)) {
+            FloatArray gw = FloatArray::from_shape({d.out, d.in});
+            gemm(pg, d.rows, d.out, true, c.input32(0).data(), d.rows, d.in, false, gw.data(), 0.0f);
+            g[1] = std::move(gw);
+        }
+        if (c.num_inputs() > 2 && c.needs_grad(2)) {
+            // A float64 accumulator: a float32 running sum over `rows` rows drifts by up to rows * u
+            // of the row magnitudes, float64 keeps the one rounding of the store; the pass is bound by
+            // reading dy either way (docs/precision.md, "Matrix products in float32").
+            std::vector<double> sum(d.out, 0.0);
+            double* ps = sum.data();
+            for (std::size_t r = 0; r < d.rows; ++r) {
+                const float* row = pg + r * d.out;
+#pragma omp simd
+                for (std::size_t j = 0; j < d.out; ++j) ps[j] += static_cast<double>(row[j]);
+            }
+            FloatArray gb = FloatArray::from_shape({d.out});
+            for (std::size_t j = 0; j < d.out; ++j) gb.data()[j] = static_cast<float>(ps[j]);
+            g[2] = std::move(gb);
+        }
+        return g;
+    }, {}, linear_twin());
+}
+
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const LinearDims d = check_linear("linear", x, weight, bias);
+    if (all_float32(x, weight, bias)) return linear_float32(x, weight, bias, d);
     Array y = empty_array(d.out_shape);
     if (bias.defined()) {
         // Seed every row with the bias so a single gemm with beta = 1 finishes the job.
@@ -78,7 +136,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             g[2] = std::move(gb);
         }
         return g;
-    }, {}, through_composed([](const std::vector<Tensor>& in) { return linear_composed(in[0], in[1], in.size() > 2 ? in[2] : Tensor()); }));
+    }, {}, linear_twin());
 }
 
 Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias) {

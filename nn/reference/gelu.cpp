@@ -24,25 +24,42 @@ double u(double x) { return kSqrt2OverPi * (x + kKappa * x * x * x); }
 
 }  // namespace
 
-void gelu_forward(const double* x, double* y, std::size_t n, functional::GeluApproximate approximate) {
+template <class T>
+void gelu_forward(const T* x, T* y, std::size_t n, functional::GeluApproximate approximate) {
     if (approximate == functional::GeluApproximate::none) {
-        for (std::size_t k = 0; k < n; ++k) y[k] = x[k] * Phi(x[k]);  // y = x Phi(x)
-    } else {
-        for (std::size_t k = 0; k < n; ++k) y[k] = 0.5 * x[k] * (1.0 + std::tanh(u(x[k])));  // y = 0.5 x (1 + tanh(u))
-    }
-}
-
-void gelu_backward(const double* x, const double* /*y*/, const double* dy, double* dx, std::size_t n,
-                   functional::GeluApproximate approximate) {
-    if (approximate == functional::GeluApproximate::none) {
-        for (std::size_t k = 0; k < n; ++k) dx[k] = dy[k] * (Phi(x[k]) + x[k] * phi(x[k]));  // dx = dy (Phi + x phi)
+        for (std::size_t k = 0; k < n; ++k) {
+            const double xk = x[k];
+            y[k] = static_cast<T>(xk * Phi(xk));  // y = x Phi(x)
+        }
     } else {
         for (std::size_t k = 0; k < n; ++k) {
-            // dx = dy (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 kappa x^2)), t = tanh(u)
-            const double t = std::tanh(u(x[k]));
-            dx[k] = dy[k] * (0.5 * (1.0 + t) + 0.5 * x[k] * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kKappa * x[k] * x[k]));
+            const double xk = x[k];
+            y[k] = static_cast<T>(0.5 * xk * (1.0 + std::tanh(u(xk))));  // y = 0.5 x (1 + tanh(u))
         }
     }
 }
+
+template <class T>
+void gelu_backward(const T* x, const T* /*y*/, const T* dy, T* dx, std::size_t n, functional::GeluApproximate approximate) {
+    if (approximate == functional::GeluApproximate::none) {
+        for (std::size_t k = 0; k < n; ++k) {
+            const double xk = x[k];
+            dx[k] = static_cast<T>(dy[k] * (Phi(xk) + xk * phi(xk)));  // dx = dy (Phi + x phi)
+        }
+    } else {
+        for (std::size_t k = 0; k < n; ++k) {
+            // dx = dy (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 kappa x^2)), t = tanh(u)
+            const double xk = x[k], t = std::tanh(u(xk));
+            dx[k] = static_cast<T>(dy[k] * (0.5 * (1.0 + t) + 0.5 * xk * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kKappa * xk * xk)));
+        }
+    }
+}
+
+template void gelu_forward<double>(const double*, double*, std::size_t, functional::GeluApproximate);
+template void gelu_forward<float>(const float*, float*, std::size_t, functional::GeluApproximate);
+template void gelu_backward<double>(const double*, const double*, const double*, double*, std::size_t,
+                                    functional::GeluApproximate);
+template void gelu_backward<float>(const float*, const float*, const float*, float*, std::size_t,
+                                   functional::GeluApproximate);
 
 }  // namespace xg::nn::reference

@@ -1,6 +1,8 @@
 // GELU's reference kernels: the formulas of docs/derivations/gelu.md as plain loops over n
-// elements. The fast kernels (nn/fast/gelu.hpp) have the same signatures and are tested against
-// these (tests/gelu/test_gelu_tiers.cpp).
+// elements, for float64 (T = double) and float32 storage (T = float: each value is widened, the
+// formula runs in double, the result is rounded once - docs/precision.md). The fast kernels
+// (nn/fast/gelu.hpp) have the same signatures and are tested against these
+// (tests/gelu/test_gelu_tiers.cpp).
 #pragma once
 
 #include <cstddef>
@@ -10,11 +12,19 @@
 namespace xg::nn::reference {
 
 /// y = gelu(x), exact (x Phi(x)) or PyTorch's tanh approximation.
-void gelu_forward(const double* x, double* y, std::size_t n, functional::GeluApproximate approximate);
+template <class T>
+void gelu_forward(const T* x, T* y, std::size_t n, functional::GeluApproximate approximate);
 
 /// dx = dy gelu'(x). y is the forward's output: the fast exact kernel reads Phi(x) = y / x from it,
 /// the reference recomputes Phi(x) from x.
-void gelu_backward(const double* x, const double* y, const double* dy, double* dx, std::size_t n,
-                   functional::GeluApproximate approximate);
+template <class T>
+void gelu_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n, functional::GeluApproximate approximate);
+
+extern template void gelu_forward<double>(const double*, double*, std::size_t, functional::GeluApproximate);
+extern template void gelu_forward<float>(const float*, float*, std::size_t, functional::GeluApproximate);
+extern template void gelu_backward<double>(const double*, const double*, const double*, double*, std::size_t,
+                                           functional::GeluApproximate);
+extern template void gelu_backward<float>(const float*, const float*, const float*, float*, std::size_t,
+                                          functional::GeluApproximate);
 
 }  // namespace xg::nn::reference

@@ -46,23 +46,25 @@ Array random_array(const Shape& shape, std::uint64_t seed) {
 using Op = std::function<Tensor(const std::vector<Tensor>&)>;
 
 // The output and every input's gradient of op(inputs) for a fixed random upstream gradient.
-std::vector<Array> forward_backward(const Op& op, const std::vector<Array>& inputs) {
+// In float32 (`dtype`) the inputs and the upstream gradient are rounded; the arrays compared are
+// the float32 results widened (exactly), so equal bits there are equal float32 bits.
+std::vector<Array> forward_backward(const Op& op, const std::vector<Array>& inputs, xg::Dtype dtype) {
     std::vector<Tensor> leaves;
-    for (const Array& a : inputs) leaves.emplace_back(a, true);
+    for (const Array& a : inputs) leaves.emplace_back(a, dtype, true);
     const Tensor y = op(leaves);
-    y.backward(Tensor(random_array(y.shape(), 99)));
+    y.backward(Tensor(random_array(y.shape(), 99), dtype));
     std::vector<Array> out{y.value()};
     for (const Tensor& t : leaves) out.push_back(t.grad_value());
     return out;
 }
 
 // op at 1, 2 and 3 threads: every array bit-identical to the 1-thread run.
-void check_op(const std::string& name, const Op& op, const std::vector<Array>& inputs) {
+void check_op(const std::string& name, const Op& op, const std::vector<Array>& inputs, xg::Dtype dtype = xg::kFloat64) {
     ThreadCountGuard guard;
     std::vector<std::vector<Array>> runs;
     for (int threads : kThreadCounts) {
         xg::set_num_threads(threads);
-        runs.push_back(forward_backward(op, inputs));
+        runs.push_back(forward_backward(op, inputs, dtype));
     }
     for (std::size_t r = 1; r < runs.size(); ++r) {
         for (std::size_t k = 0; k < runs[0].size(); ++k) {
@@ -253,6 +255,29 @@ TEST_CASE("threads: matrix products (OpenBLAS) give the same bits at 1, 2 and 3 
     const Array a = random_array({256, 128}, 30), b = random_array({128, 256}, 31), c = random_array({256, 256}, 32);
     check_op("matmul (256, 128) @ (128, 256)", [](const std::vector<Tensor>& t) { return xg::matmul(t[0], t[1]); }, {a, b});
     check_op("matmul (256, 256) @ (256, 256)", [](const std::vector<Tensor>& t) { return xg::matmul(t[0], t[1]); }, {c, c});
+}
+
+// sgemm takes the same fixed blocks as dgemm (core/ops/gemm.cpp): each block is one one-thread BLAS
+// call, so float32 products too have one result whatever the thread count.
+TEST_CASE("threads: float32 matrix products (sgemm), batched and in linear, give the same bits at 1, 2 and 3 threads", "[threads]") {
+    const Array a = random_array({256, 128}, 30), b = random_array({128, 256}, 31), c = random_array({256, 256}, 32);
+    const auto product = [](const std::vector<Tensor>& t) { return xg::matmul(t[0], t[1]); };
+    check_op("float32 matmul (256, 128) @ (128, 256)", product, {a, b}, xg::kFloat32);
+    check_op("float32 matmul (256, 256) @ (256, 256)", product, {c, c}, xg::kFloat32);
+    check_op("float32 matmul (4, 128, 64) @ (64, 256), broadcast", product,
+             {random_array({4, 128, 64}, 33), random_array({64, 256}, 34)}, xg::kFloat32);
+    check_op("float32 linear (256, 128) x (192, 128) + (192,)",
+             [](const std::vector<Tensor>& t) { return F::linear(t[0], t[1], t[2]); },
+             {a, random_array({192, 128}, 35), random_array({192}, 36)}, xg::kFloat32);
+}
+
+TEST_CASE("threads: float32 GELU and element-wise ops with a broadcast row give the same bits at 1, 2 and 3 threads", "[threads]") {
+    const Array x = random_array({256, 192}, 10), y = random_array({256, 192}, 11), row = random_array({192}, 12);
+    check_op("float32 gelu", [](const std::vector<Tensor>& t) { return F::gelu(t[0]); }, {x}, xg::kFloat32);
+    check_op("float32 gelu tanh", [](const std::vector<Tensor>& t) { return F::gelu(t[0], F::GeluApproximate::tanh); }, {x},
+             xg::kFloat32);
+    check_op("float32 x * y + row - row * x", [](const std::vector<Tensor>& t) { return t[0] * t[1] + t[2] - t[2] * t[0]; },
+             {x, y, row}, xg::kFloat32);
 }
 
 }  // namespace xg_test_engine_threads

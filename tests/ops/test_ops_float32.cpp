@@ -236,6 +236,7 @@ std::string read_text(const fs::path& path) {
 std::set<std::string> core_op_names(std::vector<std::string>& unknown_sites) {
     const std::map<std::string, std::set<std::string>> names_from_callers = {
         {"core/ops/elementwise.cpp: op", {"maximum", "minimum"}},
+        {"core/ops/elementwise.cpp: name", {"add", "sub", "mul"}},  // the float32 kernels of add, sub, mul (binary32)
         {"core/ops/reduce.cpp: op", {"max", "min"}},
         {"core/ops/linear_map.cpp: adjoint ? m->op + \"_backward\" : m->op", {}},  // the FlatGather names, below
         // the numeric nodes of fused ops (nn/) without a double backward: their float32 twins are nn's
