@@ -369,6 +369,7 @@ std::set<std::string> recorded_op_names(std::vector<std::string>& unknown_sites)
     // record(op, ...) sites whose op comes from the caller: the names their callers pass.
     const std::map<std::string, std::set<std::string>> names_from_callers = {
         {"core/ops/elementwise.cpp: op", {"maximum", "minimum"}},
+        {"core/ops/elementwise.cpp: name", {"add", "sub", "mul"}},  // the float32 kernels of add, sub, mul (binary32)
         {"core/ops/reduce.cpp: op", {"max", "min"}},
         {"nn/functional/group_norm.cpp: op", {"group_norm", "instance_norm"}},
         {"core/ops/linear_map.cpp: adjoint ? m->op + \"_backward\" : m->op", {}},  // the FlatGather names below
