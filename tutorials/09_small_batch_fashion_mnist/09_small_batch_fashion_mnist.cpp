@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
                  {"09 Small batches: BatchNorm vs LayerNorm on Fashion-MNIST", "A1.3",
                   "docs/tutorials/09-small-batch-fashion-mnist.md", "about 20 s of CPU (one thread)",
                   "all 60000 training images, H = 128, 2 epochs, seeds 1, 2, 3 "
-                  "(about 35 minutes: guide 09's run took 2110 s on 2 shared cores)",
+                  "(about 23 minutes of CPU; on a loaded machine far longer: guide 09 gives its times)",
                   "09_small_batch.csv/.png (test error per epoch, mean ± std over the seeds)"});
     tv::SmallBatchConfig cfg;  // quick: 12000 training images, the whole test set, 3 epochs, one seed
     cfg.train_samples = 12000;

@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"13 LSTM vs LayerNorm-LSTM on a character-level language model", "A1.5", "docs/tutorials/13-ln-lstm.md",
                   "about 17 s of CPU (one thread)", "H 128, 600 steps of 16 x 64 characters, 3 seeds "
-                  "(about 30 minutes: the run before BN-LSTM took 812 s on 2 shared cores)",
+                  "(more than 36 minutes of CPU: a rerun was stopped unfinished after 36, see guide 13)",
                   "13_ln_lstm.csv/.png (held-out loss against steps, mean and each seed)"});
     Config c;
     if (tut.full()) {
