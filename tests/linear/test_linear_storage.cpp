@@ -32,7 +32,7 @@ void check_no_mirror(const Tensor& t, const char* what) {
     CHECK(t.dtype() == xg::kFloat32);
     CHECK(t.node()->value_mirror == Mirror::None);
     CHECK(t.node()->grad_mirror == Mirror::None);
-    CHECK(t.node()->value.dimension() == 0);  // the float64 member never held this tensor (a default xarray is 0-D)
+    CHECK(t.node()->value.size() == 0);  // the float64 member holds nothing (the engine empties it)
 }
 
 }  // namespace
