@@ -19,6 +19,7 @@
 #include "core/distributed/collectives.hpp"
 #include "core/engine/random.hpp"
 #include "core/engine/threads.hpp"
+#include "nn/modules/activation.hpp"
 #include "nn/modules/distributed_data_parallel.hpp"
 #include "nn/modules/layers.hpp"
 #include "nn/functional/losses.hpp"
