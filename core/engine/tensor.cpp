@@ -709,6 +709,16 @@ struct PendingGrads {
     }
 };
 
+// A fused op's kernel backward run on the incoming gradient g: a native float32 node given a
+// float32 g reads its storage only (no float64 view of g is made); any other node reads float64
+// values. `pending` collects what the kernel adds through GradContext::accumulated().
+Grads run_kernel(Node& node, const Tensor& g, std::unordered_map<Node*, Array>* pending) {
+    static const Array kNoFloat64Grad;
+    const bool native = node.native32 && g.dtype() == Dtype::Float32;
+    const FloatArray* g32 = g.dtype() == Dtype::Float32 ? &g.values<float>() : nullptr;
+    return node.kernel(GradContext(native ? kNoFloat64Grad : g.value(), node, pending, g32));
+}
+
 void check_not_freed(const Node& node) {
     if (node.freed) {
         fail("backward", "trying to backward through the graph a second time: the graph of '" + node.op +
@@ -790,11 +800,7 @@ void run_backward(const std::vector<NodePtr>& roots, const std::vector<Tensor>& 
         }
         check_not_freed(*node);
         if (node->kernel) {  // a fused op's hand-written kernel, on plain arrays
-            static const Array kNoFloat64Grad;
-            const bool native = node->native32 && g.dtype() == Dtype::Float32;
-            const FloatArray* g32 = g.dtype() == Dtype::Float32 ? &g.values<float>() : nullptr;
-            GradContext ctx(native ? kNoFloat64Grad : g.value(), *node, &pending.f64, g32);
-            Grads grads = node->kernel(ctx);
+            Grads grads = run_kernel(*node, g, &pending.f64);
             for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
                 Node* p = node->parents[i].get();
                 if (!p->requires_grad || !grads[i]) continue;
@@ -837,11 +843,7 @@ std::vector<Tensor> numeric_backward_in_graph(Node& node, const Tensor& g) {
     Grads grads;
     {
         NoGradGuard no_grad;
-        static const Array kNoFloat64Grad;
-        const bool native = node.native32 && g.dtype() == Dtype::Float32;
-        const FloatArray* g32 = g.dtype() == Dtype::Float32 ? &g.values<float>() : nullptr;
-        GradContext ctx(native ? kNoFloat64Grad : g.value(), node, &added, g32);
-        grads = node.kernel(ctx);
+        grads = run_kernel(node, g, &added);
     }
     std::vector<Tensor> deps{g};
     for (const NodePtr& p : node.parents) deps.push_back(Tensor(p));

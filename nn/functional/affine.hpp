@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/engine/tensor.hpp"
+#include "nn/functional/kernel_storage.hpp"
 
 namespace xg::nn::detail {
 
@@ -53,28 +54,30 @@ inline bool all_float32(const Tensor& x, std::initializer_list<const Tensor*> pa
     return true;
 }
 
-/// Where a norm node keeps its optional weight and bias: its inputs are x, then the weight and the
-/// bias that are defined. Small enough to capture by value in the backward and the twin.
+/// Where a norm node keeps its optional weight and bias: its inputs are x (or `leading` inputs,
+/// as DyT's x and alpha), then the weight and the bias that are defined. Small enough to capture
+/// by value in the backward and the twin.
 class AffineSlots {
 public:
-    AffineSlots(const Tensor& weight, const Tensor& bias)
-        : weight_(weight.defined() ? 1 : -1), bias_(bias.defined() ? (weight.defined() ? 2 : 1) : -1) {}
+    AffineSlots(const Tensor& weight, const Tensor& bias, int leading = 1)
+        : weight_(weight.defined() ? leading : -1), bias_(bias.defined() ? leading + (weight.defined() ? 1 : 0) : -1) {}
 
     /// The node's inputs: {x, weight, bias} without the undefined ones.
     std::vector<Tensor> inputs(const Tensor& x, const Tensor& weight, const Tensor& bias) const {
-        std::vector<Tensor> in{x};
-        if (weight_ >= 0) in.push_back(weight);
-        if (bias_ >= 0) in.push_back(bias);
-        return in;
+        return inputs(std::vector<Tensor>{x}, weight, bias);
+    }
+    /// The same after several leading inputs (as many as the constructor was told).
+    std::vector<Tensor> inputs(std::vector<Tensor> leading, const Tensor& weight, const Tensor& bias) const {
+        if (weight_ >= 0) leading.push_back(weight);
+        if (bias_ >= 0) leading.push_back(bias);
+        return leading;
     }
 
-    /// In the backward: the weight's values as the forward saw them, or null (for ValuesOr).
-    const double* weight_values(const GradContext& c) const {
-        return weight_ < 0 ? nullptr : c.input(static_cast<std::size_t>(weight_)).data();
-    }
-    /// The same from a float32 weight's native storage (no float64 mirror is made).
-    const float* weight_values32(const GradContext& c) const {
-        return weight_ < 0 ? nullptr : c.input32(static_cast<std::size_t>(weight_)).data();
+    /// In the backward: the weight's values as the forward saw them, or null (for ValuesOr); T as
+    /// kernel_input<T>.
+    template <class T = double>
+    const T* weight_values(const GradContext& c) const {
+        return weight_ < 0 ? nullptr : kernel_input<T>(c, static_cast<std::size_t>(weight_)).data();
     }
 
     /// In the create_graph twin: the weight and the bias among its inputs, or undefined tensors.

@@ -9,6 +9,7 @@
 #include "core/engine/composed_backward.hpp"
 #include "nn/modules/dyt.hpp"
 #include "nn/fast/dyt.hpp"
+#include "nn/functional/affine.hpp"
 #include "nn/functional/row_layout.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/reference/dyt.hpp"
@@ -17,7 +18,9 @@ namespace xg::nn::functional {
 
 namespace {
 
+using detail::AffineSlots;
 using detail::RowLayout;
+using detail::ValuesOr;
 
 RowLayout check_dyt(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight,
                     const Tensor& bias) {
@@ -34,46 +37,32 @@ RowLayout check_dyt(const char* op, const Tensor& x, const Shape& normalized_sha
 
 Tensor dyt(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight, const Tensor& bias) {
     const RowLayout l = check_dyt("dyt", x, normalized_shape, alpha, weight, bias);
-    const std::vector<double> ones(weight.defined() ? 0 : l.width, 1.0), zeros(bias.defined() ? 0 : l.width, 0.0);
+    const ValuesOr w(weight, l.width, 1.0), b(bias, l.width, 0.0);
     Array y = empty_like(x.value());
-    detail::by_tier(reference::dyt_forward, fast::dyt_forward, x.data(), alpha.data()[0],
-                    weight.defined() ? weight.data() : ones.data(), bias.defined() ? bias.data() : zeros.data(), y.data(), l.rows,
+    detail::by_tier(reference::dyt_forward, fast::dyt_forward, x.data(), alpha.data()[0], w.data(), b.data(), y.data(), l.rows,
                     l.width);
 
-    std::vector<Tensor> inputs{x, alpha};
-    const int wi = weight.defined() ? static_cast<int>(inputs.size()) : -1;
-    if (weight.defined()) inputs.push_back(weight);
-    const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
-    if (bias.defined()) inputs.push_back(bias);
+    const AffineSlots affine(weight, bias, 2);  // inputs: x, alpha, then the affine
     // dx = g w a (1 - t^2), t = tanh(a x); dalpha = sum g w x (1 - t^2); dw = sum over rows g t; db = sum over rows g
-    return record("dyt", std::move(y), std::move(inputs), [l, wi, bi](const GradContext& c) -> Grads {
-        Grads g(c.num_inputs());
-        const std::vector<double> ones(wi < 0 ? l.width : 0, 1.0);
-        const double* w = wi < 0 ? ones.data() : c.input(static_cast<std::size_t>(wi)).data();
+    return record("dyt", std::move(y), affine.inputs({x, alpha}, weight, bias), [l, affine](const GradContext& c) -> Grads {
+        const ValuesOr w(affine.weight_values(c), l.width, 1.0);
         Array dw = xt::zeros<double>({l.width}), db = xt::zeros<double>({l.width});
         Array dx;
         if (c.needs_grad(0)) dx = empty_like(c.input(0));
         double dalpha = 0.0;
-        detail::by_tier(reference::dyt_backward, fast::dyt_backward, c.input(0).data(), c.grad.data(), c.input(1).data()[0], w,
-                        c.needs_grad(0) ? dx.data() : nullptr, dalpha, dw.data(), db.data(), l.rows, l.width);
+        detail::by_tier(reference::dyt_backward, fast::dyt_backward, c.input(0).data(), c.grad.data(), c.input(1).data()[0],
+                        w.data(), c.needs_grad(0) ? dx.data() : nullptr, dalpha, dw.data(), db.data(), l.rows, l.width);
+        Grads g(c.num_inputs());
         if (c.needs_grad(0)) g[0] = std::move(dx);
         if (c.needs_grad(1)) {
             Array da = Array::from_shape(c.input_shape(1));
             da.data()[0] = dalpha;
             g[1] = std::move(da);
         }
-        if (wi >= 0 && c.needs_grad(static_cast<std::size_t>(wi))) {
-            dw.reshape(c.input_shape(static_cast<std::size_t>(wi)));
-            g[static_cast<std::size_t>(wi)] = std::move(dw);
-        }
-        if (bi >= 0 && c.needs_grad(static_cast<std::size_t>(bi))) {
-            db.reshape(c.input_shape(static_cast<std::size_t>(bi)));
-            g[static_cast<std::size_t>(bi)] = std::move(db);
-        }
+        affine.put_grads(c, g, std::move(dw), std::move(db));
         return g;
-    }, {}, through_composed([normalized_shape, wi, bi](const std::vector<Tensor>& in) {  // create_graph: the composed twin
-        return dyt_composed(in[0], normalized_shape, in[1], wi < 0 ? Tensor() : in[static_cast<std::size_t>(wi)],
-                            bi < 0 ? Tensor() : in[static_cast<std::size_t>(bi)]);
+    }, {}, through_composed([normalized_shape, affine](const std::vector<Tensor>& in) {  // create_graph: the composed twin
+        return dyt_composed(in[0], normalized_shape, in[1], affine.weight(in), affine.bias(in));
     }));
 }
 

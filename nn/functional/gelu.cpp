@@ -4,6 +4,7 @@
 #include "core/engine/composed_backward.hpp"
 #include "nn/fast/gelu.hpp"
 #include "nn/functional/functional.hpp"
+#include "nn/functional/kernel_storage.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/reference/gelu.hpp"
 
@@ -15,17 +16,21 @@ constexpr double kInvSqrt2 = 0.70710678118654752440;     // 1/sqrt(2)
 constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
 constexpr double kKappa = 0.044715;
 
-// float32: the same kernels on the float32 storage (float64 arithmetic inside, one rounding per store)
-Tensor gelu_float32(const Tensor& x, GeluApproximate approximate) {
+// One node for both storage types: T = float for a float32 x (the kernels read and write its
+// float32 storage, float64 arithmetic inside, one rounding per store), T = double otherwise.
+template <class T>
+Tensor gelu_node(const Tensor& x, GeluApproximate approximate) {
     const bool exact = approximate == GeluApproximate::none;
-    const FloatArray& xv = x.values<float>();
-    FloatArray y = FloatArray::from_shape(xv.shape());
-    detail::by_tier(reference::gelu_forward<float>, fast::gelu_forward<float>, xv.data(), y.data(), y.size(), approximate);
+    const xt::xarray<T>& xv = detail::kernel_values<T>(x);
+    xt::xarray<T> y = xt::xarray<T>::from_shape(xv.shape());
+    detail::by_tier(reference::gelu_forward<T>, fast::gelu_forward<T>, xv.data(), y.data(), y.size(), approximate);
+    // dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x) (exact); the output goes along for the fast tier's Phi = y / x
     return record(exact ? "gelu" : "gelu_tanh", std::move(y), {x}, [exact, approximate](const GradContext& c) -> Grads {
-        const FloatArray& x = c.input32(0);
-        FloatArray gx = FloatArray::from_shape(x.shape());
-        detail::by_tier(reference::gelu_backward<float>, fast::gelu_backward<float>, x.data(),
-                        exact ? c.output32().data() : nullptr, c.grad32().data(), gx.data(), x.size(), approximate);
+        const xt::xarray<T>& x = detail::kernel_input<T>(c, 0);
+        xt::xarray<T> gx = xt::xarray<T>::from_shape(x.shape());
+        detail::by_tier(reference::gelu_backward<T>, fast::gelu_backward<T>, x.data(),
+                        exact ? detail::kernel_output<T>(c).data() : nullptr, detail::kernel_grad<T>(c).data(), gx.data(),
+                        x.size(), approximate);
         return {std::move(gx)};
     }, {}, through_composed([approximate](const std::vector<Tensor>& in) { return gelu_composed(in[0], approximate); }));
 }
@@ -34,18 +39,7 @@ Tensor gelu_float32(const Tensor& x, GeluApproximate approximate) {
 
 Tensor gelu(const Tensor& x, GeluApproximate approximate) {
     if (!x.defined()) fail("gelu", "input must be a defined tensor");
-    if (x.dtype() == kFloat32) return gelu_float32(x, approximate);
-    const bool exact = approximate == GeluApproximate::none;
-    Array y = empty_like(x.value());
-    detail::by_tier(reference::gelu_forward<double>, fast::gelu_forward<double>, x.value().data(), y.data(), y.size(), approximate);
-    // dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x) (exact); the output goes along for the fast tier's Phi = y / x
-    return record(exact ? "gelu" : "gelu_tanh", std::move(y), {x}, [exact, approximate](const GradContext& c) -> Grads {
-        const Array& x = c.input(0);
-        Array gx = empty_like(x);
-        detail::by_tier(reference::gelu_backward<double>, fast::gelu_backward<double>, x.data(), exact ? c.output().data() : nullptr,
-                        c.grad.data(), gx.data(), x.size(), approximate);
-        return {std::move(gx)};
-    }, {}, through_composed([approximate](const std::vector<Tensor>& in) { return gelu_composed(in[0], approximate); }));
+    return x.dtype() == kFloat32 ? gelu_node<float>(x, approximate) : gelu_node<double>(x, approximate);
 }
 
 Tensor gelu_composed(const Tensor& x, GeluApproximate approximate) {

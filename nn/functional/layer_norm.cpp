@@ -16,10 +16,13 @@ namespace xg::nn::functional {
 namespace {
 
 using detail::AffineSlots;
+using detail::BasicValuesOr;
 using detail::by_tier;
+using detail::kernel_grad;
+using detail::kernel_input;
+using detail::kernel_values;
 using detail::RowLayout;
-using detail::ValuesOr;
-using FloatValuesOr = detail::BasicValuesOr<float>;
+using detail::stored_as;
 
 RowLayout check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                            const Tensor& bias) {
@@ -27,16 +30,18 @@ RowLayout check_layer_norm(const char* op, const Tensor& x, const Shape& normali
 }
 
 
-// The float32 node (x, weight and bias float32): the same kernels on the float32 storage, recorded
-// native32, so neither the forward nor the backward makes a float64 mirror of any tensor.
-Tensor layer_norm_float32(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps,
-                          const RowLayout& l) {
-    const FloatValuesOr w(weight, l.width, 1.0), b(bias, l.width, 0.0);
-    const FloatArray& xv = x.values<float>();
-    FloatArray y = FloatArray::from_shape(xv.shape());
+// One node for both storage types: T = float when x, weight and bias are all float32 (the
+// kernels read and write the float32 storage, recorded native32, so no float64 mirror of any
+// tensor is made); T = double otherwise (float64, or mixed dtypes read as float64 values).
+template <class T>
+Tensor layer_norm_node(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps,
+                       const RowLayout& l) {
+    const BasicValuesOr<T> w(weight, l.width, 1.0), b(bias, l.width, 0.0);
+    const xt::xarray<T>& xv = kernel_values<T>(x);
+    xt::xarray<T> y = xt::xarray<T>::from_shape(xv.shape());
     Array mean = Array::from_shape({l.rows}), rstd = Array::from_shape({l.rows});
-    by_tier(reference::layer_norm_forward<float>, fast::layer_norm_forward<float>, xv.data(), w.data(), b.data(), y.data(),
-            mean.data(), rstd.data(), l.rows, l.width, eps);
+    by_tier(reference::layer_norm_forward<T>, fast::layer_norm_forward<T>, xv.data(), w.data(), b.data(), y.data(), mean.data(),
+            rstd.data(), l.rows, l.width, eps);
 
     const AffineSlots affine(weight, bias);
     std::vector<SavedInfo> saved{{"mean", {l.rows}}, {"rstd", {l.rows}}};
@@ -44,20 +49,20 @@ Tensor layer_norm_float32(const Tensor& x, const Shape& normalized_shape, const 
     return record(
         "layer_norm", std::move(y), affine.inputs(x, weight, bias),
         [l, affine, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& c) -> Grads {
-            const FloatValuesOr w(affine.weight_values32(c), l.width, 1.0);
-            const FloatArray& xv = c.input32(0);
+            const BasicValuesOr<T> w(affine.weight_values<T>(c), l.width, 1.0);
+            const xt::xarray<T>& xv = kernel_input<T>(c, 0);
             Array dw = xt::zeros<double>({l.width}), db = xt::zeros<double>({l.width});  // double sums: docs/precision.md
-            FloatArray dx;
-            if (c.needs_grad(0)) dx = FloatArray::from_shape(xv.shape());
-            by_tier(reference::layer_norm_backward<float>, fast::layer_norm_backward<float>, xv.data(), c.grad32().data(),
-                    w.data(), mean.data(), rstd.data(), c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l.rows,
-                    l.width);
+            xt::xarray<T> dx;
+            if (c.needs_grad(0)) dx = xt::xarray<T>::from_shape(xv.shape());
+            by_tier(reference::layer_norm_backward<T>, fast::layer_norm_backward<T>, xv.data(), kernel_grad<T>(c).data(), w.data(),
+                    mean.data(), rstd.data(), c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l.rows, l.width);
             Grads g(c.num_inputs());
             if (c.needs_grad(0)) g[0] = std::move(dx);
-            affine.put_grads(c, g, to_float32_array(dw), to_float32_array(db));
+            affine.put_grads(c, g, stored_as<T>(std::move(dw)), stored_as<T>(std::move(db)));
             return g;
         },
         std::move(saved),
+        // create_graph: the double backward differentiates the composed twin (docs/derivatives.md)
         through_composed([normalized_shape, affine, eps](const std::vector<Tensor>& in) {
             return layer_norm_composed(in[0], normalized_shape, affine.weight(in), affine.bias(in), eps);
         }));
@@ -67,35 +72,8 @@ Tensor layer_norm_float32(const Tensor& x, const Shape& normalized_shape, const 
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
     const RowLayout l = check_layer_norm("layer_norm", x, normalized_shape, weight, bias);
-    if (detail::all_float32(x, {&weight, &bias})) return layer_norm_float32(x, normalized_shape, weight, bias, eps, l);
-    const ValuesOr w(weight, l.width, 1.0), b(bias, l.width, 0.0);
-    Array y = empty_like(x.value());
-    Array mean = Array::from_shape({l.rows}), rstd = Array::from_shape({l.rows});
-    by_tier(reference::layer_norm_forward<double>, fast::layer_norm_forward<double>, x.data(), w.data(), b.data(), y.data(),
-            mean.data(), rstd.data(), l.rows, l.width, eps);
-
-    const AffineSlots affine(weight, bias);
-    std::vector<SavedInfo> saved{{"mean", {l.rows}}, {"rstd", {l.rows}}};
-    // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = g w; dw = sum g xhat; db = sum g
-    return record(
-        "layer_norm", std::move(y), affine.inputs(x, weight, bias),
-        [l, affine, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& c) -> Grads {
-            const ValuesOr w(affine.weight_values(c), l.width, 1.0);
-            Array dw = xt::zeros<double>({l.width}), db = xt::zeros<double>({l.width}), dx;
-            if (c.needs_grad(0)) dx = empty_like(c.input(0));
-            by_tier(reference::layer_norm_backward<double>, fast::layer_norm_backward<double>, c.input(0).data(), c.grad.data(),
-                    w.data(), mean.data(), rstd.data(), c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l.rows,
-                    l.width);
-            Grads g(c.num_inputs());
-            if (c.needs_grad(0)) g[0] = std::move(dx);
-            affine.put_grads(c, g, std::move(dw), std::move(db));
-            return g;
-        },
-        std::move(saved),
-        // create_graph: the double backward differentiates the composed twin (docs/derivatives.md)
-        through_composed([normalized_shape, affine, eps](const std::vector<Tensor>& in) {
-            return layer_norm_composed(in[0], normalized_shape, affine.weight(in), affine.bias(in), eps);
-        }));
+    if (detail::all_float32(x, {&weight, &bias})) return layer_norm_node<float>(x, normalized_shape, weight, bias, eps, l);
+    return layer_norm_node<double>(x, normalized_shape, weight, bias, eps, l);
 }
 
 Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
