@@ -1,7 +1,10 @@
 # The `install` test: installs the current build into a fresh prefix, then configures, builds and
 # runs docs/template (find_package(xgrad) + xgrad::xgrad) against that prefix only, for a few
-# steps, and tests/consumer/hvp (a Hessian-vector product through layer_norm). Proves the exported package is complete: headers, libraries, config and dependencies.
-#   cmake -DBUILD_DIR=<xgrad build> -DSOURCE_DIR=<xgrad source> -DWORK_DIR=<scratch> -P install_and_build.cmake
+# steps, tests/consumer/hvp (a Hessian-vector product through layer_norm) and, given MPIEXEC,
+# tests/consumer/ddp (xgrad::distributed on 2 ranks). Proves the exported package is complete:
+# headers, libraries, config and dependencies.
+#   cmake -DBUILD_DIR=<xgrad build> -DSOURCE_DIR=<xgrad source> -DWORK_DIR=<scratch> [-DMPIEXEC=<mpiexec>]
+#         -P install_and_build.cmake
 foreach(var IN ITEMS BUILD_DIR SOURCE_DIR WORK_DIR)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "install_and_build.cmake: -D${var}=... is required")
@@ -81,4 +84,22 @@ message(STATUS "hvp output:\n${step_output}")
 string(FIND "${step_output}" "hvp ok" at)
 if(at EQUAL -1)
   message(FATAL_ERROR "hvp did not report agreement:\n${step_output}")
+endif()
+
+# Data-parallel training through the installed xgrad::distributed (only when xgrad was built with
+# MPI: the test passes -DMPIEXEC=...): two ranks' averaged gradients equal one process's.
+if(MPIEXEC)
+  run_step("configure tests/consumer/ddp" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/ddp -B ${WORK_DIR}/ddp-build
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF ${launcher})
+  run_step("build tests/consumer/ddp" ${CMAKE_COMMAND} --build ${WORK_DIR}/ddp-build -j2)
+  # CI runs as root; more ranks than cores are allowed (as the distributed tests' launcher does).
+  set(ENV{OMPI_ALLOW_RUN_AS_ROOT} 1)
+  set(ENV{OMPI_ALLOW_RUN_AS_ROOT_CONFIRM} 1)
+  set(ENV{OMPI_MCA_rmaps_base_oversubscribe} 1)
+  run_step("run ddp on 2 ranks" ${MPIEXEC} --oversubscribe --bind-to none -np 2 ${WORK_DIR}/ddp-build/ddp)
+  message(STATUS "ddp output:\n${step_output}")
+  string(FIND "${step_output}" "ddp ok" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "ddp did not report agreement:\n${step_output}")
+  endif()
 endif()
