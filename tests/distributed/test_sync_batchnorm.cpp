@@ -11,6 +11,7 @@
 #include "nn/modules/norm_layers.hpp"
 #include "nn/modules/sync_batchnorm.hpp"
 #include "tests/distributed/distributed_support.hpp"
+#include "tests/support/float32_nn_twins.hpp"
 
 namespace xg_test_sync_batchnorm {
 
@@ -90,6 +91,31 @@ TEST_CASE("SyncBatchNorm equals BatchNorm on the concatenated batch", "[distribu
     for (const Case& c : {Case{{4}, true, false}, Case{{4}, false, false}, Case{{3, 5}, true, false},
                           Case{{3, 5}, false, false}, Case{{2, 3, 2}, false, false}, Case{{4}, false, true}}) {
         check_equivalence(c);
+    }
+}
+
+// The float32 twin (issue 28: one for every module): each rank's SyncBatchNorm in float32 against
+// float64 on the same rows, the same collectives in both runs. Condition 13, BatchNorm's
+// (tests/batch_norm/test_batch_norm_float32.cpp): the statistics are BatchNorm's over the global
+// batch, merged in float64 (Chan's formula) whatever the storage, so the roundings on the way from
+// an input to an output or a gradient are BatchNorm's. That derivation takes kappa ~ 1: centred
+// inputs, 8 or more rows per rank (a few rows with a mean of 2 sigma give a sample kappa of 10 and
+// more). Unequal counts, so the merge is exercised.
+TEST_CASE("float32 twin: SyncBatchNorm agrees with float64 on every rank", "[distributed][sync_batchnorm][float32]") {
+    const int me = distributed::rank();
+    const auto counts = xg::test::rank_counts(distributed::world_size(), 8, false);
+    std::size_t total = 0;
+    for (std::size_t n : counts) total += n;
+    const std::size_t begin = xg::test::first_row(counts, me), end = begin + counts[me];
+    const auto call = [](nn::Module& m, const Tensor& x) { return std::vector<Tensor>{m(x)}; };
+    for (const Shape& trailing : {Shape{4}, Shape{3, 5}}) {
+        Shape global_shape{total};
+        global_shape.insert(global_shape.end(), trailing.begin(), trailing.end());
+        const auto sync = std::make_shared<nn::SyncBatchNorm>(static_cast<std::int64_t>(trailing[0]));
+        const Tensor x(xg::test::rows(xg::test::global_randn(global_shape, 40), begin, end), kFloat64, true);
+        xg::test::check_float32_twin(fmt::format("SyncBatchNorm (N, {}) rank {}", fmt::join(trailing, ", "), me),
+                                     xg_test_support::module_twin(sync, call), xg_test_support::module_twin_inputs(*sync, x), 13,
+                                     xg::test::TwinNorm::normwise);
     }
 }
 
