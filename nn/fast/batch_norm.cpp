@@ -100,45 +100,54 @@ XG_KERNEL_CLONES void input_grad_rows(const double* x, const double* g, const do
 // 5 passes. Each column's sums run over the rows in order inside one thread's block, so the bits do
 // not depend on the thread count nor on the block width. Block widths: docs/performance.md.
 
-// Per array; a block is `bytes / (N * 8 * arrays)` columns wide, a multiple of 8 (a cache line).
+// A block holds at most this many bytes of x (measured: docs/performance.md) ...
 std::size_t column_block_bytes() {
     static const std::size_t bytes = [] {
         const char* e = std::getenv("XG_BN_BLOCK_BYTES");
-        return e != nullptr ? std::strtoull(e, nullptr, 10) : (std::size_t{1} << 20);
+        return e != nullptr ? std::strtoull(e, nullptr, 10) : (std::size_t{8} << 20);
     }();
     return bytes;
 }
-std::size_t rows_ahead() {
-    static const std::size_t rows = [] {
-        const char* e = std::getenv("XG_BN_AHEAD");
-        return e != nullptr ? std::strtoull(e, nullptr, 10) : std::size_t{8};
+std::size_t min_block_width() {
+    static const std::size_t w = [] {
+        const char* e = std::getenv("XG_BN_MIN_WIDTH");
+        return e != nullptr ? std::strtoull(e, nullptr, 10) : std::size_t{128};
     }();
-    return rows;
+    return w;
 }
-constexpr std::size_t kMaxBlockWidth = 256;
+constexpr std::size_t kRowsAhead = 32;
+constexpr std::size_t kMaxBlockWidth = 512;
 // Inputs below this stay in the cache between the passes of the row walk.
 constexpr std::size_t kColumnWalkMinBytes = std::size_t{4} << 20;
 
-// The columns [0, C) in blocks [begin(k), end(k)): a head block up to the first column whose address
-// in `out` starts a cache line (so that the other blocks' rows stream whole lines), then blocks of
-// `width`.
+// The columns [0, C) in `count` blocks, split at head + k width (k = 1 .. count - 1): head is the
+// first column whose address in the output starts a cache line, so that the rows of every block
+// but the first start on a line and stream whole lines.
 struct ColumnBlocks {
-    std::size_t C = 0, head = 0, width = 8;
-    std::size_t count() const { return (head > 0 ? 1 : 0) + (C - head + width - 1) / width; }
-    std::size_t begin(std::size_t k) const { return head == 0 ? k * width : (k == 0 ? 0 : head + (k - 1) * width); }
-    std::size_t end(std::size_t k) const { return std::min(C, head == 0 ? (k + 1) * width : head + k * width); }
+    std::size_t C = 0, head = 0, width = 0, count = 0;
+    std::size_t begin(std::size_t k) const { return k == 0 ? 0 : head + k * width; }
+    std::size_t end(std::size_t k) const { return k + 1 == count ? C : head + (k + 1) * width; }
 };
 
-// The column walk's blocks for `arrays` inputs read twice, or width 0 when the row walk is used.
-ColumnBlocks column_blocks(const ChannelLayout& l, const double* out, std::size_t arrays) {
-    const std::size_t N = l.n, C = l.channels;
-    ColumnBlocks blocks{C, 0, 0};
-    if (l.length != 1 || N * C * sizeof(double) < kColumnWalkMinBytes) return blocks;
-    const std::size_t width = std::min<std::size_t>(column_block_bytes() / (N * sizeof(double) * arrays) / 8 * 8, kMaxBlockWidth);
-    if (width < 8 || C < 2 * width) return blocks;
-    blocks.width = width;
+// The forward's column blocks, or width 0 when the row walk is used: as many blocks as x has
+// column_block_bytes() (at least two), a multiple of the threads so that each gets the same share.
+// The width changes no bit (each column's sums run over the rows in order whatever the block).
+ColumnBlocks column_blocks(const ChannelLayout& l, const double* out) {
+    const std::size_t N = l.n, C = l.channels, bytes = N * C * sizeof(double);
+    ColumnBlocks blocks;
+    if (l.length != 1 || bytes < kColumnWalkMinBytes) return blocks;
+    const auto threads = static_cast<std::size_t>(xg::detail::threads_for(C, N));
+    std::size_t count = std::max<std::size_t>((bytes + column_block_bytes() - 1) / column_block_bytes(), 2);
+    count = (count + threads - 1) / threads * threads;
+    const std::size_t width = C / count / 8 * 8;
+    if (width < min_block_width()) return blocks;
     const auto misaligned = reinterpret_cast<std::uintptr_t>(out) % 64;
-    if (C % 8 == 0 && misaligned % sizeof(double) == 0) blocks.head = std::min(C, (64 - misaligned) % 64 / sizeof(double));
+    const std::size_t head = C % 8 == 0 && misaligned % sizeof(double) == 0 ? (64 - misaligned) % 64 / sizeof(double) : 0;
+    const ColumnBlocks candidate{C, head, width, count};
+    for (std::size_t k = 0; k < count; ++k) {
+        if (candidate.end(k) - candidate.begin(k) > kMaxBlockWidth) return blocks;
+    }
+    blocks = candidate;
     return blocks;
 }
 
@@ -152,7 +161,7 @@ XG_KERNEL_INLINE void fetch_row_piece(const double* p, std::size_t n) {
 XG_KERNEL_CLONES void forward_column_block(const double* x, const double* w, const double* b, double eps, double* mean,
                                            double* var, double* rstd, double* y, std::size_t N, std::size_t C, std::size_t c0,
                                            std::size_t c1, std::size_t first_rows, const OutputStore& store) {
-    const std::size_t n = c1 - c0, ahead = rows_ahead();
+    const std::size_t n = c1 - c0, ahead = kRowsAhead;
     double K[kMaxBlockWidth] = {}, sum_d[kMaxBlockWidth] = {}, sum_d2[kMaxBlockWidth] = {};
     for (std::size_t i = 0; i < first_rows; ++i) {
         const double* xi = x + i * C + c0;
@@ -185,48 +194,9 @@ XG_KERNEL_CLONES void forward_column_block(const double* x, const double* w, con
     }
 }
 
-// The backward of the columns [c0, c1): db = sum g, dw = rstd sum g (x - mean) over the rows, then
-// (with dx) dx = w_rstd (g - mean(g)) - slope (x - mean) as in input_grad_rows, rows from the last.
-XG_KERNEL_CLONES void backward_column_block(const double* x, const double* g, const double* w, const double* mean,
-                                            const double* rstd, double* dx, double* dw, double* db, std::size_t N, std::size_t C,
-                                            std::size_t c0, std::size_t c1, bool training, const OutputStore& store) {
-    const std::size_t n = c1 - c0, ahead = rows_ahead();
-    double sum_g[kMaxBlockWidth] = {}, sum_g_xc[kMaxBlockWidth] = {};
-    const double* mc = mean + c0;
-    for (std::size_t i = 0; i < N; ++i) {
-        const double *xi = x + i * C + c0, *gi = g + i * C + c0;
-        if (i + ahead < N) {
-            fetch_row_piece(xi + ahead * C, n);
-            fetch_row_piece(gi + ahead * C, n);
-        }
-#pragma omp simd
-        for (std::size_t c = 0; c < n; ++c) {
-            sum_g[c] += gi[c];
-            sum_g_xc[c] += gi[c] * (xi[c] - mc[c]);
-        }
-    }
-    for (std::size_t c = 0; c < n; ++c) {
-        db[c0 + c] += sum_g[c];
-        dw[c0 + c] += sum_g_xc[c];
-        dw[c0 + c] *= rstd[c0 + c];
-    }
-    if (dx == nullptr) return;
-    const double M = static_cast<double>(N);
-    double w_rstd[kMaxBlockWidth], mean_g[kMaxBlockWidth], slope[kMaxBlockWidth];
-    for (std::size_t c = 0; c < n; ++c) {
-        w_rstd[c] = w[c0 + c] * rstd[c0 + c];
-        mean_g[c] = training ? db[c0 + c] / M : 0.0;
-        slope[c] = w_rstd[c] * rstd[c0 + c] * (training ? dw[c0 + c] / M : 0.0);
-    }
-    for (std::size_t i = N; i-- > 0;) {
-        const double *xi = x + i * C + c0, *gi = g + i * C + c0;
-        store(dx + i * C + c0, n, [&](std::size_t c) { return w_rstd[c] * (gi[c] - mean_g[c]) - slope[c] * (xi[c] - mc[c]); });
-    }
-}
-
 template <class Body>
 void for_column_blocks(const ColumnBlocks& blocks, std::size_t N, Body&& body) {
-    xg::detail::parallel_for(blocks.count(), N * blocks.width, [&](std::size_t k0, std::size_t k1) {
+    xg::detail::parallel_for(blocks.count, N * blocks.width, [&](std::size_t k0, std::size_t k1) {
         for (std::size_t k = k0; k < k1; ++k) body(blocks.begin(k), blocks.end(k));
     });
 }
@@ -250,7 +220,7 @@ void batch_norm_forward(const double* x, const double* w, const double* b, const
 void batch_norm_train_forward(const double* x, const double* w, const double* b, double eps, double* mean, double* var,
                               double* rstd, double* y, std::size_t N, std::size_t C, std::size_t L) {
     const ChannelLayout l{N, C, L};
-    const ColumnBlocks blocks = column_blocks(l, y, 1);
+    const ColumnBlocks blocks = column_blocks(l, y);
     if (blocks.width == 0) {
         batch_mean_var(x, mean, var, l);
         for (std::size_t c = 0; c < C; ++c) rstd[c] = 1.0 / std::sqrt(var[c] + eps);
@@ -268,14 +238,6 @@ void batch_norm_train_forward(const double* x, const double* w, const double* b,
 void batch_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd, double* dx,
                          double* dw, double* db, std::size_t N, std::size_t C, std::size_t L, bool training) {
     const ChannelLayout l{N, C, L};
-    const ColumnBlocks blocks = column_blocks(l, dx != nullptr ? dx : x, 2);
-    if (blocks.width != 0) {
-        const OutputStore store(dx, N * C, C);
-        for_column_blocks(blocks, N, [&](std::size_t c0, std::size_t c1) {
-            backward_column_block(x, g, w, mean, rstd, dx, dw, db, N, C, c0, c1, training, store);
-        });
-        return;
-    }
     per_channel_sums(l, db, dw, [&](const ChannelLayout& share, std::size_t c0, std::size_t c1, double* sum_g, double* sum_g_xc) {
         grad_sums(x, g, mean, sum_g, sum_g_xc, share, c0, c1);
     });
