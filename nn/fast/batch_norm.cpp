@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstdlib>
 #include <vector>
 
 #include "core/fast/parallel.hpp"
@@ -20,7 +18,6 @@ namespace {
 using detail::channel_map;
 using detail::channel_sums;
 using detail::ChannelLayout;
-using detail::OutputStore;
 
 // Per channel, in one pass over x: d = x - K from a shift K = the channel's mean over the first
 // rows (~256 KiB, still in cache), so that sum(d^2) keeps its digits (docs/derivations/batchnorm.md);
@@ -93,114 +90,6 @@ XG_KERNEL_CLONES void input_grad_rows(const double* x, const double* g, const do
     channel_map(share, dx, [=](std::size_t c, std::size_t k) { return w_rstd[c] * (g[k] - mean_g[c]) - slope[c] * (x[k] - mean[c]); });
 }
 
-// ---- (N, C) inputs in column blocks ------------------------------------------------------------
-// The statistics span the batch, so a row walk reads x twice forward (sums, then y) and x and dy
-// twice backward (sums, then dx): 8 passes over memory. A block of columns for all rows that fits
-// in this core's L2 is read once from memory for its sums and again, for y or dx, from the cache:
-// 5 passes. Each column's sums run over the rows in order inside one thread's block, so the bits do
-// not depend on the thread count nor on the block width. Block widths: docs/performance.md.
-
-// A block holds at most this many bytes of x (measured: docs/performance.md) ...
-std::size_t column_block_bytes() {
-    static const std::size_t bytes = [] {
-        const char* e = std::getenv("XG_BN_BLOCK_BYTES");
-        return e != nullptr ? std::strtoull(e, nullptr, 10) : (std::size_t{8} << 20);
-    }();
-    return bytes;
-}
-std::size_t min_block_width() {
-    static const std::size_t w = [] {
-        const char* e = std::getenv("XG_BN_MIN_WIDTH");
-        return e != nullptr ? std::strtoull(e, nullptr, 10) : std::size_t{128};
-    }();
-    return w;
-}
-constexpr std::size_t kRowsAhead = 32;
-constexpr std::size_t kMaxBlockWidth = 512;
-// Inputs below this stay in the cache between the passes of the row walk.
-constexpr std::size_t kColumnWalkMinBytes = std::size_t{4} << 20;
-
-// The columns [0, C) in `count` blocks, split at head + k width (k = 1 .. count - 1): head is the
-// first column whose address in the output starts a cache line, so that the rows of every block
-// but the first start on a line and stream whole lines.
-struct ColumnBlocks {
-    std::size_t C = 0, head = 0, width = 0, count = 0;
-    std::size_t begin(std::size_t k) const { return k == 0 ? 0 : head + k * width; }
-    std::size_t end(std::size_t k) const { return k + 1 == count ? C : head + (k + 1) * width; }
-};
-
-// The forward's column blocks, or width 0 when the row walk is used: as many blocks as x has
-// column_block_bytes() (at least two), a multiple of the threads so that each gets the same share.
-// The width changes no bit (each column's sums run over the rows in order whatever the block).
-ColumnBlocks column_blocks(const ChannelLayout& l, const double* out) {
-    const std::size_t N = l.n, C = l.channels, bytes = N * C * sizeof(double);
-    ColumnBlocks blocks;
-    if (l.length != 1 || bytes < kColumnWalkMinBytes) return blocks;
-    const auto threads = static_cast<std::size_t>(xg::detail::threads_for(C, N));
-    std::size_t count = std::max<std::size_t>((bytes + column_block_bytes() - 1) / column_block_bytes(), 2);
-    count = (count + threads - 1) / threads * threads;
-    const std::size_t width = C / count / 8 * 8;
-    if (width < min_block_width()) return blocks;
-    const auto misaligned = reinterpret_cast<std::uintptr_t>(out) % 64;
-    const std::size_t head = C % 8 == 0 && misaligned % sizeof(double) == 0 ? (64 - misaligned) % 64 / sizeof(double) : 0;
-    const ColumnBlocks candidate{C, head, width, count};
-    for (std::size_t k = 0; k < count; ++k) {
-        if (candidate.end(k) - candidate.begin(k) > kMaxBlockWidth) return blocks;
-    }
-    blocks = candidate;
-    return blocks;
-}
-
-XG_KERNEL_INLINE void fetch_row_piece(const double* p, std::size_t n) {
-    for (std::size_t j = 0; j < n; j += 8) __builtin_prefetch(p + j);
-}
-
-// The forward of the columns [c0, c1) for all N rows: the shifted sums as in batch_mean_var (the
-// shift from the first `first_rows` rows), rstd = 1/sqrt(var + eps), then y = (x - mean) scale + b
-// walking the rows from the last, which the sums left in the cache.
-XG_KERNEL_CLONES void forward_column_block(const double* x, const double* w, const double* b, double eps, double* mean,
-                                           double* var, double* rstd, double* y, std::size_t N, std::size_t C, std::size_t c0,
-                                           std::size_t c1, std::size_t first_rows, const OutputStore& store) {
-    const std::size_t n = c1 - c0, ahead = kRowsAhead;
-    double K[kMaxBlockWidth] = {}, sum_d[kMaxBlockWidth] = {}, sum_d2[kMaxBlockWidth] = {};
-    for (std::size_t i = 0; i < first_rows; ++i) {
-        const double* xi = x + i * C + c0;
-#pragma omp simd
-        for (std::size_t c = 0; c < n; ++c) K[c] += xi[c];
-    }
-    for (std::size_t c = 0; c < n; ++c) K[c] /= static_cast<double>(first_rows);
-    for (std::size_t i = 0; i < N; ++i) {
-        const double* xi = x + i * C + c0;
-        if (i + ahead < N) fetch_row_piece(xi + ahead * C, n);
-#pragma omp simd
-        for (std::size_t c = 0; c < n; ++c) {
-            const double d = xi[c] - K[c];
-            sum_d[c] += d;
-            sum_d2[c] += d * d;
-        }
-    }
-    const double M = static_cast<double>(N);
-    double scale[kMaxBlockWidth], m[kMaxBlockWidth];
-    for (std::size_t c = 0; c < n; ++c) {
-        m[c] = mean[c0 + c] = K[c] + sum_d[c] / M;
-        var[c0 + c] = std::max(0.0, (sum_d2[c] - sum_d[c] * sum_d[c] / M) / M);
-        rstd[c0 + c] = 1.0 / std::sqrt(var[c0 + c] + eps);
-        scale[c] = rstd[c0 + c] * w[c0 + c];
-    }
-    const double* bb = b + c0;
-    for (std::size_t i = N; i-- > 0;) {
-        const double* xi = x + i * C + c0;
-        store(y + i * C + c0, n, [&](std::size_t c) { return (xi[c] - m[c]) * scale[c] + bb[c]; });
-    }
-}
-
-template <class Body>
-void for_column_blocks(const ColumnBlocks& blocks, std::size_t N, Body&& body) {
-    xg::detail::parallel_for(blocks.count, N * blocks.width, [&](std::size_t k0, std::size_t k1) {
-        for (std::size_t k = k0; k < k1; ++k) body(blocks.begin(k), blocks.end(k));
-    });
-}
-
 }  // namespace
 
 void batch_norm_stats(const double* x, double* mean, double* var, std::size_t N, std::size_t C, std::size_t L) {
@@ -214,23 +103,6 @@ void batch_norm_forward(const double* x, const double* w, const double* b, const
     for (std::size_t c = 0; c < l.channels; ++c) scale[c] = rstd[c] * w[c];
     xg::detail::parallel_for(l.n, l.channels * l.length, [&](std::size_t i0, std::size_t i1) {
         batch_norm_forward_rows(x, scale.data(), b, mean, y, l.rows(i0, i1));
-    });
-}
-
-void batch_norm_train_forward(const double* x, const double* w, const double* b, double eps, double* mean, double* var,
-                              double* rstd, double* y, std::size_t N, std::size_t C, std::size_t L) {
-    const ChannelLayout l{N, C, L};
-    const ColumnBlocks blocks = column_blocks(l, y);
-    if (blocks.width == 0) {
-        batch_mean_var(x, mean, var, l);
-        for (std::size_t c = 0; c < C; ++c) rstd[c] = 1.0 / std::sqrt(var[c] + eps);
-        batch_norm_forward(x, w, b, mean, rstd, y, N, C, L);
-        return;
-    }
-    const std::size_t first_rows = std::clamp<std::size_t>(kFirstBlockBytes / (sizeof(double) * C), 1, N);
-    const OutputStore store(y, N * C, C);
-    for_column_blocks(blocks, N, [&](std::size_t c0, std::size_t c1) {
-        forward_column_block(x, w, b, eps, mean, var, rstd, y, N, C, c0, c1, first_rows, store);
     });
 }
 
