@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstdlib>
 #include <vector>
 
 #include "core/fast/parallel.hpp"
@@ -20,7 +18,6 @@ namespace {
 using detail::channel_map;
 using detail::channel_sums;
 using detail::ChannelLayout;
-using detail::OutputStore;
 
 // Per channel, in one pass over x: d = x - K from a shift K = the channel's mean over the first
 // rows (~256 KiB, still in cache), so that sum(d^2) keeps its digits (docs/derivations/batchnorm.md);
@@ -93,161 +90,6 @@ XG_KERNEL_CLONES void input_grad_rows(const double* x, const double* g, const do
     channel_map(share, dx, [=](std::size_t c, std::size_t k) { return w_rstd[c] * (g[k] - mean_g[c]) - slope[c] * (x[k] - mean[c]); });
 }
 
-// ---- (N, C) inputs in column blocks ------------------------------------------------------------
-// The statistics span the batch, so a row walk reads x twice forward (sums, then y) and x and dy
-// twice backward (sums, then dx): 8 passes over memory. A block of columns for all rows that fits
-// in this core's L2 is read once from memory for its sums and again, for y or dx, from the cache:
-// 5 passes. Each column's sums run over the rows in order inside one thread's block, so the bits do
-// not depend on the thread count nor on the block width. Block widths: docs/performance.md.
-
-// Per array; a block is `bytes / (N * 8 * arrays)` columns wide, a multiple of 8 (a cache line).
-std::size_t column_block_bytes() {
-    static const std::size_t bytes = [] {
-        const char* e = std::getenv("XG_BN_BLOCK_BYTES");
-        return e != nullptr ? std::strtoull(e, nullptr, 10) : (std::size_t{1} << 20);
-    }();
-    return bytes;
-}
-std::size_t rows_ahead() {
-    static const std::size_t rows = [] {
-        const char* e = std::getenv("XG_BN_AHEAD");
-        return e != nullptr ? std::strtoull(e, nullptr, 10) : std::size_t{32};
-    }();
-    return rows;
-}
-constexpr std::size_t kMaxBlockWidth = 256;
-// Inputs below this stay in the cache between the passes of the row walk.
-constexpr std::size_t kColumnWalkMinBytes = std::size_t{4} << 20;
-
-// The columns [0, C) in blocks [begin(k), end(k)): a head block up to the first column whose address
-// in `out` starts a cache line (so that the other blocks' rows stream whole lines), then blocks of
-// `width`.
-struct ColumnBlocks {
-    std::size_t C = 0, head = 0, width = 8;
-    std::size_t count() const { return (head > 0 ? 1 : 0) + (C - head + width - 1) / width; }
-    std::size_t begin(std::size_t k) const { return head == 0 ? k * width : (k == 0 ? 0 : head + (k - 1) * width); }
-    std::size_t end(std::size_t k) const { return std::min(C, head == 0 ? (k + 1) * width : head + k * width); }
-};
-
-// The column walk's blocks for `arrays` inputs read twice, or width 0 when the row walk is used.
-ColumnBlocks column_blocks(const ChannelLayout& l, const double* out, std::size_t arrays) {
-    const std::size_t N = l.n, C = l.channels;
-    ColumnBlocks blocks{C, 0, 0};
-    if (l.length != 1 || N * C * sizeof(double) < kColumnWalkMinBytes) return blocks;
-    const std::size_t width = std::min<std::size_t>(column_block_bytes() / (N * sizeof(double) * arrays) / 8 * 8, kMaxBlockWidth);
-    if (width < 8 || C < 2 * width) return blocks;
-    blocks.width = width;
-    const auto misaligned = reinterpret_cast<std::uintptr_t>(out) % 64;
-    if (C % 8 == 0 && misaligned % sizeof(double) == 0) blocks.head = std::min(C, (64 - misaligned) % 64 / sizeof(double));
-    return blocks;
-}
-
-XG_KERNEL_INLINE void fetch_row_piece(const double* p, std::size_t n) {
-    for (std::size_t j = 0; j < n; j += 8) __builtin_prefetch(p + j);
-}
-
-// The block's rows sit C apart in x, a multiple of 2 KiB for C a multiple of 256: in a cache indexed by
-// address they would all share the few sets of their page offset, and a block of 1 MiB would not stay
-// in a 2 MiB L2. So the first pass copies the block into `packed` (n values a row, contiguous), which
-// the second pass reads.
-
-// The forward of the columns [c0, c1) for all N rows: the shifted sums as in batch_mean_var (the
-// shift from the first `first_rows` rows), rstd = 1/sqrt(var + eps), then y = (x - mean) scale + b
-// walking the rows from the last, which the sums left in the cache.
-XG_KERNEL_CLONES void forward_column_block(const double* x, const double* w, const double* b, double eps, double* mean,
-                                           double* var, double* rstd, double* y, std::size_t N, std::size_t C, std::size_t c0,
-                                           std::size_t c1, std::size_t first_rows, const OutputStore& store, double* packed) {
-    const std::size_t n = c1 - c0, ahead = rows_ahead();
-    double K[kMaxBlockWidth] = {}, sum_d[kMaxBlockWidth] = {}, sum_d2[kMaxBlockWidth] = {};
-    for (std::size_t i = 0; i < first_rows; ++i) {
-        const double* xi = x + i * C + c0;
-#pragma omp simd
-        for (std::size_t c = 0; c < n; ++c) K[c] += xi[c];
-    }
-    for (std::size_t c = 0; c < n; ++c) K[c] /= static_cast<double>(first_rows);
-    for (std::size_t i = 0; i < N; ++i) {
-        const double* xi = x + i * C + c0;
-        double* pi = packed + i * n;
-        if (i + ahead < N) fetch_row_piece(xi + ahead * C, n);
-#pragma omp simd
-        for (std::size_t c = 0; c < n; ++c) {
-            const double v = xi[c];
-            pi[c] = v;
-            const double d = v - K[c];
-            sum_d[c] += d;
-            sum_d2[c] += d * d;
-        }
-    }
-    const double M = static_cast<double>(N);
-    double scale[kMaxBlockWidth], m[kMaxBlockWidth];
-    for (std::size_t c = 0; c < n; ++c) {
-        m[c] = mean[c0 + c] = K[c] + sum_d[c] / M;
-        var[c0 + c] = std::max(0.0, (sum_d2[c] - sum_d[c] * sum_d[c] / M) / M);
-        rstd[c0 + c] = 1.0 / std::sqrt(var[c0 + c] + eps);
-        scale[c] = rstd[c0 + c] * w[c0 + c];
-    }
-    const double* bb = b + c0;
-    for (std::size_t i = N; i-- > 0;) {
-        const double* pi = packed + i * n;
-        store(y + i * C + c0, n, [&](std::size_t c) { return (pi[c] - m[c]) * scale[c] + bb[c]; });
-    }
-}
-
-// The backward of the columns [c0, c1): db = sum g, dw = rstd sum g (x - mean) over the rows, then
-// (with dx) dx = w_rstd (g - mean(g)) - slope (x - mean) as in input_grad_rows, rows from the last.
-XG_KERNEL_CLONES void backward_column_block(const double* x, const double* g, const double* w, const double* mean,
-                                            const double* rstd, double* dx, double* dw, double* db, std::size_t N, std::size_t C,
-                                            std::size_t c0, std::size_t c1, bool training, const OutputStore& store,
-                                            double* packed) {
-    const std::size_t n = c1 - c0, ahead = rows_ahead();
-    double sum_g[kMaxBlockWidth] = {}, sum_g_xc[kMaxBlockWidth] = {};
-    const double* mc = mean + c0;
-    for (std::size_t i = 0; i < N; ++i) {
-        const double *xi = x + i * C + c0, *gi = g + i * C + c0;
-        double* pi = packed + 2 * i * n;
-        if (i + ahead < N) {
-            fetch_row_piece(xi + ahead * C, n);
-            fetch_row_piece(gi + ahead * C, n);
-        }
-#pragma omp simd
-        for (std::size_t c = 0; c < n; ++c) {
-            const double xv = xi[c], gv = gi[c];
-            pi[c] = xv;
-            pi[n + c] = gv;
-            sum_g[c] += gv;
-            sum_g_xc[c] += gv * (xv - mc[c]);
-        }
-    }
-    for (std::size_t c = 0; c < n; ++c) {
-        db[c0 + c] += sum_g[c];
-        dw[c0 + c] += sum_g_xc[c];
-        dw[c0 + c] *= rstd[c0 + c];
-    }
-    if (dx == nullptr) return;
-    const double M = static_cast<double>(N);
-    double w_rstd[kMaxBlockWidth], mean_g[kMaxBlockWidth], slope[kMaxBlockWidth];
-    for (std::size_t c = 0; c < n; ++c) {
-        w_rstd[c] = w[c0 + c] * rstd[c0 + c];
-        mean_g[c] = training ? db[c0 + c] / M : 0.0;
-        slope[c] = w_rstd[c] * rstd[c0 + c] * (training ? dw[c0 + c] / M : 0.0);
-    }
-    for (std::size_t i = N; i-- > 0;) {
-        const double *xi = packed + 2 * i * n, *gi = xi + n;
-        store(dx + i * C + c0, n, [&](std::size_t c) { return w_rstd[c] * (gi[c] - mean_g[c]) - slope[c] * (xi[c] - mc[c]); });
-    }
-}
-
-// body(c0, c1, packed) for every block, each thread with its own `packed` of `packed_size` doubles,
-// kept between calls (the blocks' working memory, in this thread's L2).
-template <class Body>
-void for_column_blocks(const ColumnBlocks& blocks, std::size_t N, std::size_t packed_size, Body&& body) {
-    xg::detail::parallel_for(blocks.count(), N * blocks.width, [&](std::size_t k0, std::size_t k1) {
-        thread_local std::vector<double> packed;
-        if (packed.size() < packed_size) packed.resize(packed_size);
-        for (std::size_t k = k0; k < k1; ++k) body(blocks.begin(k), blocks.end(k), packed.data());
-    });
-}
-
 }  // namespace
 
 void batch_norm_stats(const double* x, double* mean, double* var, std::size_t N, std::size_t C, std::size_t L) {
@@ -264,35 +106,10 @@ void batch_norm_forward(const double* x, const double* w, const double* b, const
     });
 }
 
-void batch_norm_train_forward(const double* x, const double* w, const double* b, double eps, double* mean, double* var,
-                              double* rstd, double* y, std::size_t N, std::size_t C, std::size_t L) {
-    const ChannelLayout l{N, C, L};
-    const ColumnBlocks blocks = column_blocks(l, y, 1);
-    if (blocks.width == 0) {
-        batch_mean_var(x, mean, var, l);
-        for (std::size_t c = 0; c < C; ++c) rstd[c] = 1.0 / std::sqrt(var[c] + eps);
-        batch_norm_forward(x, w, b, mean, rstd, y, N, C, L);
-        return;
-    }
-    const std::size_t first_rows = std::clamp<std::size_t>(kFirstBlockBytes / (sizeof(double) * C), 1, N);
-    const OutputStore store(y, N * C, C);
-    for_column_blocks(blocks, N, N * std::max(blocks.width, blocks.head), [&](std::size_t c0, std::size_t c1, double* packed) {
-        forward_column_block(x, w, b, eps, mean, var, rstd, y, N, C, c0, c1, first_rows, store, packed);
-    });
-}
-
 // db and dw hold zeros on entry.
 void batch_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd, double* dx,
                          double* dw, double* db, std::size_t N, std::size_t C, std::size_t L, bool training) {
     const ChannelLayout l{N, C, L};
-    const ColumnBlocks blocks = column_blocks(l, dx != nullptr ? dx : x, 2);
-    if (blocks.width != 0) {
-        const OutputStore store(dx, N * C, C);
-        for_column_blocks(blocks, N, 2 * N * std::max(blocks.width, blocks.head), [&](std::size_t c0, std::size_t c1, double* packed) {
-            backward_column_block(x, g, w, mean, rstd, dx, dw, db, N, C, c0, c1, training, store, packed);
-        });
-        return;
-    }
     per_channel_sums(l, db, dw, [&](const ChannelLayout& share, std::size_t c0, std::size_t c1, double* sum_g, double* sum_g_xc) {
         grad_sums(x, g, mean, sum_g, sum_g_xc, share, c0, c1);
     });

@@ -14,11 +14,6 @@ void batch_norm_stats(const double* x, double* mean, double* var, std::size_t N,
 void batch_norm_forward(const double* x, const double* w, const double* b, const double* mean, const double* rstd, double* y,
                         std::size_t N, std::size_t C, std::size_t L);
 
-/// Training's forward: the batch statistics (mean, var as batch_norm_stats), rstd = 1/sqrt(var + eps)
-/// and y as batch_norm_forward, in one walk where it saves passes over memory.
-void batch_norm_train_forward(const double* x, const double* w, const double* b, double eps, double* mean, double* var,
-                              double* rstd, double* y, std::size_t N, std::size_t C, std::size_t L);
-
 /// dx (skipped when null; training: through the batch statistics, else with them constant) and
 /// dw += sum g xhat, db += sum g per channel (zeros on entry).
 void batch_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd, double* dx,

@@ -59,6 +59,14 @@ struct ChannelStats {
     Array batch_var;   // biased batch variance (training only)
 };
 
+ChannelStats batch_stats(const Tensor& x, const ChannelLayout& l, double eps) {
+    ChannelStats s{Array::from_shape({l.channels}), Array::from_shape({l.channels}), Array::from_shape({l.channels})};
+    by_tier(reference::batch_norm_stats, fast::batch_norm_stats, x.data(), s.mean.data(), s.batch_var.data(), l.n, l.channels,
+            l.length);
+    for (std::size_t c = 0; c < l.channels; ++c) s.rstd(c) = 1.0 / std::sqrt(s.batch_var(c) + eps);
+    return s;
+}
+
 ChannelStats running_stats(const Tensor& running_mean, const Tensor& running_var, double eps) {
     ChannelStats s{running_mean.value(), Array::from_shape(running_var.value().shape()), Array()};
     for (std::size_t c = 0; c < s.rstd.size(); ++c) s.rstd(c) = 1.0 / std::sqrt(running_var.value()(c) + eps);
@@ -87,20 +95,14 @@ void update_running(Tensor& running_mean, Tensor& running_var, const Array& mean
 Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight, const Tensor& bias,
                   bool training, double momentum, double eps) {
     const ChannelLayout l = check_batch_norm("batch_norm", x, running_mean, running_var, weight, bias, training);
+    ChannelStats s = training ? batch_stats(x, l, eps) : running_stats(running_mean, running_var, eps);
+    if (training) update_running(running_mean, running_var, s.mean, s.batch_var, l, momentum);
+
     const std::size_t C = l.channels;
     const ValuesOr w(weight, C, 1.0), b(bias, C, 0.0);
     Array y = empty_like(x.value());
-    ChannelStats s;
-    if (training) {
-        s = ChannelStats{Array::from_shape({C}), Array::from_shape({C}), Array::from_shape({C})};
-        by_tier(reference::batch_norm_train_forward, fast::batch_norm_train_forward, x.data(), w.data(), b.data(), eps,
-                s.mean.data(), s.batch_var.data(), s.rstd.data(), y.data(), l.n, C, l.length);
-        update_running(running_mean, running_var, s.mean, s.batch_var, l, momentum);
-    } else {
-        s = running_stats(running_mean, running_var, eps);
-        by_tier(reference::batch_norm_forward, fast::batch_norm_forward, x.data(), w.data(), b.data(), s.mean.data(),
-                s.rstd.data(), y.data(), l.n, C, l.length);
-    }
+    by_tier(reference::batch_norm_forward, fast::batch_norm_forward, x.data(), w.data(), b.data(), s.mean.data(), s.rstd.data(),
+            y.data(), l.n, C, l.length);
 
     const AffineSlots affine(weight, bias);
     std::vector<SavedInfo> saved{{"mean", {C}}, {"rstd", {C}}};

@@ -4,7 +4,6 @@
 #include "nn/reference/batch_norm.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 namespace xg::nn::reference {
@@ -47,14 +46,6 @@ void batch_norm_forward(const double* x, const double* w, const double* b, const
             }
         }
     }
-}
-
-// rstd_c = 1/sqrt(var_c + eps)
-void batch_norm_train_forward(const double* x, const double* w, const double* b, double eps, double* mean, double* var,
-                              double* rstd, double* y, std::size_t N, std::size_t C, std::size_t L) {
-    batch_norm_stats(x, mean, var, N, C, L);
-    for (std::size_t c = 0; c < C; ++c) rstd[c] = 1.0 / std::sqrt(var[c] + eps);
-    batch_norm_forward(x, w, b, mean, rstd, y, N, C, L);
 }
 
 // training: dx = w_c rstd_c (g - mean(g) - xhat mean(g xhat));  eval: dx = w_c rstd_c g;
