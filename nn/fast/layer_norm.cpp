@@ -2,7 +2,8 @@
 // layernorm_forward/backward, written with the primitives of nn/fast/kernel_primitives.hpp (kLanes
 // partial sums, streaming stores, the next row's prefetch) and split between threads by rows.
 // One body per loop, a template on the storage type T (double, float), compiled into an AVX2 clone
-// per type. Values read are widened to double; only y and dx are rounded to T (docs/precision.md).
+// per type. The arithmetic is T's (float: 8 lanes per AVX2 vector), the row statistics, row sums
+// and dw, db are double whatever T (docs/precision.md, "Accumulators": the float rounding, measured).
 #include "nn/fast/layer_norm.hpp"
 
 #include <cmath>
@@ -28,6 +29,35 @@ XG_KERNEL_INLINE detail::BasicNextRow<T> next_x_row(const T* x, std::size_t r, s
     return {};
 }
 
+// The row machinery by the arithmetic type: double rows use the double primitives as they are;
+// float rows centre x on the float pair hi + lo of the double mean (nn/fast/kernel_primitives.hpp,
+// FloatPair: x - float(mean) would lose u |mean| to the rounding of the mean) and sum in float
+// blocks flushed into double.
+template <class T>
+struct RowMath;
+template <>
+struct RowMath<double> {
+    struct Centre {
+        double mean;
+        explicit Centre(double m) : mean(m) {}
+        XG_KERNEL_INLINE double operator()(double x) const { return x - mean; }
+    };
+    XG_KERNEL_INLINE static void mean_var(const double* x, std::size_t n, double& mean, double& var) { detail::row_mean_var(x, n, mean, var); }
+    template <class Term>
+    XG_KERNEL_INLINE static std::pair<double, double> sums(std::size_t n, Term&& term) { return detail::row_sums(n, term); }
+};
+template <>
+struct RowMath<float> {
+    struct Centre {
+        detail::FloatPair mean;
+        explicit Centre(double m) : mean(m) {}
+        XG_KERNEL_INLINE float operator()(float x) const { return (x - mean.hi) - mean.lo; }
+    };
+    XG_KERNEL_INLINE static void mean_var(const float* x, std::size_t n, double& mean, double& var) { detail::row_mean_var_float(x, n, mean, var); }
+    template <class Term>
+    XG_KERNEL_INLINE static std::pair<double, double> sums(std::size_t n, Term&& term) { return detail::row_sums_float(n, term); }
+};
+
 // Per row r in [r0, r1): mean, var, rstd = 1 / sqrt(var + eps), xhat = (x - mean) rstd, y = xhat w + b.
 template <class T>
 XG_KERNEL_INLINE void forward_rows_of(const T* x, const T* w, const T* b, T* y, double* row_mean, double* row_rstd,
@@ -36,12 +66,14 @@ XG_KERNEL_INLINE void forward_rows_of(const T* x, const T* w, const T* b, T* y, 
     for (std::size_t r = r0; r < r1; ++r) {
         const T* xr = x + r * D;
         double mean, var;
-        detail::row_mean_var(xr, D, mean, var);
+        RowMath<T>::mean_var(xr, D, mean, var);
         const double rstd = 1.0 / std::sqrt(var + eps);
         row_mean[r] = mean;
         row_rstd[r] = rstd;
-        const auto xhat = [=](std::size_t j) { return (double(xr[j]) - mean) * rstd; };
-        store(y + r * D, D, [=](std::size_t j) { return xhat(j) * double(w[j]) + double(b[j]); }, next_x_row<T>(x, r, r1, D));
+        const typename RowMath<T>::Centre centre(mean);
+        const T rstd_t = static_cast<T>(rstd);
+        const auto xhat = [=](std::size_t j) { return centre(xr[j]) * rstd_t; };
+        store(y + r * D, D, [=](std::size_t j) { return xhat(j) * w[j] + b[j]; }, next_x_row<T>(x, r, r1, D));
     }
 }
 
@@ -55,19 +87,23 @@ XG_KERNEL_INLINE void backward_rows_of(const T* x, const T* g, const T* w, const
                                        double* dw, double* db, std::size_t rows, std::size_t D, std::size_t r0, std::size_t r1) {
     const double inv_D = 1.0 / static_cast<double>(D);
     const BasicOutputStore<T> store(dx, rows * D, D);
+    detail::ColumnSums<T> dw_sums(dw, D), db_sums(db, D);
     for (std::size_t r = r0; r < r1; ++r) {
         const T *xr = x + r * D, *gr = g + r * D;
-        const double mean = row_mean[r], rstd = row_rstd[r];
-        const auto xhat = [=](std::size_t j) { return (double(xr[j]) - mean) * rstd; };
-        const auto dxhat = [=](std::size_t j) { return double(gr[j]) * double(w[j]); };
-        const auto [sum_dxhat, sum_dxhat_xhat] = detail::row_sums(D, [=](std::size_t j) {
-            const double g_j = gr[j], xhat_j = xhat(j), dxhat_j = dxhat(j);  // read before dw, db are written
-            dw[j] += g_j * xhat_j;
-            db[j] += g_j;
+        const typename RowMath<T>::Centre centre(row_mean[r]);
+        const T rstd = static_cast<T>(row_rstd[r]);
+        const auto xhat = [=](std::size_t j) { return centre(xr[j]) * rstd; };
+        const auto dxhat = [=](std::size_t j) { return gr[j] * w[j]; };
+        T *dw_r = dw_sums.row(), *db_r = db_sums.row();
+        const auto [sum_dxhat, sum_dxhat_xhat] = RowMath<T>::sums(D, [=](std::size_t j) {
+            const T g_j = gr[j], xhat_j = xhat(j), dxhat_j = dxhat(j);  // read before dw, db are written
+            dw_r[j] += g_j * xhat_j;
+            db_r[j] += g_j;
             return std::pair{dxhat_j, dxhat_j * xhat_j};
         });
+        dw_sums.end_row(), db_sums.end_row();
         if (dx == nullptr) continue;
-        const double mean_dxhat = sum_dxhat * inv_D, mean_dxhat_xhat = sum_dxhat_xhat * inv_D;
+        const T mean_dxhat = static_cast<T>(sum_dxhat * inv_D), mean_dxhat_xhat = static_cast<T>(sum_dxhat_xhat * inv_D);
         store(dx + r * D, D, [=](std::size_t j) { return rstd * (dxhat(j) - mean_dxhat - xhat(j) * mean_dxhat_xhat); },
               next_row(x, g, r, r1, D));
     }
