@@ -291,9 +291,10 @@ inline void stream16(float* p, const float* v) { _mm_stream_ps(p, _mm_loadu_ps(v
 /// streams()) and orders those stores before whatever follows when it goes out of scope.
 /// store(p, n, value, next) also fetches the rows at next.a and next.b (n elements each), one
 /// 64-byte line per 64 bytes stored, when the output streams and its pieces are longer than
-/// kShortRowBytes of doubles (512 values: the kernels compute in double whatever T, so the time a
-/// row takes, which the fetch overlaps, goes by its values, not its bytes; float rows of 768 values
-/// ran 20-25 % faster with it, docs/performance.md): a row kernel reads memory only in its first pass over a row, and while its
+/// kShortRowBytes of doubles (512 values: chosen when the kernels computed in double whatever T, so
+/// the time a row takes, which the fetch overlaps, went by its values, not its bytes; float rows of
+/// 768 values ran 20-25 % faster with it, docs/performance.md; not re-measured since the float32
+/// LayerNorm and RMSNorm kernels compute in float): a row kernel reads memory only in its first pass over a row, and while its
 /// last pass writes from the cache the hardware prefetcher does not run a whole row ahead, so
 /// memory would sit idle (measured: docs/performance.md; shorter or cache-resident rows were
 /// slower with it). T is the output's storage type (double or float); value(j) may return a double,
