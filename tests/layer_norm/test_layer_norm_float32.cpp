@@ -102,6 +102,30 @@ TEST_CASE("float32 layer_norm is a native float32 node: no float64 mirror, the f
     }
 }
 
+// Rows of two values (and one): dx is the eps term alone, which float arithmetic cannot resolve
+// (nn/fast/layer_norm.cpp, kWidestRowInDouble), so the fast kernels compute such rows in double:
+// the float64 route's bits, as on the reference tier.
+TEST_CASE("float32 layer_norm over one or two values: the fast kernels give the float64 arithmetic's bits", "[float32][layer_norm]") {
+    const xg::KernelTierGuard tier(xg::KernelTier::fast);
+    for (std::size_t D : {1, 2}) {
+        const Tensor x = Tensor(xg_test_support::random_array({7, D}, 41, 2.0, 0.5), xg::kFloat32, true);
+        const Tensor w = Tensor(xg_test_support::random_array({D}, 42), xg::kFloat32, true);
+        const Tensor b = Tensor(xg_test_support::random_array({D}, 43), xg::kFloat32, true);
+        const Tensor g = Tensor(xg_test_support::random_array({7, D}, 44), xg::kFloat32);
+        const Tensor y = F::layer_norm(x, {D}, w, b);
+        y.backward(g);
+        const Tensor x64(xg::to_float64_array(x.values<float>()), true);
+        const Tensor w64(xg::to_float64_array(w.values<float>()), true);
+        const Tensor b64(xg::to_float64_array(b.values<float>()), true);
+        const Tensor y64 = F::layer_norm(x64, {D}, w64, b64);
+        y64.backward(Tensor(xg::to_float64_array(g.values<float>())));
+        CHECK(y.values<float>() == xg::to_float32_array(y64.value()));
+        CHECK(x.grad_values<float>() == xg::to_float32_array(x64.grad_value()));
+        CHECK(w.grad_values<float>() == xg::to_float32_array(w64.grad_value()));
+        CHECK(b.grad_values<float>() == xg::to_float32_array(b64.grad_value()));
+    }
+}
+
 TEST_CASE("layer_norm with float32 x and a float64 weight keeps the float64 route", "[float32][layer_norm]") {
     const Tensor x = Tensor(xg_test_support::random_array({3, 8}, 35), xg::kFloat32, true);
     const Tensor w(xg_test_support::random_array({8}, 36), true);

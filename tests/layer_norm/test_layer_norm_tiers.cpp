@@ -23,9 +23,10 @@ struct Shape2 {
     std::size_t rows, D;
 };
 
-// Odd widths, a single row, a single element per row, threads' shares, and outputs of 4 MiB or more
+// Odd widths, a single row, a single element per row, rows of two (computed in double by the fast
+// float32 kernels), threads' shares, and outputs of 4 MiB or more
 // with rows longer than 4 KiB (streaming stores and the next row's prefetch in nn/fast/).
-constexpr Shape2 kShapes[] = {{1, 7}, {37, 83}, {5, 1}, {3, 2049}, {64, 768}, {128, 4100}};
+constexpr Shape2 kShapes[] = {{1, 7}, {37, 83}, {5, 1}, {6, 2}, {3, 2049}, {64, 768}, {128, 4100}};
 
 TEST_CASE("layer_norm tiers: fast kernels match the reference kernels", "[tiers][layer_norm]") {
     xg_test_support::ThreadCountGuard restore;

@@ -91,6 +91,25 @@ TEST_CASE("float32 rms_norm is a native float32 node: no float64 mirror, the flo
     }
 }
 
+// Rows of one value: dx is the eps term alone, which float arithmetic cannot resolve
+// (nn/fast/rms_norm.cpp), so the fast kernels compute such rows in double: the float64 route's
+// bits, as on the reference tier.
+TEST_CASE("float32 rms_norm over one value: the fast kernels give the float64 arithmetic's bits", "[float32][rms_norm]") {
+    const xg::KernelTierGuard tier(xg::KernelTier::fast);
+    const Tensor x = Tensor(xg_test_support::random_array({7, 1}, 41, 2.0, 0.5), xg::kFloat32, true);
+    const Tensor w = Tensor(xg_test_support::random_array({1}, 42), xg::kFloat32, true);
+    const Tensor g = Tensor(xg_test_support::random_array({7, 1}, 44), xg::kFloat32);
+    const Tensor y = F::rms_norm(x, {1}, w);
+    y.backward(g);
+    const Tensor x64(xg::to_float64_array(x.values<float>()), true);
+    const Tensor w64(xg::to_float64_array(w.values<float>()), true);
+    const Tensor y64 = F::rms_norm(x64, {1}, w64);
+    y64.backward(Tensor(xg::to_float64_array(g.values<float>())));
+    CHECK(y.values<float>() == xg::to_float32_array(y64.value()));
+    CHECK(x.grad_values<float>() == xg::to_float32_array(x64.grad_value()));
+    CHECK(w.grad_values<float>() == xg::to_float32_array(w64.grad_value()));
+}
+
 TEST_CASE("rms_norm with float32 x and a float64 weight keeps the float64 route", "[float32][rms_norm]") {
     const Tensor x = Tensor(xg_test_support::random_array({3, 8}, 35), xg::kFloat32, true);
     const Tensor w(xg_test_support::random_array({8}, 36), true);
