@@ -7,6 +7,9 @@
 //   XG_KERNEL_CLONES     compile a kernel for SSE2 and for AVX2; the loader picks one per CPU
 //   row_sum, row_sums    sum of n terms (one or two at once), in kLanes fixed partial sums
 //   row_mean_var         mean and biased variance of a row (corrected two-pass)
+//   row_sums_float       row_sums of float terms: float sums of a few terms, flushed into double
+//   row_mean_var_float   row_mean_var with float arithmetic and those sums (float32 LN)
+//   ColumnSums           dw, db: per column over rows, double, or float blocks of rows into double
 //   OutputStore          out[j] = value(j) for j < n (BasicOutputStore<float>: float outputs);
 //                        large outputs bypass the cache, and
 //                        long rows fetch the kernel's next input rows (NextRow) meanwhile
@@ -25,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "core/fast/parallel.hpp"
 
@@ -103,6 +107,135 @@ XG_KERNEL_INLINE void row_mean_var(const T* x, std::size_t n, double& mean, doub
     mean = m + sum_d / count;
 }
 
+// ---- float arithmetic, double sums (the float32 LayerNorm and RMSNorm) -------------------------
+
+// The float32 kernels compute their terms in float (8 lanes per AVX2 vector instead of 4) but sum
+// them in double: each of kFloatLanes lanes adds kFloatBlock consecutive terms in float, then the
+// block's lane sums are added into double lane sums. A block's float sum of 8 terms is off by at
+// most 7 u of its terms' magnitudes (u = 2^-24); nothing grows with the row's length
+// (docs/precision.md, "Accumulators").
+constexpr std::size_t kFloatLanes = 16;
+constexpr std::size_t kFloatBlock = 8;
+
+/// row_sums for terms that return a pair of floats: {sum_j a_j, sum_j b_j} in double, each term
+/// first summed with at most kFloatBlock - 1 others in float.
+template <class Term>
+XG_KERNEL_INLINE std::pair<double, double> row_sums_float(std::size_t n, Term&& term) {
+    double a[kFloatLanes] = {}, b[kFloatLanes] = {};
+    constexpr std::size_t kStep = kFloatLanes * kFloatBlock;
+    std::size_t j = 0;
+    for (; j + kStep <= n; j += kStep) {
+        float fa[kFloatLanes] = {}, fb[kFloatLanes] = {};
+        for (std::size_t i = 0; i < kFloatBlock; ++i) {
+#pragma omp simd
+            for (std::size_t k = 0; k < kFloatLanes; ++k) {
+                const std::pair<float, float> t = term(j + i * kFloatLanes + k);
+                fa[k] += t.first;
+                fb[k] += t.second;
+            }
+        }
+#pragma omp simd
+        for (std::size_t k = 0; k < kFloatLanes; ++k) {
+            a[k] += double(fa[k]);
+            b[k] += double(fb[k]);
+        }
+    }
+    // the rest: kFloatLanes terms at a time straight into the double lanes, then one by one
+    for (; j + kFloatLanes <= n; j += kFloatLanes) {
+#pragma omp simd
+        for (std::size_t k = 0; k < kFloatLanes; ++k) {
+            const std::pair<float, float> t = term(j + k);
+            a[k] += double(t.first);
+            b[k] += double(t.second);
+        }
+    }
+    double tail_a = 0.0, tail_b = 0.0;
+    for (; j < n; ++j) {
+        const std::pair<float, float> t = term(j);
+        tail_a += double(t.first);
+        tail_b += double(t.second);
+    }
+    double sum_a = 0.0, sum_b = 0.0;
+    for (std::size_t k = 0; k < kFloatLanes; ++k) sum_a += a[k], sum_b += b[k];
+    return {sum_a + tail_a, sum_b + tail_b};
+}
+
+/// row_sum for terms that return a float (see row_sums_float).
+template <class Term>
+XG_KERNEL_INLINE double row_sum_float(std::size_t n, Term&& term) {
+    return row_sums_float(n, [&term](std::size_t j) { return std::pair<float, float>{term(j), 0.0f}; }).first;
+}
+
+/// A double c as the float pair hi + lo (hi = c rounded, lo = the rest rounded): x - hi - lo in float
+/// is x - c with one rounding of about u |x - c| more, whatever |c| (x - hi is exact when x is near c),
+/// where x - float(c) would carry u |c|: the float kernels' centring, x - mean.
+struct FloatPair {
+    float hi, lo;
+    explicit FloatPair(double c) : hi(static_cast<float>(c)), lo(static_cast<float>(c - double(hi))) {}
+};
+
+/// row_mean_var for a float row with float arithmetic and double sums: the same corrected two
+/// passes, with d = (x - hi) - lo for the first pass's mean m = hi + lo.
+XG_KERNEL_INLINE void row_mean_var_float(const float* x, std::size_t n, double& mean, double& var) {
+    const double count = static_cast<double>(n);
+    const FloatPair m(row_sum_float(n, [x](std::size_t j) { return x[j]; }) / count);
+    const auto [sum_d, sum_d2] = row_sums_float(n, [x, m](std::size_t j) {
+        const float d = (x[j] - m.hi) - m.lo;
+        return std::pair{d, d * d};
+    });
+    var = std::max(0.0, (sum_d2 - sum_d * sum_d / count) / count);
+    mean = (double(m.hi) + double(m.lo)) + sum_d / count;
+}
+
+/// dw-style sums down the columns of a row kernel's rows (out[j] += the terms of column j, one per
+/// row), as the kernels accumulate them: ColumnSums<double> adds into out as it goes;
+/// ColumnSums<float> sums kFloatBlock rows in a float row of partial sums, then adds that into out
+/// (double) - a float add instead of a widening and a double add per term, and at most 7 u of a
+/// block's terms lost, nothing growing with the rows. row() is where the current row adds its
+/// terms; end_row() after each row; the last partial sums reach out at flush() (or destruction).
+template <class C>
+class ColumnSums;
+
+template <>
+class ColumnSums<double> {
+public:
+    ColumnSums(double* out, std::size_t) : out_(out) {}
+    double* row() const { return out_; }
+    void end_row() {}
+    void flush() {}
+
+private:
+    double* out_;
+};
+
+template <>
+class ColumnSums<float> {
+public:
+    ColumnSums(double* out, std::size_t n) : out_(out), part_(out != nullptr ? n : 0, 0.0f) {}
+    ColumnSums(const ColumnSums&) = delete;
+    ColumnSums& operator=(const ColumnSums&) = delete;
+    ~ColumnSums() { flush(); }
+    XG_KERNEL_INLINE float* row() { return part_.empty() ? nullptr : part_.data(); }
+    XG_KERNEL_INLINE void end_row() {
+        if (++rows_ == kFloatBlock) flush();
+    }
+    XG_KERNEL_INLINE void flush() {
+        if (rows_ == 0) return;
+        float* p = part_.data();
+#pragma omp simd
+        for (std::size_t j = 0; j < part_.size(); ++j) {
+            out_[j] += double(p[j]);
+            p[j] = 0.0f;
+        }
+        rows_ = 0;
+    }
+
+private:
+    double* out_;
+    std::vector<float> part_;
+    std::size_t rows_ = 0;
+};
+
 /// Rows of at most this many bytes are short: channel_sums and channel_map walk them one at a time,
 /// in memory order (several short rows at once are several short streams, one row at a time is one
 /// long stream: measured faster for rows of 2 KiB, not for rows of 6 KiB: docs/performance.md), and
@@ -158,9 +291,10 @@ inline void stream16(float* p, const float* v) { _mm_stream_ps(p, _mm_loadu_ps(v
 /// streams()) and orders those stores before whatever follows when it goes out of scope.
 /// store(p, n, value, next) also fetches the rows at next.a and next.b (n elements each), one
 /// 64-byte line per 64 bytes stored, when the output streams and its pieces are longer than
-/// kShortRowBytes of doubles (512 values: the kernels compute in double whatever T, so the time a
-/// row takes, which the fetch overlaps, goes by its values, not its bytes; float rows of 768 values
-/// ran 20-25 % faster with it, docs/performance.md): a row kernel reads memory only in its first pass over a row, and while its
+/// kShortRowBytes of doubles (512 values: chosen when the kernels computed in double whatever T, so
+/// the time a row takes, which the fetch overlaps, went by its values, not its bytes; float rows of
+/// 768 values ran 20-25 % faster with it, docs/performance.md; not re-measured since the float32
+/// LayerNorm and RMSNorm kernels compute in float): a row kernel reads memory only in its first pass over a row, and while its
 /// last pass writes from the cache the hardware prefetcher does not run a whole row ahead, so
 /// memory would sit idle (measured: docs/performance.md; shorter or cache-resident rows were
 /// slower with it). T is the output's storage type (double or float); value(j) may return a double,

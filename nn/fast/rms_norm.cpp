@@ -1,7 +1,9 @@
 // RMSNorm's fast kernels: the row loops of nn/reference/rms_norm.cpp written with the primitives
 // of nn/fast/kernel_primitives.hpp (kLanes partial sums, streaming stores), split between threads
 // by rows. One body per loop, a template on the storage type T (double, float), compiled into an
-// AVX2 clone per type. Values read are widened to double; only y and dx are rounded to T.
+// AVX2 clone per type. The arithmetic is T's (float: 8 lanes per AVX2 vector; double for float rows
+// of one value, below); rrms, the row sums and dw are double whatever T (docs/precision.md,
+// "Accumulators": the float rounding, measured).
 #include "nn/fast/rms_norm.hpp"
 
 #include <cmath>
@@ -25,42 +27,58 @@ XG_KERNEL_INLINE detail::BasicNextRow<T> next_rows_of_float(const T* x, const T*
     return {};
 }
 
+// Row sums of T terms, in double: double terms with the double primitive as it is, float terms
+// summed in float blocks flushed into double (nn/fast/kernel_primitives.hpp, row_sums_float).
+template <class T, class Term>
+XG_KERNEL_INLINE double row_sum_of(std::size_t n, Term&& term) {
+    if constexpr (std::is_same_v<T, float>) {
+        return detail::row_sum_float(n, term);
+    } else {
+        return detail::row_sum(n, term);
+    }
+}
+
 // Per row: rrms = 1 / sqrt(mean(x^2) + eps), xhat = x rrms, y = xhat w. All terms of mean(x^2)
 // are non-negative, so one pass loses nothing to cancellation.
-// Rows [r0, r1).
-template <class T>
+// Rows [r0, r1). C is the arithmetic's type: T, or double for float rows of one value (below).
+template <class T, class C = T>
 XG_KERNEL_INLINE void forward_rows_of(const T* x, const T* w, T* y, double* row_rrms, std::size_t rows, std::size_t D, double eps,
                                       std::size_t r0, std::size_t r1) {
     const BasicOutputStore<T> store(y, rows * D, D);
     for (std::size_t r = r0; r < r1; ++r) {
         const T* xr = x + r * D;
-        const double sum_x2 = detail::row_sum(D, [=](std::size_t j) { return double(xr[j]) * double(xr[j]); });
+        const double sum_x2 = row_sum_of<C>(D, [=](std::size_t j) { return C(xr[j]) * C(xr[j]); });
         const double rrms = 1.0 / std::sqrt(sum_x2 / static_cast<double>(D) + eps);
         row_rrms[r] = rrms;
-        const auto xhat = [=](std::size_t j) { return double(xr[j]) * rrms; };
-        store(y + r * D, D, [=](std::size_t j) { return xhat(j) * double(w[j]); }, next_rows_of_float(x, x, r, r1, D));
+        const C rrms_t = static_cast<C>(rrms);
+        const auto xhat = [=](std::size_t j) { return xr[j] * rrms_t; };
+        store(y + r * D, D, [=](std::size_t j) { return xhat(j) * C(w[j]); }, next_rows_of_float(x, x, r, r1, D));
     }
 }
 
 // Per row, with g = dL/dy and dxhat = g w:  dx = rrms (dxhat - xhat mean(dxhat xhat));  dw += g xhat.
 // Rows [r0, r1); dw is this range's partial sum (double whatever T: docs/precision.md).
-template <class T>
+// C is the arithmetic's type: T, or double for float rows of one value (below).
+template <class T, class C = T>
 XG_KERNEL_INLINE void backward_rows_of(const T* x, const T* g, const T* w, const double* row_rrms, T* dx, double* dw,
                                        std::size_t rows, std::size_t D, std::size_t r0, std::size_t r1) {
     const double inv_D = 1.0 / static_cast<double>(D);
     const BasicOutputStore<T> store(dx, rows * D, D);
+    detail::ColumnSums<C> dw_sums(dw, D);
     for (std::size_t r = r0; r < r1; ++r) {
         const T *xr = x + r * D, *gr = g + r * D;
-        const double rrms = row_rrms[r];
-        const auto xhat = [=](std::size_t j) { return double(xr[j]) * rrms; };
-        const auto dxhat = [=](std::size_t j) { return double(gr[j]) * double(w[j]); };
-        const double sum_dxhat_xhat = detail::row_sum(D, [=](std::size_t j) {
-            const double g_j = gr[j], xhat_j = xhat(j), dxhat_j = dxhat(j);  // read before dw is written
-            dw[j] += g_j * xhat_j;
+        const C rrms = static_cast<C>(row_rrms[r]);
+        const auto xhat = [=](std::size_t j) { return xr[j] * rrms; };
+        const auto dxhat = [=](std::size_t j) { return C(gr[j]) * C(w[j]); };
+        C* dw_r = dw_sums.row();
+        const double sum_dxhat_xhat = row_sum_of<C>(D, [=](std::size_t j) {
+            const C g_j = gr[j], xhat_j = xhat(j), dxhat_j = dxhat(j);  // read before dw is written
+            dw_r[j] += g_j * xhat_j;
             return dxhat_j * xhat_j;
         });
+        dw_sums.end_row();
         if (dx == nullptr) continue;
-        const double mean_dxhat_xhat = sum_dxhat_xhat * inv_D;
+        const C mean_dxhat_xhat = static_cast<C>(sum_dxhat_xhat * inv_D);
         store(dx + r * D, D, [=](std::size_t j) { return rrms * (dxhat(j) - xhat(j) * mean_dxhat_xhat); },
               next_rows_of_float(x, g, r, r1, D));
     }
@@ -71,9 +89,17 @@ XG_KERNEL_CLONES void forward_rows(const double* x, const double* w, double* y, 
                                    double eps, std::size_t r0, std::size_t r1) {
     forward_rows_of(x, w, y, rrms, rows, D, eps, r0, r1);
 }
+// Rows of one value: xhat = +-sqrt(x^2 / (x^2 + eps)), so dx = rrms dxhat (1 - xhat^2): the terms
+// cancel to eps / (x^2 + eps) of their size, which float arithmetic (in dx and in the forward's
+// rrms) cannot resolve (measured 2e4 u: docs/precision.md). Those rows compute in double, forward
+// and backward, as the reference kernels do.
 XG_KERNEL_CLONES void forward_rows(const float* x, const float* w, float* y, double* rrms, std::size_t rows, std::size_t D,
                                    double eps, std::size_t r0, std::size_t r1) {
-    forward_rows_of(x, w, y, rrms, rows, D, eps, r0, r1);
+    if (D == 1) {
+        forward_rows_of<float, double>(x, w, y, rrms, rows, D, eps, r0, r1);
+    } else {
+        forward_rows_of<float, float>(x, w, y, rrms, rows, D, eps, r0, r1);
+    }
 }
 XG_KERNEL_CLONES void backward_rows(const double* x, const double* g, const double* w, const double* rrms, double* dx, double* dw,
                                     std::size_t rows, std::size_t D, std::size_t r0, std::size_t r1) {
@@ -81,7 +107,11 @@ XG_KERNEL_CLONES void backward_rows(const double* x, const double* g, const doub
 }
 XG_KERNEL_CLONES void backward_rows(const float* x, const float* g, const float* w, const double* rrms, float* dx, double* dw,
                                     std::size_t rows, std::size_t D, std::size_t r0, std::size_t r1) {
-    backward_rows_of(x, g, w, rrms, dx, dw, rows, D, r0, r1);
+    if (D == 1) {
+        backward_rows_of<float, double>(x, g, w, rrms, dx, dw, rows, D, r0, r1);
+    } else {
+        backward_rows_of<float, float>(x, g, w, rrms, dx, dw, rows, D, r0, r1);
+    }
 }
 
 }  // namespace
