@@ -76,29 +76,6 @@ inline void check_tiers_agree(const std::string& what, const xg::Array& fast, co
 
 namespace xg_test_support {
 
-/// The float32 kernels (T = float, nn/fast vs nn/reference): both compute in double from the same
-/// float values, so before their final store to float they differ by at most tier_tolerance; each
-/// rounding to float then moves a value v by at most u |v| (u = 2^-24), so the stored results may
-/// differ by that plus 2 u max |reference| (one float ulp where the two doubles straddle a rounding
-/// boundary). Statistics and dw, db stay double: check_tiers_agree applies unchanged to them.
-inline void check_float_tiers_agree(const std::string& what, const xg::FloatArray& fast, const xg::FloatArray& reference,
-                                    std::size_t terms, double magnitude = 0.0) {
-    REQUIRE(fast.shape() == reference.shape());
-    const xg::Array f = xg::to_float64_array(fast), r = xg::to_float64_array(reference);
-    const double worst = r.size() == 0 ? 0.0 : xt::amax(xt::abs(f - r))();
-    const double max_ref = r.size() == 0 ? 0.0 : xt::amax(xt::abs(r))();
-    const double tolerance = tier_tolerance(r, terms, magnitude) + 2.0 * std::ldexp(1.0, -24) * max_ref;
-    INFO(fmt::format("{} (float32): max |fast - reference| = {:.3g}, tolerance {:.3g} (ratio {:.3g})", what, worst, tolerance,
-                     tolerance > 0 ? worst / tolerance : 0.0));
-    if (std::getenv("XGRAD_PRINT_TIER_RATIOS") != nullptr) fmt::print("{:.3g}  {} (float32)\n", worst / tolerance, what);
-    CHECK(worst <= tolerance);
-    CHECK(std::isfinite(worst));
-}
-
-}  // namespace xg_test_support
-
-namespace xg_test_support {
-
 /// The magnitudes that bound the rounding of the fast float32 kernels of LayerNorm and RMSNorm,
 /// which compute in float and sum in double (docs/precision.md, "Accumulators"), computed in double
 /// from the inputs of a (rows, D) problem: s = max |xhat|, the largest rstd (rrms) and 1/rstd,
