@@ -148,6 +148,13 @@ private:
 
 /// One optional gradient per input (empty for inputs that need none).
 using Grads = std::vector<GradPart>;
+/// The Grads of a one-input op, its part moved in: `return {std::move(part)};` would copy the whole
+/// array, as a braced list's elements are const.
+inline Grads one_grad(GradPart part) {
+    Grads g;
+    g.push_back(std::move(part));
+    return g;
+}
 
 /// A hand-written first-order backward on arrays (a fused op's kernel): maps dLoss/dOutput to
 /// dLoss/dInput_i. The same rule as Backward: no captured NodePtrs or Tensors.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "core/fast/parallel.hpp"
 
@@ -28,67 +30,95 @@ void for_each_row(const AxisView& v, F&& f) {
 }
 
 // The largest element of the row starting at `base` (the shift that keeps exp from overflowing).
-double row_max(const double* x, std::size_t base, const AxisView& v) {
+template <class T>
+double row_max(const T* x, std::size_t base, const AxisView& v) {
     double m = -std::numeric_limits<double>::infinity();
-    for (std::size_t j = 0; j < v.len; ++j) m = std::max(m, x[base + j * v.inner]);
+    for (std::size_t j = 0; j < v.len; ++j) m = std::max(m, static_cast<double>(x[base + j * v.inner]));
     return m;
 }
 
 }  // namespace
 
 // out = (x - max) - log(sum(exp(x - max))) per row.
-void log_softmax_forward(const double* px, double* po, std::size_t outer, std::size_t len, std::size_t inner) {
+template <class T>
+void log_softmax_forward(const T* px, T* po, std::size_t outer, std::size_t len, std::size_t inner) {
     const AxisView v{outer, len, inner};
     for_each_row(v, [&](std::size_t base) {
         const double m = row_max(px, base, v);
         double s = 0.0;
-        for (std::size_t j = 0; j < v.len; ++j) s += std::exp(px[base + j * v.inner] - m);
+        for (std::size_t j = 0; j < v.len; ++j) s += std::exp(static_cast<double>(px[base + j * v.inner]) - m);
         // (x - max) - log(s), not x - (max + log(s)): rounding max + log(s) at |x| ~ 1000 costs ~1e-13.
         const double log_s = std::log(s);
-        for (std::size_t j = 0; j < v.len; ++j) po[base + j * v.inner] = (px[base + j * v.inner] - m) - log_s;
+        for (std::size_t j = 0; j < v.len; ++j) {
+            po[base + j * v.inner] = static_cast<T>((static_cast<double>(px[base + j * v.inner]) - m) - log_s);
+        }
     });
 }
 
 // out = exp(x - max) / sum(exp(x - max)) per row. Not exp(log_softmax): subtracting the
 // log-sum-exp at |x| ~ 1000 costs ulp(1000) ~ 1e-13 relative, while x - max is exact nearby.
-void softmax_forward(const double* px, double* po, std::size_t outer, std::size_t len, std::size_t inner) {
+// A float32 row keeps its exponentials in a double scratch row (one per thread), so each output is
+// rounded once, after the division.
+template <class T>
+void softmax_forward(const T* px, T* po, std::size_t outer, std::size_t len, std::size_t inner) {
     const AxisView v{outer, len, inner};
     for_each_row(v, [&](std::size_t base) {
         const double m = row_max(px, base, v);
         double s = 0.0;
-        for (std::size_t j = 0; j < v.len; ++j) {
-            const std::size_t k = base + j * v.inner;
-            po[k] = std::exp(px[k] - m);
-            s += po[k];
+        if constexpr (std::is_same_v<T, double>) {
+            for (std::size_t j = 0; j < v.len; ++j) {
+                const std::size_t k = base + j * v.inner;
+                po[k] = std::exp(px[k] - m);
+                s += po[k];
+            }
+            for (std::size_t j = 0; j < v.len; ++j) po[base + j * v.inner] /= s;
+        } else {
+            static thread_local std::vector<double> e;
+            e.resize(v.len);
+            for (std::size_t j = 0; j < v.len; ++j) {
+                e[j] = std::exp(static_cast<double>(px[base + j * v.inner]) - m);
+                s += e[j];
+            }
+            for (std::size_t j = 0; j < v.len; ++j) po[base + j * v.inner] = static_cast<T>(e[j] / s);
         }
-        for (std::size_t j = 0; j < v.len; ++j) po[base + j * v.inner] /= s;
     });
 }
 
 // g_in = y * (g - sum_j g_j y_j) per row
-void softmax_backward(const double* py, const double* pg, double* pr, std::size_t outer, std::size_t len, std::size_t inner) {
+template <class T>
+void softmax_backward(const T* py, const T* pg, T* pr, std::size_t outer, std::size_t len, std::size_t inner) {
     const AxisView v{outer, len, inner};
     for_each_row(v, [&](std::size_t base) {
         double dot = 0.0;
-        for (std::size_t j = 0; j < v.len; ++j) dot += pg[base + j * v.inner] * py[base + j * v.inner];
+        for (std::size_t j = 0; j < v.len; ++j) dot += static_cast<double>(pg[base + j * v.inner]) * py[base + j * v.inner];
         for (std::size_t j = 0; j < v.len; ++j) {
             const std::size_t k = base + j * v.inner;
-            pr[k] = py[k] * (pg[k] - dot);
+            pr[k] = static_cast<T>(static_cast<double>(py[k]) * (pg[k] - dot));
         }
     });
 }
 
 // g_in = g - softmax * sum_j g_j per row (softmax = exp(out))
-void log_softmax_backward(const double* py, const double* pg, double* pr, std::size_t outer, std::size_t len, std::size_t inner) {
+template <class T>
+void log_softmax_backward(const T* py, const T* pg, T* pr, std::size_t outer, std::size_t len, std::size_t inner) {
     const AxisView v{outer, len, inner};
     for_each_row(v, [&](std::size_t base) {
         double total = 0.0;
         for (std::size_t j = 0; j < v.len; ++j) total += pg[base + j * v.inner];
         for (std::size_t j = 0; j < v.len; ++j) {
             const std::size_t k = base + j * v.inner;
-            pr[k] = pg[k] - std::exp(py[k]) * total;
+            pr[k] = static_cast<T>(pg[k] - std::exp(static_cast<double>(py[k])) * total);
         }
     });
 }
+
+#define XG_SOFTMAX_KERNELS(T)                                                                                   \
+    template void softmax_forward<T>(const T*, T*, std::size_t, std::size_t, std::size_t);                    \
+    template void softmax_backward<T>(const T*, const T*, T*, std::size_t, std::size_t, std::size_t);         \
+    template void log_softmax_forward<T>(const T*, T*, std::size_t, std::size_t, std::size_t);                \
+    template void log_softmax_backward<T>(const T*, const T*, T*, std::size_t, std::size_t, std::size_t);
+XG_SOFTMAX_KERNELS(double)
+XG_SOFTMAX_KERNELS(float)
+#undef XG_SOFTMAX_KERNELS
 
 }  // namespace xg::fast

@@ -1,5 +1,6 @@
 // Shape ops: they move elements around; each backward moves the gradient back.
 #include <algorithm>
+#include <memory>
 #include <numeric>
 #include <type_traits>
 
@@ -15,7 +16,8 @@ namespace {
 
 std::size_t product(const Shape& s) { return std::accumulate(s.begin(), s.end(), std::size_t{1}, std::multiplies<>()); }
 
-Array reshaped(Array a, const Shape& shape) {
+template <class T>
+xt::xarray<T> reshaped(xt::xarray<T> a, const Shape& shape) {
     a.reshape(shape);
     return a;
 }
@@ -96,7 +98,9 @@ std::shared_ptr<const FlatGather> slice_map(const AxisSlice& sl, const Shape& in
 // a's elements in the axis order `perm` (out axis i is a's axis perm[i]), copied by a plain
 // strided loop: constructing an Array from xt::transpose's view took ~10 % of a Pre-LN
 // Transformer block's forward+backward (attention's head split and merge).
-Array permuted(const Array& a, const std::vector<std::size_t>& perm) {
+// T = float moves a float32 tensor's storage as it is (bit for bit the float64 op's result rounded).
+template <class T>
+xt::xarray<T> permuted(const xt::xarray<T>& a, const std::vector<std::size_t>& perm) {
     const Shape in(a.shape().begin(), a.shape().end());
     const Strides rm = row_major_strides(in);
     Shape out_shape(perm.size());
@@ -105,9 +109,9 @@ Array permuted(const Array& a, const std::vector<std::size_t>& perm) {
         out_shape[i] = in[perm[i]];
         strides[i] = rm[perm[i]];
     }
-    Array out = Array::from_shape(out_shape);
-    const double* pa = a.data();
-    double* po = out.data();
+    xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+    const T* pa = a.data();
+    T* po = out.data();
     parallel_for_each_index(out_shape, strides, [pa, po](std::size_t flat, std::size_t offset) { po[flat] = pa[offset]; });
     return out;
 }
@@ -145,9 +149,15 @@ Tensor reshape(const Tensor& a, const std::vector<long>& shape) {
         fail("reshape", fmt::format("shape {} is invalid for input of shape {} ({} elements)", longs_str(shape), shape_str(in), n));
     }
     // d reshape(x)/dx: reshape the gradient back
-    return record("reshape", reshaped(a.value(), out), {a}, [in](const BackwardContext& c) -> std::vector<Tensor> {
+    Backward backward = [in](const BackwardContext& c) -> std::vector<Tensor> {
         return {reshape(c.grad, std::vector<long>(in.begin(), in.end()))};
-    });
+    };
+    if (a.dtype() == Dtype::Float32) {  // float32 storage in and out; the first-order kernel reshapes grad32
+        return record("reshape", reshaped(a.values<float>(), out), {a}, [in](const GradContext& c) -> Grads {
+            return one_grad(reshaped(c.grad32(), in));
+        }, {}, std::move(backward));
+    }
+    return record("reshape", reshaped(a.value(), out), {a}, std::move(backward));
 }
 
 Tensor permute(const Tensor& a, const Axes& order) {
@@ -167,9 +177,15 @@ Tensor permute(const Tensor& a, const Axes& order) {
         inverse[perm[i]] = i;
     }
     // d permute(x)/dx: apply the inverse permutation to the gradient
-    return record("permute", permuted(a.value(), perm), {a}, [inverse](const BackwardContext& c) -> std::vector<Tensor> {
+    Backward backward = [inverse](const BackwardContext& c) -> std::vector<Tensor> {
         return {permute(c.grad, Axes(inverse.begin(), inverse.end()))};
-    });
+    };
+    if (a.dtype() == Dtype::Float32) {  // float32 storage in and out; the first-order kernel permutes grad32
+        return record("permute", permuted(a.values<float>(), perm), {a}, [inverse](const GradContext& c) -> Grads {
+            return one_grad(permuted(c.grad32(), inverse));
+        }, {}, std::move(backward));
+    }
+    return record("permute", permuted(a.value(), perm), {a}, std::move(backward));
 }
 
 Tensor transpose(const Tensor& a, int axis0, int axis1) {
@@ -351,17 +367,33 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
     std::vector<char> hit(a.numel());
     const bool* pm = mask.data();
     for_each_index(in, sm, [&](std::size_t i, std::size_t im) { hit[i] = pm[im]; });
-    Array out = a.value();
-    for (std::size_t i = 0; i < hit.size(); ++i) {
-        if (hit[i]) out.data()[i] = value;
-    }
     // d masked_fill/dx = 1 where the mask is false, 0 where it filled: the gradient filled with 0
     // where the mask is true (a masked_fill again, so it differentiates to any order)
-    return record("masked_fill", std::move(out), {a}, [hit = std::move(hit), in](const BackwardContext& c) -> std::vector<Tensor> {
+    auto filled_at = std::make_shared<const std::vector<char>>(std::move(hit));
+    Backward backward = [filled_at, in](const BackwardContext& c) -> std::vector<Tensor> {
         Mask filled = Mask::from_shape(in);
-        std::copy(hit.begin(), hit.end(), filled.data());
+        std::copy(filled_at->begin(), filled_at->end(), filled.data());
         return {masked_fill(c.grad, filled, 0.0)};
-    }, {{"mask", ms}});
+    };
+    if (a.dtype() == Dtype::Float32) {  // float32 storage in and out; `value` rounded once, as record() rounds
+        FloatArray out = a.values<float>();
+        const auto fill = static_cast<float>(value);
+        for (std::size_t i = 0; i < filled_at->size(); ++i) {
+            if ((*filled_at)[i]) out.data()[i] = fill;
+        }
+        return record("masked_fill", std::move(out), {a}, [filled_at](const GradContext& c) -> Grads {
+            FloatArray g = c.grad32();
+            for (std::size_t i = 0; i < filled_at->size(); ++i) {
+                if ((*filled_at)[i]) g.data()[i] = 0.0f;
+            }
+            return one_grad(std::move(g));
+        }, {{"mask", ms}}, std::move(backward));
+    }
+    Array out = a.value();
+    for (std::size_t i = 0; i < filled_at->size(); ++i) {
+        if ((*filled_at)[i]) out.data()[i] = value;
+    }
+    return record("masked_fill", std::move(out), {a}, std::move(backward), {{"mask", ms}});
 }
 
 }  // namespace xg

@@ -221,18 +221,20 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& ke
     }
     // softmax(q k^T / sqrt(D) + float masks, bool masks applied) v per head
     Tensor scores = matmul(q, transpose(k, -1, -2)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
-    record_max_logit(scores.value(), blocked);
+    record_max_logit(scores, blocked);
     if (options.attn_bias().defined()) scores = scores + options.attn_bias();
     if (options.key_padding_bias().defined()) {
         scores = scores + reshape(options.key_padding_bias(), {static_cast<long>(B), 1, 1, static_cast<long>(S)});
     }
-    // The bool masks fill with the most negative finite double, not -inf: exp() still gives exactly
-    // 0 (no row is fully masked, so the row max is finite), and anomaly mode does not mistake the
-    // mask for a fault.
+    // The bool masks fill with the most negative finite number of the scores' dtype, not -inf: exp()
+    // still gives exactly 0 (no row is fully masked, so the row max is finite), and anomaly mode does
+    // not mistake the mask for a fault.
     if (bool_masks) {
         Mask filled = Mask::from_shape(full);
         std::copy(fill.begin(), fill.end(), filled.begin());
-        scores = masked_fill(scores, filled, std::numeric_limits<double>::lowest());
+        const double most_negative = scores.dtype() == kFloat32 ? std::numeric_limits<float>::lowest()
+                                                                : std::numeric_limits<double>::lowest();
+        scores = masked_fill(scores, filled, most_negative);
     }
     const Tensor weights = functional::dropout(softmax(scores, -1), dropout, is_training());
     const Tensor context = matmul(weights, v);  // (B, H, T, D)
@@ -241,13 +243,23 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& ke
     return {(*out_proj)(merged), weights};
 }
 
-void MultiheadAttention::record_max_logit(const Array& scores, const std::vector<char>& blocked) {
+namespace {
+
+template <class T>
+double largest_unblocked(const xt::xarray<T>& scores, const std::vector<char>& blocked) {
     double largest = -std::numeric_limits<double>::infinity();
-    const double* z = scores.data();
+    const T* z = scores.data();
     for (std::size_t i = 0; i < scores.size(); ++i) {
-        if (blocked.empty() || blocked[i] == 0) largest = std::max(largest, z[i]);
+        if (blocked.empty() || blocked[i] == 0) largest = std::max(largest, static_cast<double>(z[i]));
     }
-    last_max_logit_ = largest;
+    return largest;
+}
+
+}  // namespace
+
+void MultiheadAttention::record_max_logit(const Tensor& scores, const std::vector<char>& blocked) {
+    last_max_logit_ = scores.dtype() == kFloat32 ? largest_unblocked(scores.values<float>(), blocked)
+                                                 : largest_unblocked(scores.value(), blocked);
     has_max_logit_ = true;
 }
 

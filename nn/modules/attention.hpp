@@ -183,8 +183,9 @@ public:
 private:
     double last_max_logit_ = 0.0;
     bool has_max_logit_ = false;
-    // Keeps the largest of `scores` (B, H, T, S) where `blocked` (empty: nothing is) is 0.
-    void record_max_logit(const Array& scores, const std::vector<char>& blocked);
+    // Keeps the largest of `scores` (B, H, T, S) where `blocked` (empty: nothing is) is 0, read in
+    // the scores' own storage (a float32 tensor's is not widened into a float64 mirror).
+    void record_max_logit(const Tensor& scores, const std::vector<char>& blocked);
 
     // The batched computation behind forward() and forward_with_weights(): (B, T, E) output and
     // the per-head weights (B, H, T, S).

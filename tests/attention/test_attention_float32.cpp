@@ -1,5 +1,8 @@
 // `ctest -L float32`: MultiheadAttention in float32 against float64 (tests/support/float32_nn_twins.hpp).
+#include <cmath>
 #include <memory>
+#include <set>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -57,9 +60,9 @@ TEST_CASE("float32 twin: MultiheadAttention agrees with float64", "[float32][att
     xg_test_support::run_nn_twins(attention_twins());
 }
 
-// The bool masks fill the scores with the most negative finite double (nn/modules/attention.cpp), which
-// a float32 tensor stores as -inf: softmax must still give those weights exactly 0 and every gradient
-// stay finite, which anomaly mode checks at each node of the backward.
+// The bool masks fill the scores with the most negative finite number of their dtype
+// (nn/modules/attention.cpp; float32's lowest() for float32 scores): softmax must still give those
+// weights exactly 0 and every gradient stay finite, which anomaly mode checks at each node of the backward.
 TEST_CASE("float32: a masked MultiheadAttention runs forward and backward under anomaly mode", "[float32][attention]") {
     xg::manual_seed(113);
     MultiheadAttention mha(8, 2);
@@ -71,6 +74,36 @@ TEST_CASE("float32: a masked MultiheadAttention runs forward and backward under 
     CHECK_NOTHROW(xg::sum(y * y).backward());
     xg::set_anomaly_mode(false);
     CHECK(y.dtype() == xg::kFloat32);
+    CHECK(mha.in_proj_weight.grad().dtype() == xg::kFloat32);
+}
+
+// Issue 28: a float32 MultiheadAttention runs its head split and merge (reshape, permute), the scale,
+// the causal mask, the softmax and the max-logit record on float32 storage. No node of its graph (nor a
+// parameter) is read as float64, forward or first-order backward.
+TEST_CASE("float32: MultiheadAttention makes no float64 mirror, forward or backward", "[float32][attention]") {
+    xg::manual_seed(115);
+    MultiheadAttention mha(8, 2);
+    mha.to(xg::kFloat32);
+    const Tensor x = twin_leaf({2, 5, 8}, 116).to(xg::kFloat32).detach().requires_grad_();
+    for (const bool causal : {false, true}) {
+        INFO("causal " << causal);
+        const Tensor y = mha.forward(x, x, x, causal);
+        y.backward(xg::ones_like(y));
+        CHECK(y.dtype() == xg::kFloat32);
+        std::vector<const xg::Node*> stack{y.node().get()};
+        std::set<const xg::Node*> seen;
+        while (!stack.empty()) {
+            const xg::Node* n = stack.back();
+            stack.pop_back();
+            if (!seen.insert(n).second) continue;
+            INFO(n->op);
+            CHECK(n->dtype == xg::kFloat32);
+            CHECK(n->value_mirror == xg::Node::Mirror::None);
+            CHECK(n->grad_mirror == xg::Node::Mirror::None);
+            for (const xg::NodePtr& p : n->parents) stack.push_back(p.get());
+        }
+        CHECK(std::isfinite(mha.last_max_logit()));
+    }
     CHECK(mha.in_proj_weight.grad().dtype() == xg::kFloat32);
 }
 

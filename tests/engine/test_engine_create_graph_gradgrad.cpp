@@ -371,6 +371,7 @@ std::set<std::string> recorded_op_names(std::vector<std::string>& unknown_sites)
         {"core/ops/elementwise.cpp: op", {"maximum", "minimum"}},
         {"core/ops/elementwise.cpp: name", {"add", "sub", "mul"}},  // the float32 kernels of add, sub, mul (binary32)
         {"core/ops/reduce.cpp: op", {"max", "min"}},
+        {"core/ops/softmax.cpp: name", {"softmax", "log_softmax"}},  // row_op, for either storage
         {"nn/functional/group_norm.cpp: op", {"group_norm", "instance_norm"}},
         {"core/ops/linear_map.cpp: adjoint ? m->op + \"_backward\" : m->op", {}},  // the FlatGather names below
         // ops without a double backward get numeric "<op>_backward" nodes that refuse to be

@@ -80,4 +80,25 @@ TEST_CASE("float32 twin: cross_entropy, mse_loss and their modules agree with fl
     xg_test_support::run_nn_twins(losses_twins());
 }
 
+// float32 logits are read from their float32 storage (widened into a buffer for the call, not a mirror
+// kept with the node) and the loss and gradient come back as float32 storage: the same double kernels on
+// the same values, so the loss is the float64 loss of the rounded logits, rounded once, bit for bit, and
+// the gradient the float64 gradient (seeded with 1) rounded once.
+TEST_CASE("float32: cross_entropy reads and returns float32 storage, without float64 mirrors", "[float32][losses]") {
+    const xg::IndexArray targets{0, 3, 4, 1, 3, 2};
+    const Tensor logits(twin_leaf({6, 5}, 83, 2.0).value(), xg::kFloat32, true);
+    const Tensor loss = xg::nn::cross_entropy(logits, targets, Reduction::mean, 0.1);
+    CHECK(loss.dtype() == xg::kFloat32);
+    CHECK(loss.node()->native32);
+    loss.backward();
+    CHECK(logits.node()->value_mirror == xg::Node::Mirror::None);
+    CHECK(logits.node()->grad_mirror == xg::Node::Mirror::None);
+    CHECK(loss.node()->value_mirror == xg::Node::Mirror::None);
+    const Tensor widened(xg::to_float64_array(logits.values<float>()), true);
+    const Tensor loss64 = xg::nn::cross_entropy(widened, targets, Reduction::mean, 0.1);
+    loss64.backward();
+    CHECK(loss.values<float>()() == static_cast<float>(loss64.item()));
+    CHECK(xt::all(xt::equal(logits.grad_values<float>(), xg::to_float32_array(widened.grad_value()))));
+}
+
 }  // namespace xg_test_losses_float32

@@ -123,7 +123,7 @@ std::vector<Twin> elementwise_twins() {
 std::vector<Twin> linalg_and_reduction_twins() {
     const Inputs x = {randn_leaf({3, 4}, 20)};
     const Tensor ties({{1.0, 3.0, 3.0}, {-2.0, 0.5, -2.0}});
-    const Tensor logits = randn_leaf({2, 3, 2}, 21), columns = randn_leaf({3, 2}, 22);
+    const Tensor logits = randn_leaf({2, 3, 2}, 21), columns = randn_leaf({3, 2}, 22), scores = randn_leaf({2, 2, 3, 7}, 31, 3.0);
     return {
         // a k-term dot product per entry, each term two input roundings (summed(k) + 2); the
         // gradients are products over the other inner extent
@@ -158,6 +158,12 @@ std::vector<Twin> linalg_and_reduction_twins() {
         // x - max - log sum exp: absolute error max|x| u and the sum's; gradient g - softmax sum g
         {"log_softmax over axis 0 of (3,2)", [](const Inputs& a) { return one(xg::log_softmax(a[0], 0)); }, {columns},
          2 * max_abs(columns) + summed(3) + 4},
+        // the attention layout (B, H, T, S), rows contiguous (the float32 kernels' inner = 1 case), logits
+        // of 3 N(0, 1); the same bound with 7-term row sums
+        {"softmax over the last axis of (2,2,3,7)", [](const Inputs& a) { return one(xg::softmax(a[0], -1)); }, {scores},
+         2 * max_abs(scores) + summed(7) + 4},
+        {"log_softmax over the last axis of (2,2,3,7)", [](const Inputs& a) { return one(xg::log_softmax(a[0], -1)); }, {scores},
+         2 * max_abs(scores) + summed(7) + 4},
     };
 }
 
@@ -169,6 +175,11 @@ std::vector<Twin> shape_and_selection_twins() {
         {"reshape (3,4) to (2,-1)", [](const Inputs& a) { return one(xg::reshape(a[0], {2, -1})); }, x, kExact},
         {"permute and transpose", [](const Inputs& a) { return one(xg::transpose(xg::permute(a[0], {2, 0, 1}), 0, 1)); },
          {randn_leaf({2, 3, 2}, 41)}, kExact},
+        // attention's head split and merge: (B, T, E) -> (B, T, H, D) -> (B, H, T, D) and back
+        {"split and merge heads (2,3,4) -> (2,2,3,2) -> (2,3,4)", [](const Inputs& a) {
+             const Tensor heads = xg::permute(xg::reshape(a[0], {2, 3, 2, 2}), {0, 2, 1, 3});
+             return Outputs{heads, xg::reshape(xg::permute(heads, {0, 2, 1, 3}), {2, 3, 4})};
+         }, {randn_leaf({2, 3, 4}, 49)}, kExact},
         {"unsqueeze then squeeze", [](const Inputs& a) { return one(xg::squeeze(xg::unsqueeze(a[0], 1), 1) * 1.0); }, x, kExact},
         {"slice with step 2", [](const Inputs& a) { return one(xg::slice(a[0], 1, 0, 4, 2)); }, x, kExact},
         {"narrow", [](const Inputs& a) { return one(xg::narrow(a[0], 0, 1, 2)); }, x, kExact},
@@ -238,6 +249,7 @@ std::set<std::string> core_op_names(std::vector<std::string>& unknown_sites) {
         {"core/ops/elementwise.cpp: op", {"maximum", "minimum"}},
         {"core/ops/elementwise.cpp: name", {"add", "sub", "mul"}},  // the float32 kernels of add, sub, mul (binary32)
         {"core/ops/reduce.cpp: op", {"max", "min"}},
+        {"core/ops/softmax.cpp: name", {"softmax", "log_softmax"}},  // row_op, for either storage
         {"core/ops/linear_map.cpp: adjoint ? m->op + \"_backward\" : m->op", {}},  // the FlatGather names, below
         // the numeric nodes of fused ops (nn/) without a double backward: their float32 twins are nn's
         {"core/engine/tensor.cpp: op + \"_backward\"", {}},
@@ -349,6 +361,55 @@ TEST_CASE("float32: slice, index_select and cat move float32 storage as it is, w
     CHECK(xt::all(xt::equal(xg::to_float64_array(y.grad_values<float>()), xg::Array(xt::ones<double>({2, 3})))));
     // a float32 tensor in a cat with a float64 one promotes (PyTorch's rule), still through its values
     CHECK(xg::cat({x, y64}, 0).dtype() == xg::kFloat64);
+}
+
+// reshape, permute, masked_fill, softmax and log_softmax of float32 tensors run on the float32 storage
+// (issue 28: attention's head split and merge, its mask and its weights). Their forwards equal the float64
+// ops on the same (widened) values, rounded once, bit for bit: moves copy, and the softmax kernels do the
+// float64 kernels' operations in the same order in double and round each result once.
+TEST_CASE("float32: reshape, permute, masked_fill, softmax and log_softmax make no float64 mirror", "[float32]") {
+    const Tensor x(randn_leaf({2, 3, 4}, 72).value() * 3.0, xg::kFloat32, true);
+    const xg::Array widened = xg::to_float64_array(x.values<float>());
+    const xg::Mask upper = {{false, true, true}, {false, false, true}, {false, false, false}};
+    const auto chain = [&upper](const Tensor& t) {
+        const Tensor heads = xg::permute(xg::reshape(t, {2, 3, 2, 2}), {0, 2, 1, 3});  // (2, 2, 3, 2)
+        const Tensor scores = xg::matmul(heads, xg::transpose(heads, -1, -2));        // (2, 2, 3, 3)
+        const Tensor weights = xg::softmax(xg::masked_fill(scores, upper, -1e30), -1);
+        return Outputs{heads, weights, xg::log_softmax(xg::reshape(weights, {4, 9}), 0)};
+    };
+    const Outputs outs = chain(x), refs = chain(Tensor(widened, true));
+    auto no_mirror = [](const Tensor& t) { return t.node()->value_mirror == xg::Node::Mirror::None; };
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+        INFO(outs[k].op());
+        CHECK(outs[k].dtype() == xg::kFloat32);
+        CHECK(outs[k].node()->native32);
+        CHECK(no_mirror(outs[k]));
+    }
+    // heads: moved; weights and log_softmax: computed from the float32 product, so compared with the
+    // float64 kernels on those same float32 values
+    CHECK(xt::all(xt::equal(outs[0].values<float>(), xg::to_float32_array(refs[0].value()))));
+    const Tensor scores32(outs[1].node()->parents[0]);  // masked_fill's output, -1e30 rounded into float32
+    const Tensor weights64 = xg::softmax(Tensor(xg::to_float64_array(scores32.values<float>())), -1);
+    CHECK(xt::all(xt::equal(outs[1].values<float>(), xg::to_float32_array(weights64.value()))));
+    const Tensor log64 = xg::log_softmax(xg::reshape(Tensor(xg::to_float64_array(outs[1].values<float>())), {4, 9}), 0);
+    CHECK(xt::all(xt::equal(outs[2].values<float>(), xg::to_float32_array(log64.value()))));
+    // the first-order backward reads and writes float32 too: no node of the graph gains a mirror
+    outs[0].backward(outs[0].detach(), true);
+    outs[1].backward(outs[1].detach(), true);
+    outs[2].backward(xg::ones_like(outs[2]));
+    CHECK(x.grad().dtype() == xg::kFloat32);
+    CHECK(x.node()->grad_mirror == xg::Node::Mirror::None);
+    std::vector<const xg::Node*> stack;
+    for (const Tensor& t : outs) stack.push_back(t.node().get());
+    std::set<const xg::Node*> seen;
+    while (!stack.empty()) {
+        const xg::Node* n = stack.back();
+        stack.pop_back();
+        if (!seen.insert(n).second) continue;
+        INFO(n->op);
+        CHECK(n->value_mirror == xg::Node::Mirror::None);
+        for (const xg::NodePtr& p : n->parents) stack.push_back(p.get());
+    }
 }
 
 TEST_CASE("float32 twins reach every op core/ records", "[float32]") {
