@@ -13,6 +13,7 @@
 #include <string>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <xtensor/xarray.hpp>
@@ -148,11 +149,13 @@ private:
 
 /// One optional gradient per input (empty for inputs that need none).
 using Grads = std::vector<GradPart>;
-/// The Grads of a one-input op, its part moved in: `return {std::move(part)};` would copy the whole
+/// The Grads of a kernel backward, its parts moved in: `return {std::move(dx)};` would copy every
 /// array, as a braced list's elements are const.
-inline Grads one_grad(GradPart part) {
+template <class... Parts>
+Grads grads_of(Parts&&... parts) {
     Grads g;
-    g.push_back(std::move(part));
+    g.reserve(sizeof...(parts));
+    (g.emplace_back(std::forward<Parts>(parts)), ...);
     return g;
 }
 

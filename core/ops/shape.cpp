@@ -154,7 +154,7 @@ Tensor reshape(const Tensor& a, const std::vector<long>& shape) {
     };
     if (a.dtype() == Dtype::Float32) {  // float32 storage in and out; the first-order kernel reshapes grad32
         return record("reshape", reshaped(a.values<float>(), out), {a}, [in](const GradContext& c) -> Grads {
-            return one_grad(reshaped(c.grad32(), in));
+            return grads_of(reshaped(c.grad32(), in));
         }, {}, std::move(backward));
     }
     return record("reshape", reshaped(a.value(), out), {a}, std::move(backward));
@@ -182,7 +182,7 @@ Tensor permute(const Tensor& a, const Axes& order) {
     };
     if (a.dtype() == Dtype::Float32) {  // float32 storage in and out; the first-order kernel permutes grad32
         return record("permute", permuted(a.values<float>(), perm), {a}, [inverse](const GradContext& c) -> Grads {
-            return one_grad(permuted(c.grad32(), inverse));
+            return grads_of(permuted(c.grad32(), inverse));
         }, {}, std::move(backward));
     }
     return record("permute", permuted(a.value(), perm), {a}, std::move(backward));
@@ -386,7 +386,7 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
             for (std::size_t i = 0; i < filled_at->size(); ++i) {
                 if ((*filled_at)[i]) g.data()[i] = 0.0f;
             }
-            return one_grad(std::move(g));
+            return grads_of(std::move(g));
         }, {{"mask", ms}}, std::move(backward));
     }
     Array out = a.value();

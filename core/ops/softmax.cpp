@@ -51,12 +51,12 @@ Tensor row_op(const char* name, const Tensor& a, const AxisView& v, RowKernels<T
             const FloatArray& g = c.grad32();
             FloatArray dx = FloatArray::from_shape(g.shape());
             detail::by_tier(k.reference_backward, k.fast_backward, c.output32().data(), g.data(), dx.data(), v.outer, v.len, v.inner);
-            return one_grad(std::move(dx));
+            return grads_of(std::move(dx));
         } else {
             Array dx = empty_like(c.grad);
             detail::by_tier(k.reference_backward, k.fast_backward, c.output().data(), c.grad.data(), dx.data(), v.outer, v.len,
                             v.inner);
-            return one_grad(std::move(dx));
+            return grads_of(std::move(dx));
         }
     }, {}, std::move(in_graph));
 }

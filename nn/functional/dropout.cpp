@@ -27,7 +27,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
         const Array& mask = *factors;
         Array g = Array::from_shape(c.grad.shape());
         for (std::size_t i = 0; i < g.size(); ++i) g.data()[i] = c.grad.data()[i] * mask.data()[i];
-        return {std::move(g)};
+        return grads_of(std::move(g));
     }, {{"mask", saved_shape}}, [factors](const BackwardContext& c) -> std::vector<Tensor> {
         // create_graph: a product with the constant mask, in the gradient's dtype (a float64 mask would
         // turn a float32 gradient graph float64; in float32 the factor 1/(1-p) is rounded, as PyTorch's)

@@ -49,7 +49,7 @@ Tensor embedding(const Indices& index_arg, const Tensor& weight, std::optional<s
             double* dst = g.data() + static_cast<std::size_t>(ix[i]) * dim;
             for (std::size_t j = 0; j < dim; ++j) dst[j] += src[j];
         }
-        return {std::move(g)};
+        return grads_of(std::move(g));
     }, {{"indices", is}}, [read, rows, dim, padding, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
         const IndexArray& indices = *read;
         // create_graph: the same scatter-add as a graph node (its backward reads the rows again)

@@ -31,7 +31,7 @@ Tensor gelu_node(const Tensor& x, GeluApproximate approximate) {
         detail::by_tier(reference::gelu_backward<T>, fast::gelu_backward<T>, x.data(),
                         exact ? detail::kernel_output<T>(c).data() : nullptr, detail::kernel_grad<T>(c).data(), gx.data(),
                         x.size(), approximate);
-        return {std::move(gx)};
+        return grads_of(std::move(gx));
     }, {}, through_composed([approximate](const std::vector<Tensor>& in) { return gelu_composed(in[0], approximate); }));
 }
 

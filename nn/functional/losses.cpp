@@ -155,8 +155,8 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
         detail::by_tier(reference::cross_entropy_backward, fast::cross_entropy_backward, log_probs.data(), targets.data(),
                         weight.empty() ? nullptr : weight.data(), label_smoothing, ignore_index, upstream.data(), rows, cols,
                         g.data());
-        if (float32) return one_grad(to_float32_array(g));
-        return one_grad(std::move(g));
+        if (float32) return grads_of(to_float32_array(g));
+        return grads_of(std::move(g));
     };
     // create_graph: the double backward differentiates the composed twin (docs/derivatives.md)
     Backward in_graph = through_composed([targets, ignore_index, weight = cross_entropy_coefficients_weight(options, classes),

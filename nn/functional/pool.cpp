@@ -71,7 +71,7 @@ MaxPoolResult max_pool2d_with_indices(const Tensor& x, Size2 kernel_size, std::o
         Array dx = xt::zeros<double>(c.input_shape(0));
         detail::by_tier(reference::max_pool2d_backward, fast::max_pool2d_backward, winners->data(), c.grad.data(),
                         c.input(0).size() / (w.H * w.W), w, dx.data());
-        return {std::move(dx)};
+        return grads_of(std::move(dx));
     }, {{"indices", out_shape}}, [winners, plane_in, plane_out, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
         const IndexArray& at = *winners;
         // create_graph: the same routing to the winners as a graph node (its backward reads them again)
@@ -107,7 +107,7 @@ Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
         Array dx = xt::zeros<double>(c.input_shape(0));
         detail::by_tier(reference::avg_pool2d_backward, fast::avg_pool2d_backward, c.grad.data(), n_planes, w, count_include_pad,
                         dx.data());
-        return {std::move(dx)};
+        return grads_of(std::move(dx));
     }, {}, through_composed([kernel_size, stride, padding, ceil_mode, count_include_pad](const std::vector<Tensor>& in) {
         return avg_pool2d_composed(in[0], kernel_size, stride, padding, ceil_mode, count_include_pad);  // create_graph
     }));

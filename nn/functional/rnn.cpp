@@ -50,7 +50,7 @@ Tensor lstm_next_c(const Tensor& gates, const Tensor& c) {
         Array da = xt::zeros<double>({B, 4 * H}), dc = empty_like(ctx.input(1));
         detail::by_tier(reference::lstm_next_c_backward, fast::lstm_next_c_backward, ctx.grad.data(), ctx.input(1).data(), i.data(),
                         f.data(), g.data(), B, H, da.data(), dc.data());
-        return {std::move(da), std::move(dc)};
+        return grads_of(std::move(da), std::move(dc));
     }, {{"i", {B, H}}, {"f", {B, H}}, {"g", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
         // create_graph: c' = sigmoid(a_f) c + sigmoid(a_i) tanh(a_g) from core ops
         return sigmoid(narrow(in[0], 1, H, H)) * in[1] + sigmoid(narrow(in[0], 1, 0, H)) * tanh(narrow(in[0], 1, 2 * H, H));
@@ -68,7 +68,7 @@ Tensor lstm_next_h(const Tensor& gates, const Tensor& c_next) {
         Array da = xt::zeros<double>({B, 4 * H}), dc = empty_array(ctx.input_shape(1));
         detail::by_tier(reference::lstm_next_h_backward, fast::lstm_next_h_backward, ctx.grad.data(), o.data(), tanh_c.data(), B, H,
                         da.data(), dc.data());
-        return {std::move(da), std::move(dc)};
+        return grads_of(std::move(da), std::move(dc));
     }, {{"o", {B, H}}, {"tanh_c", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
         return sigmoid(narrow(in[0], 1, 3 * H, H)) * tanh(in[1]);  // create_graph: h' = sigmoid(a_o) tanh(c')
     }));
@@ -87,7 +87,7 @@ Tensor gru_next_h(const Tensor& gi, const Tensor& gh, const Tensor& h) {
         Array dgi = empty_array(ctx.input_shape(0)), dgh = empty_array(ctx.input_shape(1)), dh = empty_array(ctx.input_shape(2));
         detail::by_tier(reference::gru_next_h_backward, fast::gru_next_h_backward, ctx.grad.data(), ctx.input(1).data(),
                         ctx.input(2).data(), r.data(), z.data(), n.data(), B, H, dgi.data(), dgh.data(), dh.data());
-        return {std::move(dgi), std::move(dgh), std::move(dh)};
+        return grads_of(std::move(dgi), std::move(dgh), std::move(dh));
     }, {{"r", {B, H}}, {"z", {B, H}}, {"n", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
         // create_graph: the same step from core ops
         const auto part = [H](const Tensor& a, std::size_t k) { return narrow(a, 1, k * H, H); };
