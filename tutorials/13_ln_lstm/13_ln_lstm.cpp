@@ -366,7 +366,8 @@ int main(int argc, char** argv) {
     tut.say("   " + tutorial_values::describe(gain, "BN-LSTM g1", "BN-LSTM g0.1", 3));
     tut.say("   " + std::string(!gain.significant ? "within the spread: this run cannot tell that gain 1 hurts BN-LSTM"
                                 : gain.mean > 0   ? "gain 1 ends higher than gain 0.1: as the paper reports"
-                                                  : "gain 1 ends lower: not needed here (32-step windows, 150 steps)"));
+                                                  : fmt::format("gain 1 ends lower: not needed here ({}-step windows, {} steps)",
+                                                                c.context, c.steps)));
 
     std::vector<std::vector<double>> csv;
     const std::vector<std::string> keys{"lstm", "ln_lstm", "bn_lstm_g01", "bn_lstm_g1"};
