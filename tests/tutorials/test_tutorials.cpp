@@ -331,6 +331,13 @@ TEST_CASE("A2.4: gradient profiles read by hooks over seeds (tiny)", "[tutorials
         CHECK(g.post_ln_sd[l] > 0.0);  // two seeds, two different initialisations
     }
     CHECK(g.hook_vs_grad < 1e-12);  // the hooks see exactly what .grad accumulates
+    // the verdict's per-seed W2 norms: one row per seed, averaging to the printed means
+    REQUIRE(g.post_ln_w2_per_seed.size() == 2);
+    REQUIRE(g.pre_ln_w2_per_seed.size() == 2);
+    for (std::size_t l = 0; l < 3; ++l) {
+        CHECK(g.post_ln_w2[l] == Approx((g.post_ln_w2_per_seed[0][l] + g.post_ln_w2_per_seed[1][l]) / 2));
+        CHECK(g.pre_ln_w2[l] == Approx((g.pre_ln_w2_per_seed[0][l] + g.pre_ln_w2_per_seed[1][l]) / 2));
+    }
     const tv::GradientProfile degenerate = tv::gradient_profile("degenerate", corpus, 3, 16, 1, {1});
     for (double v : degenerate.pre_ln) CHECK(v < 1e-5);  // a ~constant loss has ~no gradient
 }

@@ -48,6 +48,117 @@ const tv::SweepCell* find_cell(const std::vector<tv::SweepCell>& cells, bool pre
     return nullptr;
 }
 
+// "grows", "falls" or "no trend beyond the spread": the direction of a paired difference, said
+// only when it stands out of the seeds' spread.
+std::string trend(const tv::PairedDifference& d) {
+    return !d.significant ? "no trend beyond the spread" : d.mean > 0 ? "grows" : "falls";
+}
+
+// A2.4's verdict on the profiles: W2's gradient norm at the last block against the first, seed by
+// seed (the same seed: the same initialisation and batches). The claim's pattern is Post-LN
+// growing toward the output while Pre-LN's stays level. The degenerate loss has no say: noise.
+void gradient_verdict(Tutorial& tut, const std::vector<tv::GradientProfile>& profiles, std::size_t L) {
+    tut.conclude("Post-LN's gradients grow toward the output, Pre-LN's stay level? W2's gradient norm,");
+    tut.say(fmt::format("   block {} minus block 1, seed by seed (the degenerate loss left out: its gradients are noise):", L));
+    auto last_minus_first = [L](const std::vector<std::vector<double>>& per_seed) {
+        std::vector<double> first, last;
+        for (const auto& blocks : per_seed) first.push_back(blocks.front()), last.push_back(blocks[L - 1]);
+        return tv::paired_difference(first, last);
+    };
+    std::vector<std::string> summary, pattern;
+    for (const auto& g : profiles) {
+        if (g.setup == "degenerate") continue;
+        const tv::PairedDifference post = last_minus_first(g.post_ln_w2_per_seed), pre = last_minus_first(g.pre_ln_w2_per_seed);
+        tut.say("   " + tv::describe(post, g.setup + " Post-LN " + std::to_string(L), "1", 2));
+        tut.say("   " + tv::describe(pre, g.setup + " Pre-LN " + std::to_string(L), "1", 2));
+        summary.push_back(fmt::format("   {}: Post-LN {}, Pre-LN {}", g.setup, trend(post), trend(pre)));
+        if (post.significant && post.mean > 0 && !pre.significant) pattern.push_back(g.setup);
+    }
+    for (const auto& line : summary) tut.say(line);
+    std::string where;
+    for (const auto& p : pattern) where += (where.empty() ? "" : ", ") + p;
+    tut.say(fmt::format("   the claim's pattern, Post-LN growing and Pre-LN without trend, shows in: {}",
+                        where.empty() ? "neither set-up" : where));
+}
+
+// The sweep's verdicts compare the placements cell by cell: Pre-LN minus Post-LN final loss, seed
+// by seed, in every setting (warm-up, clipping, depth, learning rate) where no seed diverged.
+struct Tally {
+    std::size_t pre_lower = 0, post_lower = 0, within = 0, diverged = 0;
+    std::size_t settings() const { return pre_lower + post_lower + within + diverged; }
+    void add(const tv::SweepCell& post, const tv::SweepCell& pre) {
+        if (post.n_diverged() || pre.n_diverged() || post.final_loss.size() < 2) {
+            ++diverged;
+            return;
+        }
+        const tv::PairedDifference d = tv::paired_difference(post.final_loss, pre.final_loss);
+        ++(!d.significant ? within : d.mean < 0 ? pre_lower : post_lower);
+    }
+    std::string line(const std::string& label) const {
+        return fmt::format("   {}: Pre-LN lower in {}, Post-LN lower in {}, within the spread in {}{}", label, pre_lower,
+                           post_lower, within, diverged ? fmt::format(", a seed diverged in {}", diverged) : "");
+    }
+};
+
+const tv::SweepCell& partner(const std::vector<tv::SweepCell>& cells, const tv::SweepCell& c) {
+    for (const auto& o : cells)
+        if (o.pre_ln != c.pre_ln && o.warmup == c.warmup && o.clip == c.clip && o.depth == c.depth && o.lr == c.lr) return o;
+    xg::fail("10_pre_vs_post_ln_gradients", "a sweep cell without its other placement");
+}
+
+// A0.5 and A4.3's verdicts: divergence, then the placements compared per depth (A4.3: easier to
+// train deep) and per learning rate (A0.5: more robust to the learning rate).
+void sweep_verdict(Tutorial& tut, const tv::SweepConfig& cfg, const std::vector<tv::SweepCell>& cells) {
+    std::size_t runs = 0, post_div = 0, pre_div = 0, post_div_nowarm = 0, pre_div_nowarm = 0;
+    for (const auto& c : cells) {
+        if (!c.pre_ln) runs += c.diverged.size();
+        (c.pre_ln ? pre_div : post_div) += c.n_diverged();
+        if (!c.warmup) (c.pre_ln ? pre_div_nowarm : post_div_nowarm) += c.n_diverged();
+    }
+    tut.conclude(fmt::format("runs that diverged: Post-LN {} of {} ({} without warm-up), Pre-LN {} of {} ({})", post_div, runs,
+                             post_div_nowarm, pre_div, runs, pre_div_nowarm));
+    tut.say(std::string("   Pre-LN trains without warm-up (A0.5): ") +
+            (pre_div_nowarm == 0 ? "holds, no run of it diverged" : "not at every setting"));
+    tut.say(std::string("   Post-LN ") + (post_div_nowarm > pre_div_nowarm ? "diverges more often without it"
+                                                                           : "diverges no more often without it: they differ in the loss"));
+
+    std::vector<Tally> by_depth(cfg.depths.size()), by_lr(cfg.lrs.size());
+    Tally deep, shallow;
+    for (const auto& c : cells) {
+        if (!c.pre_ln) continue;
+        const tv::SweepCell& post = partner(cells, c);
+        for (std::size_t i = 0; i < cfg.depths.size(); ++i)
+            if (cfg.depths[i] == c.depth) by_depth[i].add(post, c);
+        for (std::size_t i = 0; i < cfg.lrs.size(); ++i)
+            if (cfg.lrs[i] == c.lr) by_lr[i].add(post, c);
+        (c.depth > 6 ? deep : shallow).add(post, c);
+    }
+    tut.conclude("Pre-LN easier to train deep (A4.3)? final loss, Pre-LN - Post-LN seed by seed (paired t, 95 %),");
+    tut.say(fmt::format("   in each depth's {} settings (learning rate, warm-up, clipping):", by_depth.front().settings()));
+    for (std::size_t i = 0; i < cfg.depths.size(); ++i) tut.say(by_depth[i].line(fmt::format("depth {:>2}", cfg.depths[i])));
+    if (deep.settings() == 0) {
+        tut.say(fmt::format("   no depth above 6 here ({} steps): this run cannot decide; --full (depths 2-24, 120", cfg.steps));
+        tut.say("   steps) found above 6 blocks Pre-LN lower in 15 of 32 settings, Post-LN in 4");
+    } else {
+        tut.say(fmt::format("   above 6 blocks Pre-LN is lower in {} of {} settings, Post-LN in {}: {}", deep.pre_lower, deep.settings(),
+                            deep.post_lower, deep.pre_lower > deep.post_lower ? "as A4.3 says" : "not as A4.3 says"));
+        tut.say(fmt::format("   (at 6 or fewer: Pre-LN lower in {} of {}, Post-LN in {})", shallow.pre_lower, shallow.settings(),
+                            shallow.post_lower));
+    }
+    tut.conclude("Pre-LN more robust to the learning rate (A0.5)? the same comparison per learning rate,");
+    tut.say(fmt::format("   in each one's {} settings (depth, warm-up, clipping):", by_lr.front().settings()));
+    for (std::size_t i = 0; i < cfg.lrs.size(); ++i) tut.say(by_lr[i].line(lr_label(cfg.lrs[i])));
+    const Tally &low = by_lr.front(), &high = by_lr.back();
+    const bool post_suffers = high.pre_lower > low.pre_lower && high.pre_lower > high.post_lower;
+    tut.say(fmt::format("   Pre-LN lower in {} of {} settings at {}, in {} at {}:", low.pre_lower, low.settings(),
+                        lr_label(cfg.lrs.front()), high.pre_lower, lr_label(cfg.lrs.back())));
+    tut.say(post_suffers ? "   Post-LN suffers more from a large rate, as A0.5 says" : "   no sign that Post-LN is the more sensitive");
+    if (deep.settings() == 0) {
+        tut.say("   --full (4 rates, depths 2-24, 120 steps) found: at lr 1e-03 Pre-LN lower in 1 of 16");
+        tut.say("   settings, Post-LN in 6; at lr 3e-02 Pre-LN in 4, Post-LN in 3");
+    }
+}
+
 // A2.4's last example: loss against step with and without warm-up, for both placements, read from
 // the sweep's own runs (clipping off, so that warm-up is the only help). The depth and learning
 // rate are the sweep's setting where warm-up lowers Post-LN's final loss most.
@@ -120,7 +231,8 @@ void warmup_curves(Tutorial& tut, const tv::SweepConfig& cfg, const std::vector<
             return fmt::format("{} ± {} ({} the seed spread)", num(d.mean, 2), num(d.std, 2), d.significant ? "beyond" : "within");
         };
         tut.conclude("warm-up changes the final loss by " + verdict(diffs[0]) + " for Post-LN,");
-        tut.conclude("by " + verdict(diffs[1]) + " for Pre-LN;");
+        tut.say("   by " + verdict(diffs[1]) + " for Pre-LN");
+        if (!tut.full()) tut.say("   (--full, 6 blocks, lr 1e-02, 120 steps: -0.21 ± 0.20 and -0.12 ± 0.08, both within the spread)");
     } else {
         tut.conclude("some runs diverged: the table above says which; no paired comparison of the final losses");
     }
@@ -132,9 +244,9 @@ void warmup_curves(Tutorial& tut, const tv::SweepConfig& cfg, const std::vector<
         post_runs += c.diverged.size();
         post_diverged += c.n_diverged();
     }
-    tut.conclude(fmt::format("whether Post-LN needs it to train ({} of its {} runs without it diverged) nor where", post_diverged,
-                             post_runs));
-    tut.conclude("longer runs end");
+    tut.say(fmt::format("   whether Post-LN needs it to train ({} of its {} runs without it diverged) nor where", post_diverged,
+                        post_runs));
+    tut.say("   longer runs end");
 
     // CSV: per step, mean and std of each curve, then every seed's loss; the plot: one panel per
     // placement, the mean as a line and mean ± std as a band, red without warm-up, green with it.
@@ -203,8 +315,10 @@ int main(int argc, char** argv) {
     std::vector<std::vector<double>> csv(L);
     for (std::size_t l = 0; l < L; ++l) csv[l].push_back(static_cast<double>(l + 1));
     double hook_vs_grad = 0;
+    std::vector<tv::GradientProfile> profiles;
     for (const std::string setup : {"ce_default", "ce_xavier", "degenerate"}) {
-        const tv::GradientProfile g = tv::gradient_profile(setup, corpus, L, d);
+        profiles.push_back(tv::gradient_profile(setup, corpus, L, d));
+        const tv::GradientProfile& g = profiles.back();
         hook_vs_grad = std::max(hook_vs_grad, g.hook_vs_grad);
         std::vector<std::vector<std::string>> rows{{"block", "Post-LN all", "Pre-LN all", "Post-LN W2", "Pre-LN W2"}};
         for (std::size_t l = 0; l < L; ++l) {
@@ -227,6 +341,7 @@ int main(int argc, char** argv) {
                                     *std::min_element(g.pre_ln_w2.begin(), g.pre_ln_w2.end()), 2)));
     }
     tut.say("hook norms vs the same norms read from .grad: max relative difference " + under(hook_vs_grad, 1e-12));
+    gradient_verdict(tut, profiles, L);
     const std::string grad_csv = tut.out_path("10_grad_norms.csv");
     write_csv(grad_csv, header, csv);
     // One panel per set-up (their scales differ by 10 orders of magnitude), the degenerate loss
@@ -313,6 +428,7 @@ int main(int argc, char** argv) {
     tut.say(fmt::format("per depth, out of {} (all learning rates, warm-up/clipping settings and seeds):",
                         4 * cfg.lrs.size() * cfg.seeds.size()));
     tut.show(table(depth_rows));
+    sweep_verdict(tut, cfg, cells);
 
     // CSV: one row per cell; the plot: one panel per (clipping, depth), final loss against the
     // learning rate; Post-LN solid, Pre-LN dashed; red without warm-up, green with it.
@@ -471,6 +587,7 @@ GradientProfile gradient_profile(const std::string& setup, const CharCorpus& cor
         }
         mean_sd(all, pre ? g.pre_ln : g.post_ln, pre ? g.pre_ln_sd : g.post_ln_sd);
         mean_sd(w2, pre ? g.pre_ln_w2 : g.post_ln_w2, pre ? g.pre_ln_w2_sd : g.post_ln_w2_sd);
+        (pre ? g.pre_ln_w2_per_seed : g.post_ln_w2_per_seed) = w2;
     }
     return g;
 }

@@ -19,6 +19,8 @@ struct GradientProfile {
     std::vector<double> post_ln, pre_ln;        ///< ||grad of all parameters of block l||, mean over seeds
     std::vector<double> post_ln_w2, pre_ln_w2;  ///< ||grad of the FFN's second weight|| (Xiong et al.'s W^2), mean
     std::vector<double> post_ln_sd, pre_ln_sd, post_ln_w2_sd, pre_ln_w2_sd;  ///< their standard deviations
+    /// ||grad of W^2|| of every seed, [seed][block]: the verdict compares blocks seed by seed.
+    std::vector<std::vector<double>> post_ln_w2_per_seed, pre_ln_w2_per_seed;
     /// The norms are read by Tensor::register_hook on every parameter of every block; this is the
     /// largest relative difference from the same norms read from .grad after the pass.
     double hook_vs_grad = 0;

@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"13 LSTM vs LayerNorm-LSTM on a character-level language model", "A1.5", "docs/tutorials/13-ln-lstm.md",
                   "about 17 s of CPU (one thread)", "H 128, 600 steps of 16 x 64 characters, 3 seeds "
-                  "(more than 36 minutes of CPU: a rerun was stopped unfinished after 36, see guide 13)",
+                  "(about 42 minutes of CPU with 2 threads, 1 h 24 min of wall time on a shared machine: guide 13)",
                   "13_ln_lstm.csv/.png (held-out loss against steps, mean and each seed)"});
     Config c;
     if (tut.full()) {
@@ -322,7 +322,7 @@ int main(int argc, char** argv) {
     tut.say("   " + tutorial_values::describe(lower, "LN-LSTM", "LSTM", 3));
     if (!tut.full()) {
         tut.conclude("but 150 steps stop before the LSTM has converged: the quick run cannot decide \"lower\";");
-        tut.say("   --full (600 steps) ends at LN-LSTM 1.938 ± 0.017, LSTM 1.939 ± 0.022: not lower");
+        tut.say("   --full (600 steps) ends at LN-LSTM 1.936 ± 0.008, LSTM 1.939 ± 0.022: not lower");
     }
 
     // "LN about twice as fast as BN": the evaluations above resolve steps to eval_every only, so
@@ -356,9 +356,9 @@ int main(int argc, char** argv) {
     tut.say("   " + tutorial_values::describe(tutorial_values::paired_difference(final_printed(bn_small), final_printed(ln)),
                                               "LN-LSTM", "BN-LSTM g0.1", 3));
     const double fastest = std::min(ratios[0], ratios[1]);
-    const std::string when = tut.full() ? "" : " to this early target (the quick run stops at 150 steps)";
+    const std::string when = tut.full() ? "" : ", to this early target (the quick run stops at 150 steps)";
     tut.say("   " + (fastest >= 1.7  ? "about twice as fast" + when
-                     : fastest > 1.0 ? fmt::format("faster, but {} times, not twice,{}", num(fastest, 1), when)
+                     : fastest > 1.0 ? fmt::format("faster, but {} times, not twice{}", num(fastest, 1), when)
                                      : "not faster" + when));
     // "BN needed gain 0.1": gain 1 against gain 0.1, same seeds, same windows.
     const auto gain = tutorial_values::paired_difference(final_printed(bn_small), final_printed(bn_one));
@@ -366,7 +366,8 @@ int main(int argc, char** argv) {
     tut.say("   " + tutorial_values::describe(gain, "BN-LSTM g1", "BN-LSTM g0.1", 3));
     tut.say("   " + std::string(!gain.significant ? "within the spread: this run cannot tell that gain 1 hurts BN-LSTM"
                                 : gain.mean > 0   ? "gain 1 ends higher than gain 0.1: as the paper reports"
-                                                  : "gain 1 ends lower: not needed here (32-step windows, 150 steps)"));
+                                                  : fmt::format("gain 1 ends lower: not needed here ({}-step windows, {} steps)",
+                                                                c.context, c.steps)));
 
     std::vector<std::vector<double>> csv;
     const std::vector<std::string> keys{"lstm", "ln_lstm", "bn_lstm_g01", "bn_lstm_g1"};

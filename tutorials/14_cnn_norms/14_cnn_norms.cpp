@@ -123,7 +123,7 @@ std::string percent(const std::vector<double>& v) {
 int main(int argc, char** argv) {
     Tutorial tut(argc, argv,
                  {"14 A small CNN with BatchNorm, LayerNorm, GroupNorm, InstanceNorm", "A1.6", "docs/tutorials/14-cnn-norms.md",
-                  "about 10 s of CPU (one thread)", "6000 training images, 5000 test images, 3 epochs, 3 seeds (about 23 minutes of CPU; "
+                  "about 20 s of CPU (one thread)", "6000 training images, 5000 test images, 3 epochs, 3 seeds (about 23 minutes of CPU; "
                   "on a loaded machine far more: see guide 14)",
                   "14_cnn_norms.csv/.png (test error per epoch, mean ± std over the seeds)"});
     Config c;
