@@ -90,18 +90,12 @@ TEST_CASE("float32: MultiheadAttention makes no float64 mirror, forward or backw
         const Tensor y = mha.forward(x, x, x, causal);
         y.backward(xg::ones_like(y));
         CHECK(y.dtype() == xg::kFloat32);
-        std::vector<const xg::Node*> stack{y.node().get()};
-        std::set<const xg::Node*> seen;
-        while (!stack.empty()) {
-            const xg::Node* n = stack.back();
-            stack.pop_back();
-            if (!seen.insert(n).second) continue;
-            INFO(n->op);
-            CHECK(n->dtype == xg::kFloat32);
-            CHECK(n->value_mirror == xg::Node::Mirror::None);
-            CHECK(n->grad_mirror == xg::Node::Mirror::None);
-            for (const xg::NodePtr& p : n->parents) stack.push_back(p.get());
-        }
+        xg::test::detail::for_each_node({y}, [](const xg::Node& n) {
+            INFO(n.op);
+            CHECK(n.dtype == xg::kFloat32);
+            CHECK(n.value_mirror == xg::Node::Mirror::None);
+            CHECK(n.grad_mirror == xg::Node::Mirror::None);
+        });
         CHECK(std::isfinite(mha.last_max_logit()));
     }
     CHECK(mha.in_proj_weight.grad().dtype() == xg::kFloat32);

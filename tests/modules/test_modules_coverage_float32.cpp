@@ -88,19 +88,11 @@ std::set<std::string> nn_recorded_op_names(std::vector<std::string>& unknown_sit
 
 // Every op in the graphs below `outputs` (not the leaves), and those whose node is not float32.
 void collect_ops(const std::vector<Tensor>& outputs, std::set<std::string>& ops, std::set<std::string>& float64_ops) {
-    std::vector<const xg::Node*> stack;
-    for (const Tensor& t : outputs) stack.push_back(t.node().get());
-    std::set<const xg::Node*> seen;
-    while (!stack.empty()) {
-        const xg::Node* n = stack.back();
-        stack.pop_back();
-        if (n == nullptr || !seen.insert(n).second) continue;
-        if (!n->is_leaf()) {
-            ops.insert(n->op);
-            if (n->dtype != xg::kFloat32) float64_ops.insert(n->op);
-        }
-        for (const xg::NodePtr& p : n->parents) stack.push_back(p.get());
-    }
+    xg::test::detail::for_each_node(outputs, [&](const xg::Node& n) {
+        if (n.is_leaf()) return;
+        ops.insert(n.op);
+        if (n.dtype != xg::kFloat32) float64_ops.insert(n.op);
+    });
 }
 
 TEST_CASE("float32 twins: they reach every op nn/ records, and their float32 graphs hold no float64 node",

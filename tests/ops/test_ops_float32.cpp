@@ -399,17 +399,10 @@ TEST_CASE("float32: reshape, permute, masked_fill, softmax and log_softmax make 
     outs[2].backward(xg::ones_like(outs[2]));
     CHECK(x.grad().dtype() == xg::kFloat32);
     CHECK(x.node()->grad_mirror == xg::Node::Mirror::None);
-    std::vector<const xg::Node*> stack;
-    for (const Tensor& t : outs) stack.push_back(t.node().get());
-    std::set<const xg::Node*> seen;
-    while (!stack.empty()) {
-        const xg::Node* n = stack.back();
-        stack.pop_back();
-        if (!seen.insert(n).second) continue;
-        INFO(n->op);
-        CHECK(n->value_mirror == xg::Node::Mirror::None);
-        for (const xg::NodePtr& p : n->parents) stack.push_back(p.get());
-    }
+    xg::test::detail::for_each_node(outs, [](const xg::Node& n) {
+        INFO(n.op);
+        CHECK(n.value_mirror == xg::Node::Mirror::None);
+    });
 }
 
 TEST_CASE("float32 twins reach every op core/ records", "[float32]") {

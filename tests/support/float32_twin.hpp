@@ -102,16 +102,27 @@ inline bool on_float32_grid(const Array& a) {
     return true;
 }
 
-// Walks the graph behind `t`: collects op names; in a float32 run (`float32`) also returns the
-// description of the first node with axes that is not float32 or not on the float32 grid.
-inline std::string walk_graph(const Tensor& t, bool float32) {
-    std::vector<const Node*> stack{t.node().get()};
+/// Calls visit(node) once for every node of the graphs behind `outputs`, leaves included.
+template <class Visit>
+void for_each_node(const std::vector<Tensor>& outputs, Visit visit) {
+    std::vector<const Node*> stack;
+    for (const Tensor& t : outputs) stack.push_back(t.node().get());
     std::set<const Node*> seen;
-    std::string problem;
     while (!stack.empty()) {
         const Node* n = stack.back();
         stack.pop_back();
         if (n == nullptr || !seen.insert(n).second) continue;
+        visit(*n);
+        for (const NodePtr& p : n->parents) stack.push_back(p.get());
+    }
+}
+
+// Walks the graph behind `t`: collects op names; in a float32 run (`float32`) also returns the
+// description of the first node with axes that is not float32 or not on the float32 grid.
+inline std::string walk_graph(const Tensor& t, bool float32) {
+    std::string problem;
+    for_each_node({t}, [&](const Node& node) {
+        const Node* n = &node;
         if (!n->is_leaf()) float32_twin_ops_reached().insert(n->op);
         if (float32 && problem.empty() && n->dims().size() > 0) {
             const Shape shape(n->dims().begin(), n->dims().end());
@@ -125,8 +136,7 @@ inline std::string walk_graph(const Tensor& t, bool float32) {
                 problem = "node '" + n->op + "' has a float64 mirror off the float32 grid";
             }
         }
-        for (const NodePtr& p : n->parents) stack.push_back(p.get());
-    }
+    });
     return problem;
 }
 
