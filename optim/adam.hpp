@@ -62,6 +62,8 @@ public:
 ///   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
 ///   AMSGrad only: v_max = max(v_max, v), used below in place of v
 ///   w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+/// computed in the parameter's dtype, op by op as torch.optim.Adam: a float32 parameter in float
+/// (docs/precision.md bounds its error against float64 arithmetic).
 class Adam : public Optimizer {
 public:
     /// One group of `params`. Throws xg::Error for beta1/beta2 outside [0, 1), a negative or

@@ -8,13 +8,22 @@ namespace xg::optim {
 
 namespace {
 
-// Summed in double for either storage (a float32 gradient's elements are widened one by one).
+// Summed in double for either storage (a float32 gradient's elements are widened one by one), in
+// 8 fixed partial sums added in order at the end: the same order, so the same bits, for float32 and
+// float64 storage of the same values (a `#pragma omp simd reduction` orders by the vector width,
+// which differs between the two).
 template <class T>
 double squared_norm(const xt::xarray<T>& a) {
+    constexpr std::size_t kLanes = 8;
     const T* p = a.data();
+    const std::size_t n = a.size(), whole = n - n % kLanes;
+    double lanes[kLanes] = {};
+    for (std::size_t i = 0; i < whole; i += kLanes) {
+        for (std::size_t k = 0; k < kLanes; ++k) lanes[k] += double(p[i + k]) * double(p[i + k]);
+    }
+    for (std::size_t i = whole; i < n; ++i) lanes[i - whole] += double(p[i]) * double(p[i]);
     double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-    for (std::size_t i = 0; i < a.size(); ++i) sum += double(p[i]) * double(p[i]);
+    for (double lane : lanes) sum += lane;
     return sum;
 }
 

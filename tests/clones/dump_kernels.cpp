@@ -1,13 +1,17 @@
 // Writes the outputs and gradients of the kernels that have AVX2 clones (layer_norm, rms_norm,
-// batch_norm, group_norm; nn/fast/kernel_primitives.hpp; layer_norm and rms_norm in float32 too) to the
-// file named by argv[1], as raw doubles.
+// batch_norm, group_norm; nn/fast/kernel_primitives.hpp; layer_norm and rms_norm in float32 too) and
+// the parameters and moments after Adam and AdamW steps (optim/adam.cpp, float64 and float32) to
+// the file named by argv[1], as raw doubles.
 // Built twice - against the library as it is, and with those kernels compiled without clones - so
 // that compare_dumps.cmake can show that both versions round identically (ctest kernels.*).
 #include <cstdint>
 #include <cstdio>
+#include <memory>
+#include <vector>
 
 #include "core/engine/random.hpp"
 #include "nn/functional/functional.hpp"
+#include "optim/adam.hpp"
 
 namespace F = xg::nn::functional;
 using xg::Array;
@@ -70,6 +74,21 @@ int main(int argc, char** argv) {
             put(f, xg::to_float64_array(y.values<float>()));
             put(f, xg::to_float64_array(x32.grad_values<float>()));
             put(f, xg::to_float64_array(wl32.grad_values<float>()));
+        }
+    }
+    // Adam (AMSGrad, L2 decay) and AdamW, 3 steps, on 1031 values (the vector loops' tails)
+    for (const xg::Dtype dtype : {xg::kFloat64, xg::kFloat32}) {
+        for (int decoupled = 0; decoupled < 2; ++decoupled) {
+            std::vector<Tensor> p = {Tensor(xg::randn({1031}).value(), dtype, true)};
+            std::unique_ptr<xg::optim::Optimizer> adam;
+            if (decoupled == 1) adam = std::make_unique<xg::optim::AdamW>(p, xg::optim::AdamWOptions(0.05));
+            else adam = std::make_unique<xg::optim::Adam>(p, xg::optim::AdamOptions(0.05).weight_decay(0.01).amsgrad(true));
+            for (int step = 0; step < 3; ++step) {
+                p[0].set_grad(xg::randn({1031}).value());
+                adam->step();
+            }
+            for (const auto& [key, value] : adam->state_dict()) put(f, value);
+            put(f, p[0].value());
         }
     }
     // The dispatcher picks the AVX2 clone only where the CPU has AVX2; elsewhere both builds run
