@@ -142,6 +142,7 @@ FloatArray binary_grad32(Binary op, const GradContext& c, std::size_t i) {
     const Shape out_shape(g.shape().begin(), g.shape().end()), in_shape = c.input_shape(i);
     const bool negate = op == Binary::sub && i == 1;
     if (op != Binary::mul) {
+        if (in_shape == out_shape && i == 0) return c.take_grad32();  // g itself (add's and sub's a): the last read of g
         if (in_shape == out_shape) {
             FloatArray part = FloatArray::from_shape(g.shape());
             const float* pg = g.data();
@@ -183,7 +184,7 @@ Tensor binary32(Binary op, const Tensor& a, const Tensor& b, const char* name, B
                                          : zip32<Binary::mul>(va, vb, name);
     return record(name, std::move(out), {a, b}, [op](const GradContext& c) -> Grads {
         Grads g(2);
-        for (std::size_t i = 0; i < 2; ++i) {
+        for (std::size_t i : {1, 0}) {  // input 0 last: its part may take the incoming gradient itself
             if (c.needs_grad(i)) g[i] = binary_grad32(op, c, i);
         }
         return g;

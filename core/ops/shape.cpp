@@ -154,7 +154,7 @@ Tensor reshape(const Tensor& a, const std::vector<long>& shape) {
     };
     if (a.dtype() == Dtype::Float32) {  // float32 storage in and out; the first-order kernel reshapes grad32
         return record("reshape", reshaped(a.values<float>(), out), {a}, [in](const GradContext& c) -> Grads {
-            return grads_of(reshaped(c.grad32(), in));
+            return grads_of(reshaped(c.take_grad32(), in));
         }, {}, std::move(backward));
     }
     return record("reshape", reshaped(a.value(), out), {a}, std::move(backward));
