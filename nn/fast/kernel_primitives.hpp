@@ -31,25 +31,12 @@
 #include <vector>
 
 #include "core/fast/parallel.hpp"
+#include "core/fast/vector_math.hpp"  // XG_KERNEL_CLONES, XG_KERNEL_INLINE
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-// A kernel marked XG_KERNEL_CLONES is compiled twice, for baseline x86-64 (SSE2) and for AVX2,
-// and the dynamic loader picks one per machine (GCC function multi-versioning, an ifunc).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(XGRAD_NO_KERNEL_CLONES)
-#define XG_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define XG_KERNEL_CLONES
-#endif
-// For the loops below, which the clones call: GCC does not inline a large default-target
-// function into an AVX2 clone by itself, and an out-of-line copy runs with SSE2 only.
-#if defined(__GNUC__)
-#define XG_KERNEL_INLINE inline __attribute__((always_inline))
-#else
-#define XG_KERNEL_INLINE inline
-#endif
 
 namespace xg::nn::detail {
 

@@ -4,7 +4,7 @@
 // two (SSE) or four (AVX2) doubles at once, and erfcf, expf, tanhf of four or eight floats, within
 // glibc's documented 4 ulp (measured by tests/gelu/test_gelu_simd_math.cpp, double against long
 // double: erfc 1.98, exp 2.86, tanh 2.06, the scalar ones 0.5-3; float against double, AVX2:
-// erfcf 1.57, expf 2.57, tanhf 1.02, and SSE 1.76, 2.80, 1.02). The declarations below are glibc's
+// erfcf 1.57, expf 2.57, tanhf 1.02, and SSE 1.76, 2.80, 1.02). The declarations are glibc's
 // own functions under a second name that carries GCC's `simd` attribute, which is what lets the
 // vectoriser call the vector versions (_ZGVbN2v_erfc, _ZGVdN4v_erfc, ...) in a loop; math.h
 // declares them that way only under -ffast-math, which xgrad never uses. libm.so brings libmvec
@@ -13,6 +13,9 @@
 // nothing reads; without it GCC would not vectorise a loop that also holds a select.
 //
 // Elsewhere (another compiler or C library) these are the scalar std:: functions.
+//
+// The declarations themselves are in core/fast/vector_math.hpp, which core/fast/softmax.cpp
+// shares.
 //
 // Results: the vector versions, the scalar function and the AVX2 and SSE versions round
 // differently in about one call in a thousand (by an ulp). So that an element's result does not
@@ -26,21 +29,8 @@
 #include <cstddef>
 #include <utility>
 
+#include "core/fast/vector_math.hpp"  // the libmvec declarations
 #include "nn/fast/kernel_primitives.hpp"
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
-    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && !defined(XGRAD_NO_LIBMVEC)
-#define XG_SIMD_MATH_LIBMVEC 1
-extern "C" {
-__attribute__((simd("notinbranch"), const)) double xg_libmvec_erfc(double) noexcept __asm__("erfc");
-__attribute__((simd("notinbranch"), const)) double xg_libmvec_exp(double) noexcept __asm__("exp");
-__attribute__((simd("notinbranch"), const)) double xg_libmvec_tanh(double) noexcept __asm__("tanh");
-// The float ones: 4 floats per SSE call, 8 per AVX2 call (_ZGVbN4v_erfcf, _ZGVdN8v_erfcf, ...).
-__attribute__((simd("notinbranch"), const)) float xg_libmvec_erfcf(float) noexcept __asm__("erfcf");
-__attribute__((simd("notinbranch"), const)) float xg_libmvec_expf(float) noexcept __asm__("expf");
-__attribute__((simd("notinbranch"), const)) float xg_libmvec_tanhf(float) noexcept __asm__("tanhf");
-}
-#endif
 
 namespace xg::nn::detail {
 
