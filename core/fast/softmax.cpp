@@ -109,6 +109,22 @@ XG_KERNEL_CLONES void store_quotients(const double* e, std::size_t len, double s
     }
 }
 
+// softmax's backward on a contiguous float32 row (inner == 1): dot = sum_j g_j y_j in double, in
+// kExpBlock lanes (so its rounding differs from the reference's running sum: the tier test bounds
+// it), then dx_j = y_j (g_j - dot), rounded to float once.
+XG_KERNEL_CLONES void softmax_backward_row(const float* y, const float* g, float* dx, std::size_t len) {
+    double lanes[kExpBlock] = {};
+    std::size_t j = 0;
+    for (; j + kExpBlock <= len; j += kExpBlock) {
+#pragma omp simd
+        for (std::size_t k = 0; k < kExpBlock; ++k) lanes[k] += static_cast<double>(g[j + k]) * y[j + k];
+    }
+    double dot = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    for (; j < len; ++j) dot += static_cast<double>(g[j]) * y[j];
+#pragma omp simd
+    for (std::size_t i = 0; i < len; ++i) dx[i] = static_cast<float>(static_cast<double>(y[i]) * (g[i] - dot));
+}
+
 }  // namespace
 
 // out = (x - max) - log(sum(exp(x - max))) per row.
@@ -162,6 +178,9 @@ template <class T>
 void softmax_backward(const T* py, const T* pg, T* pr, std::size_t outer, std::size_t len, std::size_t inner) {
     const AxisView v{outer, len, inner};
     for_each_row(v, [&](std::size_t base) {
+        if constexpr (std::is_same_v<T, float>) {
+            if (v.inner == 1) return softmax_backward_row(py + base, pg + base, pr + base, v.len);
+        }
         double dot = 0.0;
         for (std::size_t j = 0; j < v.len; ++j) dot += static_cast<double>(pg[base + j * v.inner]) * py[base + j * v.inner];
         for (std::size_t j = 0; j < v.len; ++j) {

@@ -18,7 +18,8 @@
 //     1 ulp in each tier, |log s| <= log n), the subtraction 1 u each:
 //     |do_j| <= (2^-23 + 2 u) |o_j| + (2 n + 8 + 4 log n) u + 2^-149.
 //   the backwards read those outputs: softmax's dx_j = y_j (g_j - sum_k g_k y_k) moves by
-//     |dy_j| |g_j - dot| + |y_j| sum_k |g_k| |dy_k|; log_softmax's dx_j = g_j - exp(o_j) sum_k g_k by
+//     |dy_j| |g_j - dot| + |y_j| sum_k |g_k| |dy_k|, and by |y_j| 2 (n - 1) u sum_k |g_k y_k| where the
+//     fast tier sums the dot product in 8 lanes (a contiguous row); log_softmax's dx_j = g_j - exp(o_j) sum_k g_k by
 //     |sum_k g_k| exp(o_j) (|do_j| + 10 u) (its exp is the vector one too); then 2 u + 2^-23 of |dx_j|
 //     and 2^-149.
 // A factor (1 + 2^-20) covers the second-order terms; the bounds are computed from the reference's
@@ -73,7 +74,7 @@ Tolerances float32_tolerances(const Run& reference, const Array& g, bool log, in
         for (std::size_t i = 0; i < inner; ++i) {
             const std::size_t base = o * n * inner + i;
             const auto at = [&](std::size_t j) { return base + j * inner; };
-            long double dot = 0, total = 0, moved = 0;  // sum g y, sum g, sum |g| |dy|
+            long double dot = 0, total = 0, moved = 0, dot_size = 0;  // sum g y, sum g, sum |g| |dy|, sum |g y|
             for (std::size_t j = 0; j < n; ++j) {
                 const long double yj = y[at(j)];
                 const long double tol = log ? (ulp32 + 2 * u) * std::fabs(yj) + (2.0L * n + 8 + 4 * std::log(static_cast<long double>(n))) * u + tiny
@@ -82,10 +83,13 @@ Tolerances float32_tolerances(const Run& reference, const Array& g, bool log, in
                 dot += g.data()[at(j)] * yj;
                 total += g.data()[at(j)];
                 moved += std::fabs(g.data()[at(j)]) * tol;
+                dot_size += std::fabs(g.data()[at(j)] * yj);
             }
+            const long double dot_order = 2.0L * static_cast<long double>(n - 1) * u * dot_size;
             for (std::size_t j = 0; j < n; ++j) {
                 const long double yj = y[at(j)], gj = g.data()[at(j)], dy = t.y.data()[at(j)];
-                const long double read = log ? std::fabs(total) * std::exp(yj) * (dy + 10 * u) : dy * std::fabs(gj - dot) + std::fabs(yj) * moved;
+                const long double read =
+                    log ? std::fabs(total) * std::exp(yj) * (dy + 10 * u) : dy * std::fabs(gj - dot) + std::fabs(yj) * (moved + dot_order);
                 t.dx.data()[at(j)] = static_cast<double>(read + (ulp32 + 2 * u) * std::fabs(dx[at(j)]) + tiny);
             }
         }
