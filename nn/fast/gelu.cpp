@@ -66,10 +66,12 @@ constexpr float kKappaf = static_cast<float>(kKappa);
 // lose bits to a subnormal y.
 constexpr float kPhiByDivisionFrom = 0x1p-26f;
 
+// y = x Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2
 XG_KERNEL_CLONES void gelu_exact_forward(const float* x, float* y, std::size_t n) {
     simd_map(n, y, [](float x_i) { return x_i * (0.5f * simd_erfc(-x_i * kInvSqrt2f)); }, x);
 }
 
+// dx = g (Phi(x) + x phi(x)), Phi = y / x from the forward
 XG_KERNEL_CLONES void gelu_exact_backward(const float* x, const float* y, const float* g, float* dx, std::size_t n) {
     simd_map(n, dx, [](float x_i, float y_i, float g_i) {
         const float cdf = std::fabs(x_i) > kPhiByDivisionFrom ? y_i / x_i : 0.5f;
@@ -77,6 +79,7 @@ XG_KERNEL_CLONES void gelu_exact_backward(const float* x, const float* y, const 
     }, x, y, g);
 }
 
+// y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + kappa x^3)
 XG_KERNEL_CLONES void gelu_tanh_forward(const float* x, float* y, std::size_t n) {
     simd_map(n, y, [](float x_i) {
         const float t = simd_tanh(kSqrt2OverPif * (x_i + kKappaf * x_i * x_i * x_i));
@@ -84,6 +87,7 @@ XG_KERNEL_CLONES void gelu_tanh_forward(const float* x, float* y, std::size_t n)
     }, x);
 }
 
+// dx = g (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 kappa x^2)), t = tanh(u)
 XG_KERNEL_CLONES void gelu_tanh_backward(const float* x, const float* g, float* dx, std::size_t n) {
     simd_map(n, dx, [](float x_i, float g_i) {
         const float t = simd_tanh(kSqrt2OverPif * (x_i + kKappaf * x_i * x_i * x_i));
