@@ -1,7 +1,8 @@
 // Internal: XG_KERNEL_CLONES compiles a kernel twice, for baseline x86-64 (SSE2) and for AVX2, and
 // the dynamic loader picks one per machine (GCC function multi-versioning, an ifunc). The clones
 // round like the plain build: the AVX2 clone has no FMA to contract into, and ISO -std=c++17 means
-// -ffp-contract=off; tests/clones checks it (ctest -L kernels). Used by nn/fast and optim's Adam.
+// -ffp-contract=off; tests/clones checks it (ctest -L kernels). Used by nn/fast, core/fast/softmax.cpp and
+// optim's Adam.
 #pragma once
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(XGRAD_NO_KERNEL_CLONES)

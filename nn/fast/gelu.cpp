@@ -3,9 +3,7 @@
 // not depend on the thread count.
 #include "nn/fast/gelu.hpp"
 
-#include <algorithm>
 #include <cmath>
-#include <type_traits>
 
 #include "core/fast/parallel.hpp"
 #include "nn/fast/kernel_primitives.hpp"
@@ -57,25 +55,48 @@ XG_KERNEL_CLONES void gelu_tanh_backward(const double* x, const double* g, doubl
     }, x, g);
 }
 
-// The float32 kernels run the float64 ones above on blocks widened into stack buffers, so an
-// element's float32 result is its float64 result rounded once (float32 storage, float64 arithmetic:
-// docs/precision.md), whatever block or thread it falls in (simd_map computes every element alike).
-constexpr std::size_t kWidenBlock = 512;  // 3 x 4 KiB of doubles: stays in L1
+// The float32 kernels: the same formulas in float arithmetic, 8 floats per AVX2 vector, with
+// glibc's float erfcf, expf, tanhf (docs/precision.md, "GELU in float32"; their rounding bound:
+// tests/gelu/test_gelu_tiers.cpp). The constants are the float roundings of the ones above.
+constexpr float kInvSqrt2f = static_cast<float>(kInvSqrt2);
+constexpr float kInvSqrt2Pif = static_cast<float>(kInvSqrt2Pi);
+constexpr float kSqrt2OverPif = static_cast<float>(kSqrt2OverPi);
+constexpr float kKappaf = static_cast<float>(kKappa);
+// Below 2^-26, Phi(x) = 0.5 + x phi(0) is 0.5 within a fifth of a float rounding, and y / x could
+// lose bits to a subnormal y.
+constexpr float kPhiByDivisionFrom = 0x1p-26f;
 
-template <class Kernel>
-void widened_blocks(std::size_t n, const float* const (&in)[3], std::size_t inputs, float* out, Kernel kernel) {
-    double wide[3][kWidenBlock], result[kWidenBlock];
-    for (std::size_t begin = 0; begin < n; begin += kWidenBlock) {
-        const std::size_t count = std::min(kWidenBlock, n - begin);
-        for (std::size_t j = 0; j < inputs; ++j) {
-            for (std::size_t k = 0; k < count; ++k) wide[j][k] = in[j][begin + k];
-        }
-        kernel(wide[0], wide[1], wide[2], result, count);
-        for (std::size_t k = 0; k < count; ++k) out[begin + k] = static_cast<float>(result[k]);
-    }
+// y = x Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2
+XG_KERNEL_CLONES void gelu_exact_forward(const float* x, float* y, std::size_t n) {
+    simd_map(n, y, [](float x_i) { return x_i * (0.5f * simd_erfc(-x_i * kInvSqrt2f)); }, x);
 }
 
-void forward_block(const double* x, double* y, std::size_t n, bool exact) {
+// dx = g (Phi(x) + x phi(x)), Phi = y / x from the forward
+XG_KERNEL_CLONES void gelu_exact_backward(const float* x, const float* y, const float* g, float* dx, std::size_t n) {
+    simd_map(n, dx, [](float x_i, float y_i, float g_i) {
+        const float cdf = std::fabs(x_i) > kPhiByDivisionFrom ? y_i / x_i : 0.5f;
+        return g_i * (cdf + x_i * kInvSqrt2Pif * simd_exp(-0.5f * x_i * x_i));
+    }, x, y, g);
+}
+
+// y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + kappa x^3)
+XG_KERNEL_CLONES void gelu_tanh_forward(const float* x, float* y, std::size_t n) {
+    simd_map(n, y, [](float x_i) {
+        const float t = simd_tanh(kSqrt2OverPif * (x_i + kKappaf * x_i * x_i * x_i));
+        return 0.5f * x_i * (1.0f + t);
+    }, x);
+}
+
+// dx = g (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 kappa x^2)), t = tanh(u)
+XG_KERNEL_CLONES void gelu_tanh_backward(const float* x, const float* g, float* dx, std::size_t n) {
+    simd_map(n, dx, [](float x_i, float g_i) {
+        const float t = simd_tanh(kSqrt2OverPif * (x_i + kKappaf * x_i * x_i * x_i));
+        return g_i * (0.5f * (1.0f + t) + 0.5f * x_i * (1.0f - t * t) * kSqrt2OverPif * (1.0f + 3.0f * kKappaf * x_i * x_i));
+    }, x, g);
+}
+
+template <class T>
+void forward_block(const T* x, T* y, std::size_t n, bool exact) {
     if (exact) {
         gelu_exact_forward(x, y, n);
     } else {
@@ -83,7 +104,8 @@ void forward_block(const double* x, double* y, std::size_t n, bool exact) {
     }
 }
 
-void backward_block(const double* x, const double* y, const double* g, double* dx, std::size_t n, bool exact) {
+template <class T>
+void backward_block(const T* x, const T* y, const T* g, T* dx, std::size_t n, bool exact) {
     if (exact) {
         gelu_exact_backward(x, y, g, dx, n);
     } else {
@@ -96,32 +118,16 @@ void backward_block(const double* x, const double* y, const double* g, double* d
 template <class T>
 void gelu_forward(const T* x, T* y, std::size_t n, functional::GeluApproximate approximate) {
     const bool exact = approximate == functional::GeluApproximate::none;
-    xg::detail::parallel_for(n, 1, [=](std::size_t begin, std::size_t end) {
-        if constexpr (std::is_same_v<T, double>) {
-            forward_block(x + begin, y + begin, end - begin, exact);
-        } else {
-            const float* const in[3] = {x + begin, nullptr, nullptr};
-            widened_blocks(end - begin, in, 1, y + begin, [exact](const double* xw, const double*, const double*, double* yw,
-                                                                 std::size_t count) { forward_block(xw, yw, count, exact); });
-        }
-    });
+    xg::detail::parallel_for(n, 1, [=](std::size_t begin, std::size_t end) { forward_block(x + begin, y + begin, end - begin, exact); });
 }
 
-// The exact backward reads Phi = y / x from the forward's output: in float32 that y is rounded,
-// which moves Phi by a relative u (tests/gelu/test_gelu_tiers.cpp bounds it).
+// The exact backward reads Phi = y / x from the forward's output: in float32 that y carries the
+// float forward's error, which tests/gelu/test_gelu_tiers.cpp bounds.
 template <class T>
 void gelu_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n, functional::GeluApproximate approximate) {
     const bool exact = approximate == functional::GeluApproximate::none;
     xg::detail::parallel_for(n, 1, [=](std::size_t begin, std::size_t end) {
-        if constexpr (std::is_same_v<T, double>) {
-            backward_block(x + begin, exact ? y + begin : nullptr, dy + begin, dx + begin, end - begin, exact);
-        } else {
-            const float* const in[3] = {x + begin, dy + begin, exact ? y + begin : nullptr};
-            widened_blocks(end - begin, in, exact ? 3 : 2, dx + begin,
-                           [exact](const double* xw, const double* gw, const double* yw, double* dxw, std::size_t count) {
-                               backward_block(xw, yw, gw, dxw, count, exact);
-                           });
-        }
+        backward_block(x + begin, exact ? y + begin : nullptr, dy + begin, dx + begin, end - begin, exact);
     });
 }
 

@@ -1,8 +1,10 @@
-// Internal to nn/: erfc, exp and tanh that a `#pragma omp simd` loop vectorises.
+// Internal to nn/: erfc, exp and tanh (double and float) that a `#pragma omp simd` loop vectorises.
 //
 // glibc (2.35 on) ships a vector math library, libmvec, with every libc6: erfc, exp and tanh of
-// two (SSE) or four (AVX2) doubles at once, within glibc's documented 4 ulp (measured against long
-// double by tests/gelu/test_gelu_simd_math.cpp: erfc 1.98, exp 2.86, tanh 2.06; the scalar ones 0.5-3). The declarations below are glibc's
+// two (SSE) or four (AVX2) doubles at once, and erfcf, expf, tanhf of four or eight floats, within
+// glibc's documented 4 ulp (measured by tests/gelu/test_gelu_simd_math.cpp, double against long
+// double: erfc 1.98, exp 2.86, tanh 2.06, the scalar ones 0.5-3; float against double, AVX2:
+// erfcf 1.57, expf 2.57, tanhf 1.02, and SSE 1.76, 2.80, 1.02). The declarations are glibc's
 // own functions under a second name that carries GCC's `simd` attribute, which is what lets the
 // vectoriser call the vector versions (_ZGVbN2v_erfc, _ZGVdN4v_erfc, ...) in a loop; math.h
 // declares them that way only under -ffast-math, which xgrad never uses. libm.so brings libmvec
@@ -11,6 +13,9 @@
 // nothing reads; without it GCC would not vectorise a loop that also holds a select.
 //
 // Elsewhere (another compiler or C library) these are the scalar std:: functions.
+//
+// The declarations themselves are in core/fast/vector_math.hpp, which core/fast/softmax.cpp
+// shares.
 //
 // Results: the vector versions, the scalar function and the AVX2 and SSE versions round
 // differently in about one call in a thousand (by an ulp). So that an element's result does not
@@ -24,17 +29,8 @@
 #include <cstddef>
 #include <utility>
 
+#include "core/fast/vector_math.hpp"  // the libmvec declarations
 #include "nn/fast/kernel_primitives.hpp"
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
-    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && !defined(XGRAD_NO_LIBMVEC)
-#define XG_SIMD_MATH_LIBMVEC 1
-extern "C" {
-__attribute__((simd("notinbranch"), const)) double xg_libmvec_erfc(double) noexcept __asm__("erfc");
-__attribute__((simd("notinbranch"), const)) double xg_libmvec_exp(double) noexcept __asm__("exp");
-__attribute__((simd("notinbranch"), const)) double xg_libmvec_tanh(double) noexcept __asm__("tanh");
-}
-#endif
 
 namespace xg::nn::detail {
 
@@ -42,41 +38,46 @@ namespace xg::nn::detail {
 inline double simd_erfc(double x) { return xg_libmvec_erfc(x); }
 inline double simd_exp(double x) { return xg_libmvec_exp(x); }
 inline double simd_tanh(double x) { return xg_libmvec_tanh(x); }
+inline float simd_erfc(float x) { return xg_libmvec_erfcf(x); }
+inline float simd_exp(float x) { return xg_libmvec_expf(x); }
+inline float simd_tanh(float x) { return xg_libmvec_tanhf(x); }
 #else
 inline double simd_erfc(double x) { return std::erfc(x); }
 inline double simd_exp(double x) { return std::exp(x); }
 inline double simd_tanh(double x) { return std::tanh(x); }
+inline float simd_erfc(float x) { return std::erfc(x); }
+inline float simd_exp(float x) { return std::exp(x); }
+inline float simd_tanh(float x) { return std::tanh(x); }
 #endif
 
-// Elements per vector loop of simd_map: a whole number of vectors of 2 (SSE2) and 4 (AVX2), so the
-// loop has no scalar remainder.
+// Elements per vector loop of simd_map: a whole number of vectors of 2 or 4 (SSE2, double or
+// float) and 4 or 8 (AVX2), so the loop has no scalar remainder.
 constexpr std::size_t kSimdBlock = 8;
 
-template <class F, class... In>
-XG_KERNEL_INLINE void simd_block(double* out, F& value, const In*... in) {
+template <class T, class F, class... In>
+XG_KERNEL_INLINE void simd_block(T* out, F& value, const In*... in) {
 #pragma omp simd
     for (std::size_t k = 0; k < kSimdBlock; ++k) out[k] = value(in[k]...);
 }
 
-template <class F, std::size_t... J>
-XG_KERNEL_INLINE void simd_tail(double* out, std::size_t count, F& value, const double* const (&in)[sizeof...(J)],
-                                std::index_sequence<J...>) {
-    double padded[sizeof...(J)][kSimdBlock] = {};  // zeros past the end: a valid argument of every value() here
+template <class T, class F, std::size_t... J>
+XG_KERNEL_INLINE void simd_tail(T* out, std::size_t count, F& value, const T* const (&in)[sizeof...(J)], std::index_sequence<J...>) {
+    T padded[sizeof...(J)][kSimdBlock] = {};  // zeros past the end: a valid argument of every value() here
     for (std::size_t j = 0; j < sizeof...(J); ++j) std::copy(in[j], in[j] + count, padded[j]);
-    double result[kSimdBlock];
-    simd_block(result, value, static_cast<const double*>(padded[J])...);
+    T result[kSimdBlock];
+    simd_block(result, value, static_cast<const T*>(padded[J])...);
     std::copy(result, result + count, out);
 }
 
 /// out[i] = value(in_1[i], ..., in_m[i]) for i < n, kSimdBlock elements at a time; the last
 /// partial block goes through a zero-padded copy, so that every element is computed by the same
-/// vector code wherever it sits (see the top of this file).
-template <class F, class... In>
-XG_KERNEL_INLINE void simd_map(std::size_t n, double* out, F&& value, const In*... in) {
+/// vector code wherever it sits (see the top of this file). T is double or float (all of out and in).
+template <class T, class F, class... In>
+XG_KERNEL_INLINE void simd_map(std::size_t n, T* out, F&& value, const In*... in) {
     std::size_t i = 0;
     for (; i + kSimdBlock <= n; i += kSimdBlock) simd_block(out + i, value, (in + i)...);
     if (i == n) return;
-    const double* const rest[] = {(in + i)...};
+    const T* const rest[] = {(in + i)...};
     simd_tail(out + i, n - i, value, rest, std::index_sequence_for<In...>{});
 }
 

@@ -183,6 +183,7 @@ std::vector<Workload> workloads() {
         // Issue 28's float32 rows against libtorch in float32: half the bytes of float64.
         {Kind::layer_norm, "LayerNorm fwd+bwd (4096, 768), float32", {4096, 768}, 0.75, stream5(4096.0 * 768) / 2, true},
         {Kind::rms_norm, "RMSNorm fwd+bwd (4096, 768), float32", {4096, 768}, 0.75, stream5(4096.0 * 768) / 2, true},
+        {Kind::gelu, "GELU exact fwd+bwd (4096, 768), float32", {4096, 768}, 0.75, stream5(4096.0 * 768) / 2, true},
         {Kind::linear, "Linear fwd+bwd 64 x 784->256, float32", {64, 784, 256}, 1.05, 0.0, true},
         {Kind::linear, "Linear fwd+bwd 4096 x 256->256, float32", {4096, 256, 256}, 1.05, 0.0, true},
         {Kind::mlp_layer_norm, "MLP step 784-256-256-10 LN+GELU, b64, float32", {64}, 1.0, 0.0, true},
