@@ -1,7 +1,9 @@
 // Matrix products through BLAS dgemm (core/ops/gemm.hpp), 2-D and batched with broadcast batch axes;
 // 1-D operands follow PyTorch's rules (a row on the left, a column on the right). Two float32
 // operands take sgemm on their float32 storage (no float64 mirror), forward and backward.
+#include <functional>
 #include <memory>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -58,21 +60,30 @@ Tensor matmul_float32(const Tensor& a, const Tensor& b, std::shared_ptr<const Ba
         Grads g(2);
         const float* pg = c.grad32().data();
         const std::size_t count = p->a_off.size();
+        // An operand with a matrix per output matrix (not broadcast) takes each GEMM once: beta = 0
+        // into an uninitialised buffer, with no zeroing pass and no read of it.
+        const auto gradient_buffer = [count](const Shape& shape, std::size_t matrix_size, float& beta) {
+            const bool broadcast = std::accumulate(shape.begin(), shape.end(), std::size_t{1}, std::multiplies<>()) != count * matrix_size;
+            beta = broadcast ? 1.0f : 0.0f;
+            return broadcast ? FloatArray(xt::zeros<float>(shape)) : FloatArray::from_shape(shape);
+        };
         if (c.needs_grad(0)) {  // dA_i (m, k) += dC_i (m, n) @ B_i^T
             const float* pb = c.input32(1).data();
-            FloatArray ga = xt::zeros<float>(c.input_shape(0));
+            float beta = 1.0f;
+            FloatArray ga = gradient_buffer(c.input_shape(0), m * k, beta);
             for (std::size_t i = 0; i < count; ++i) {
                 gemm(pg + i * m * n, m, n, false, pb + p->b_off[i] * k * n, k, n, true, ga.data() + p->a_off[i] * m * k,
-                     1.0f);
+                     beta);
             }
             g[0] = std::move(ga);
         }
         if (c.needs_grad(1)) {  // dB_i (k, n) += A_i^T (k, m) @ dC_i (m, n)
             const float* pa = c.input32(0).data();
-            FloatArray gb = xt::zeros<float>(c.input_shape(1));
+            float beta = 1.0f;
+            FloatArray gb = gradient_buffer(c.input_shape(1), k * n, beta);
             for (std::size_t i = 0; i < count; ++i) {
                 gemm(pa + p->a_off[i] * m * k, m, k, true, pg + i * m * n, m, n, false, gb.data() + p->b_off[i] * k * n,
-                     1.0f);
+                     beta);
             }
             g[1] = std::move(gb);
         }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/engine/composed_backward.hpp"
+#include "core/fast/kernel_clones.hpp"
 #include "core/ops/gemm.hpp"
 #include "nn/functional/functional.hpp"
 
@@ -47,6 +48,20 @@ Backward linear_twin() {
     return through_composed([](const std::vector<Tensor>& in) { return linear_composed(in[0], in[1], in.size() > 2 ? in[2] : Tensor()); });
 }
 
+// out[j] = sum over rows r of g[r][j], each column summed in double in row order and rounded once.
+// Every column's sum has the same order at any vector width, so the AVX2 clone (4 doubles per
+// vector instead of 2) gives the same bits.
+XG_KERNEL_CLONES void column_sums_widened(const float* g, std::size_t rows, std::size_t cols, float* out) {
+    std::vector<double> sum(cols, 0.0);
+    double* ps = sum.data();
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* row = g + r * cols;
+#pragma omp simd
+        for (std::size_t j = 0; j < cols; ++j) ps[j] += static_cast<double>(row[j]);
+    }
+    for (std::size_t j = 0; j < cols; ++j) out[j] = static_cast<float>(ps[j]);
+}
+
 // The float32 kernel: sgemm reads and writes float32 storage and accumulates in float32 inside BLAS
 // (as libtorch's float32 linear does; the error this costs against float64 accumulation is measured
 // in docs/precision.md, "Matrix products in float32").
@@ -80,15 +95,8 @@ Tensor linear_float32(const Tensor& x, const Tensor& weight, const Tensor& bias,
             // A float64 accumulator: a float32 running sum over `rows` rows drifts by up to rows * u
             // of the row magnitudes, float64 keeps the one rounding of the store; the pass is bound by
             // reading dy either way (docs/precision.md, "Matrix products in float32").
-            std::vector<double> sum(d.out, 0.0);
-            double* ps = sum.data();
-            for (std::size_t r = 0; r < d.rows; ++r) {
-                const float* row = pg + r * d.out;
-#pragma omp simd
-                for (std::size_t j = 0; j < d.out; ++j) ps[j] += static_cast<double>(row[j]);
-            }
             FloatArray gb = FloatArray::from_shape({d.out});
-            for (std::size_t j = 0; j < d.out; ++j) gb.data()[j] = static_cast<float>(ps[j]);
+            column_sums_widened(pg, d.rows, d.out, gb.data());
             g[2] = std::move(gb);
         }
         return g;

@@ -219,8 +219,10 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& ke
         q = (*q_norm)(q);
         k = (*k_norm)(k);
     }
-    // softmax(q k^T / sqrt(D) + float masks, bool masks applied) v per head
-    Tensor scores = matmul(q, transpose(k, -1, -2)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
+    // softmax(q k^T / sqrt(D) + float masks, bool masks applied) v per head; q is scaled before the
+    // product, as PyTorch's multi_head_attention_forward does (half the elements of the scores when T = S)
+    const Tensor q_scaled = q * (1.0 / std::sqrt(static_cast<double>(head_dim)));
+    Tensor scores = matmul(q_scaled, transpose(k, -1, -2));
     record_max_logit(scores, blocked);
     if (options.attn_bias().defined()) scores = scores + options.attn_bias();
     if (options.key_padding_bias().defined()) {
