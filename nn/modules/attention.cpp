@@ -55,11 +55,10 @@ Tensor project(const Tensor& x, const Tensor& w, const Tensor& b, std::size_t k,
     return functional::linear(x, narrow(w, 0, k * e, e), b.defined() ? narrow(b, 0, k * e, e) : Tensor());
 }
 
-// (B, L, E) -> (B, H, L, D)
-Tensor split_heads(const Tensor& x, std::size_t heads, std::size_t d) {
+// (B, L, E) -> (B, L, H, D): each head's D values of a position, as one row
+Tensor unflatten_heads(const Tensor& x, std::size_t heads, std::size_t d) {
     const Shape s = x.shape();
-    return permute(reshape(x, {static_cast<long>(s[0]), static_cast<long>(s[1]), static_cast<long>(heads), static_cast<long>(d)}),
-                   {0, 2, 1, 3});
+    return reshape(x, {static_cast<long>(s[0]), static_cast<long>(s[1]), static_cast<long>(heads), static_cast<long>(d)});
 }
 
 }  // namespace
@@ -212,17 +211,19 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& ke
                                                    row % T, row / T % num_heads, row / T / num_heads, shape_str(full)));
         }
     }
-    Tensor q = split_heads(project(query, in_proj_weight, in_proj_bias, 0, embed_dim), num_heads, head_dim);
-    Tensor k = split_heads(project(key, in_proj_weight, in_proj_bias, 1, embed_dim), num_heads, head_dim);
-    const Tensor v = split_heads(project(value, in_proj_weight, in_proj_bias, 2, embed_dim), num_heads, head_dim);
-    if (q_norm) {  // QK-norm: LayerNorm over head_dim of each head's (B, H, L, D) rows
+    Tensor q = unflatten_heads(project(query, in_proj_weight, in_proj_bias, 0, embed_dim), num_heads, head_dim);
+    Tensor k = unflatten_heads(project(key, in_proj_weight, in_proj_bias, 1, embed_dim), num_heads, head_dim);
+    const Tensor v = permute(unflatten_heads(project(value, in_proj_weight, in_proj_bias, 2, embed_dim), num_heads, head_dim),
+                             {0, 2, 1, 3});  // (B, H, S, D)
+    if (q_norm) {  // QK-norm: LayerNorm over head_dim of each head's rows (the last axis in any layout)
         q = (*q_norm)(q);
         k = (*k_norm)(k);
     }
-    // softmax(q k^T / sqrt(D) + float masks, bool masks applied) v per head; q is scaled before the
-    // product, as PyTorch's multi_head_attention_forward does (half the elements of the scores when T = S)
-    const Tensor q_scaled = q * (1.0 / std::sqrt(static_cast<double>(head_dim)));
-    Tensor scores = matmul(q_scaled, transpose(k, -1, -2));
+    // softmax(q k^T / sqrt(D) + float masks, bool masks applied) v per head: q as (B, H, T, D),
+    // scaled before the product as PyTorch's multi_head_attention_forward does (half the elements
+    // of the scores when T = S), and k^T taken as (B, H, D, S) in one permute
+    const Tensor q_heads = permute(q, {0, 2, 1, 3}) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
+    Tensor scores = matmul(q_heads, permute(k, {0, 2, 3, 1}));
     record_max_logit(scores, blocked);
     if (options.attn_bias().defined()) scores = scores + options.attn_bias();
     if (options.key_padding_bias().defined()) {
