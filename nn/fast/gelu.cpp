@@ -4,6 +4,7 @@
 #include "nn/fast/gelu.hpp"
 
 #include <cmath>
+#include <type_traits>
 
 #include "core/fast/parallel.hpp"
 #include "nn/fast/kernel_primitives.hpp"
@@ -18,82 +19,68 @@ using detail::simd_exp;
 using detail::simd_map;
 using detail::simd_tanh;
 
-constexpr double kInvSqrt2 = 0.70710678118654752440;     // 1/sqrt(2)
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1/sqrt(2 pi)
-constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
-constexpr double kKappa = 0.044715;
+// The constants in T (a float one is the float rounding of the double one).
+template <class T> constexpr T kInvSqrt2 = T(0.70710678118654752440);     // 1/sqrt(2)
+template <class T> constexpr T kInvSqrt2Pi = T(0.39894228040143267794);   // 1/sqrt(2 pi)
+template <class T> constexpr T kSqrt2OverPi = T(0.79788456080286535588);  // sqrt(2/pi)
+template <class T> constexpr T kKappa = T(0.044715);
+// Below this |x|, Phi(x) = 0.5 + x phi(0) is 0.5 to T's precision (in float within a fifth of a
+// rounding), and y / x would lose bits to a subnormal y or divide by zero.
+template <class T> constexpr T kPhiByDivisionFrom = std::is_same_v<T, float> ? T(0x1p-26) : T(1e-17);
+
+// Each formula once, in T: double for the float64 kernels, float for the float32 ones (8 floats
+// per AVX2 vector with glibc's erfcf, expf, tanhf; docs/precision.md, "GELU in float32", and the
+// rounding bound in tests/gelu/test_gelu_tiers.cpp). The clones below are one per T (GCC's
+// target_clones takes no templates).
 
 // y = x Phi(x), Phi written with erfc so the left tail keeps its tiny relative precision:
 // 0.5 * (1 + erf(z)) rounds to exactly 0 for x < -8.3, erfc does not.
-XG_KERNEL_CLONES void gelu_exact_forward(const double* x, double* y, std::size_t n) {
-    simd_map(n, y, [](double x_i) { return x_i * (0.5 * simd_erfc(-x_i * kInvSqrt2)); }, x);
+template <class T>
+XG_KERNEL_INLINE void exact_forward(const T* x, T* y, std::size_t n) {
+    simd_map(n, y, [](T x_i) { return x_i * (T(0.5) * simd_erfc(-x_i * kInvSqrt2<T>)); }, x);
 }
 
 // dx = g (Phi(x) + x phi(x)), with Phi(x) = y / x from the forward output y = x Phi(x): a
-// division instead of a second erfc, within 2 ulp of Phi. Near 0 (where y / x would lose bits
-// or divide by zero) Phi = 0.5 to double precision.
+// division instead of a second erfc, within 2 ulp of Phi.
+template <class T>
+XG_KERNEL_INLINE void exact_backward(const T* x, const T* y, const T* g, T* dx, std::size_t n) {
+    simd_map(n, dx, [](T x_i, T y_i, T g_i) {
+        const T cdf = std::fabs(x_i) > kPhiByDivisionFrom<T> ? y_i / x_i : T(0.5);
+        return g_i * (cdf + x_i * kInvSqrt2Pi<T> * simd_exp(T(-0.5) * x_i * x_i));
+    }, x, y, g);
+}
+
+// y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + kappa x^3)
+template <class T>
+XG_KERNEL_INLINE void tanh_forward(const T* x, T* y, std::size_t n) {
+    simd_map(n, y, [](T x_i) {
+        const T t = simd_tanh(kSqrt2OverPi<T> * (x_i + kKappa<T> * x_i * x_i * x_i));
+        return T(0.5) * x_i * (T(1) + t);
+    }, x);
+}
+
+// dx = g (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 kappa x^2)), t = tanh(u)
+template <class T>
+XG_KERNEL_INLINE void tanh_backward(const T* x, const T* g, T* dx, std::size_t n) {
+    simd_map(n, dx, [](T x_i, T g_i) {
+        const T t = simd_tanh(kSqrt2OverPi<T> * (x_i + kKappa<T> * x_i * x_i * x_i));
+        return g_i * (T(0.5) * (T(1) + t) +
+                      T(0.5) * x_i * (T(1) - t * t) * kSqrt2OverPi<T> * (T(1) + T(3) * kKappa<T> * x_i * x_i));
+    }, x, g);
+}
+
+XG_KERNEL_CLONES void gelu_exact_forward(const double* x, double* y, std::size_t n) { exact_forward(x, y, n); }
+XG_KERNEL_CLONES void gelu_exact_forward(const float* x, float* y, std::size_t n) { exact_forward(x, y, n); }
 XG_KERNEL_CLONES void gelu_exact_backward(const double* x, const double* y, const double* g, double* dx, std::size_t n) {
-    simd_map(n, dx, [](double x_i, double y_i, double g_i) {
-        const double cdf = std::fabs(x_i) > 1e-17 ? y_i / x_i : 0.5;
-        return g_i * (cdf + x_i * kInvSqrt2Pi * simd_exp(-0.5 * x_i * x_i));
-    }, x, y, g);
+    exact_backward(x, y, g, dx, n);
 }
-
-// y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + kappa x^3)
-XG_KERNEL_CLONES void gelu_tanh_forward(const double* x, double* y, std::size_t n) {
-    simd_map(n, y, [](double x_i) {
-        const double t = simd_tanh(kSqrt2OverPi * (x_i + kKappa * x_i * x_i * x_i));
-        return 0.5 * x_i * (1.0 + t);
-    }, x);
-}
-
-// dx = g (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 kappa x^2)), t = tanh(u)
-XG_KERNEL_CLONES void gelu_tanh_backward(const double* x, const double* g, double* dx, std::size_t n) {
-    simd_map(n, dx, [](double x_i, double g_i) {
-        const double t = simd_tanh(kSqrt2OverPi * (x_i + kKappa * x_i * x_i * x_i));
-        return g_i * (0.5 * (1.0 + t) + 0.5 * x_i * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kKappa * x_i * x_i));
-    }, x, g);
-}
-
-// The float32 kernels: the same formulas in float arithmetic, 8 floats per AVX2 vector, with
-// glibc's float erfcf, expf, tanhf (docs/precision.md, "GELU in float32"; their rounding bound:
-// tests/gelu/test_gelu_tiers.cpp). The constants are the float roundings of the ones above.
-constexpr float kInvSqrt2f = static_cast<float>(kInvSqrt2);
-constexpr float kInvSqrt2Pif = static_cast<float>(kInvSqrt2Pi);
-constexpr float kSqrt2OverPif = static_cast<float>(kSqrt2OverPi);
-constexpr float kKappaf = static_cast<float>(kKappa);
-// Below 2^-26, Phi(x) = 0.5 + x phi(0) is 0.5 within a fifth of a float rounding, and y / x could
-// lose bits to a subnormal y.
-constexpr float kPhiByDivisionFrom = 0x1p-26f;
-
-// y = x Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2
-XG_KERNEL_CLONES void gelu_exact_forward(const float* x, float* y, std::size_t n) {
-    simd_map(n, y, [](float x_i) { return x_i * (0.5f * simd_erfc(-x_i * kInvSqrt2f)); }, x);
-}
-
-// dx = g (Phi(x) + x phi(x)), Phi = y / x from the forward
 XG_KERNEL_CLONES void gelu_exact_backward(const float* x, const float* y, const float* g, float* dx, std::size_t n) {
-    simd_map(n, dx, [](float x_i, float y_i, float g_i) {
-        const float cdf = std::fabs(x_i) > kPhiByDivisionFrom ? y_i / x_i : 0.5f;
-        return g_i * (cdf + x_i * kInvSqrt2Pif * simd_exp(-0.5f * x_i * x_i));
-    }, x, y, g);
+    exact_backward(x, y, g, dx, n);
 }
-
-// y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + kappa x^3)
-XG_KERNEL_CLONES void gelu_tanh_forward(const float* x, float* y, std::size_t n) {
-    simd_map(n, y, [](float x_i) {
-        const float t = simd_tanh(kSqrt2OverPif * (x_i + kKappaf * x_i * x_i * x_i));
-        return 0.5f * x_i * (1.0f + t);
-    }, x);
-}
-
-// dx = g (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 kappa x^2)), t = tanh(u)
-XG_KERNEL_CLONES void gelu_tanh_backward(const float* x, const float* g, float* dx, std::size_t n) {
-    simd_map(n, dx, [](float x_i, float g_i) {
-        const float t = simd_tanh(kSqrt2OverPif * (x_i + kKappaf * x_i * x_i * x_i));
-        return g_i * (0.5f * (1.0f + t) + 0.5f * x_i * (1.0f - t * t) * kSqrt2OverPif * (1.0f + 3.0f * kKappaf * x_i * x_i));
-    }, x, g);
-}
+XG_KERNEL_CLONES void gelu_tanh_forward(const double* x, double* y, std::size_t n) { tanh_forward(x, y, n); }
+XG_KERNEL_CLONES void gelu_tanh_forward(const float* x, float* y, std::size_t n) { tanh_forward(x, y, n); }
+XG_KERNEL_CLONES void gelu_tanh_backward(const double* x, const double* g, double* dx, std::size_t n) { tanh_backward(x, g, dx, n); }
+XG_KERNEL_CLONES void gelu_tanh_backward(const float* x, const float* g, float* dx, std::size_t n) { tanh_backward(x, g, dx, n); }
 
 template <class T>
 void forward_block(const T* x, T* y, std::size_t n, bool exact) {

@@ -148,6 +148,20 @@ bool no_mirror(const Tensor& p) {
     return p.node()->value_mirror == xg::Node::Mirror::None && p.node()->grad_mirror == xg::Node::Mirror::None;
 }
 
+// Step `step`'s gradients, on the float32 grid, into both sets of parameters; clipped in each (the
+// norms agree to the last bit), the float64 ones rounded as the float32 ones are stored.
+void set_step_gradients(std::vector<Tensor>& p32, std::vector<Tensor>& p64, int step, double clip) {
+    for (std::size_t k = 0; k < p32.size(); ++k) {
+        const xg::Array g = xg::to_float64_array(xg::to_float32_array(twin_leaf(p32[k].shape(), 140 + 10 * step + k, 2.0).value()));
+        p32[k].set_grad(g);
+        p64[k].set_grad(g);
+    }
+    if (clip > 0) {
+        CHECK(xg::optim::clip_grad_norm(p32, clip) == xg::optim::clip_grad_norm(p64, clip));
+        for (Tensor& p : p64) xg::round_to_float32(p.mutable_grad().data(), p.numel());
+    }
+}
+
 // Steps a float32 optimizer natively and a float64 one whose parameters, gradients and state are
 // rounded to float32 after every step; both must agree bit for bit, and step() (and clipping) must
 // leave the float32 parameters without a float64 mirror.
@@ -159,15 +173,7 @@ void check_native(const std::string& name, const MakeOptimizer& make, double cli
     const auto o32 = make(p32), o64 = make(p64);
     for (int step = 0; step < kSteps; ++step) {
         INFO("step " << step);
-        for (std::size_t k = 0; k < p32.size(); ++k) {
-            const xg::Array g = xg::to_float64_array(xg::to_float32_array(twin_leaf(p32[k].shape(), 140 + 10 * step + k, 2.0).value()));
-            p32[k].set_grad(g);
-            p64[k].set_grad(g);
-        }
-        if (clip > 0) {
-            CHECK(xg::optim::clip_grad_norm(p32, clip) == xg::optim::clip_grad_norm(p64, clip));
-            for (Tensor& p : p64) xg::round_to_float32(p.mutable_grad().data(), p.numel());
-        }
+        set_step_gradients(p32, p64, step, clip);
         o32->step();
         o64->step();
         round_like_float32(p64, *o64);
@@ -285,15 +291,7 @@ void check_adam_native(const std::string& name, const AdamSetup& setup, double c
     double worst = 0.0;
     for (int step = 0; step < kSteps; ++step) {
         INFO("step " << step);
-        for (std::size_t k = 0; k < p32.size(); ++k) {
-            const xg::Array g = xg::to_float64_array(xg::to_float32_array(twin_leaf(p32[k].shape(), 140 + 10 * step + k, 2.0).value()));
-            p32[k].set_grad(g);
-            p64[k].set_grad(g);
-        }
-        if (clip > 0) {
-            CHECK(xg::optim::clip_grad_norm(p32, clip) == xg::optim::clip_grad_norm(p64, clip));
-            for (Tensor& p : p64) xg::round_to_float32(p.mutable_grad().data(), p.numel());
-        }
+        set_step_gradients(p32, p64, step, clip);
         const xg::NamedArrays before = o64->state_dict();
         std::vector<Array> w_before, g_before;
         for (const Tensor& p : p64) {
