@@ -71,7 +71,7 @@ XG_KERNEL_INLINE double exp_and_sum(double* e, std::size_t n) {
     for (std::size_t j = 0; j < n; j += kExpBlock) {
 #pragma omp simd
         for (std::size_t k = 0; k < kExpBlock; ++k) {
-            e[j + k] = detail::vector_exp(e[j + k]);
+            e[j + k] = detail::simd_exp(e[j + k]);
             lanes[k] += e[j + k];
         }
     }

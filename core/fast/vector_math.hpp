@@ -1,6 +1,6 @@
 // The vector machinery the fast kernels of core/ (core/fast/softmax.cpp) and nn/ (nn/fast/) share:
 // AVX2 clones of a kernel, and glibc's vector math functions under names a `#pragma omp simd` loop
-// vectorises (why and how: nn/fast/simd_math.hpp, which wraps them for nn/).
+// vectorises (why and how: the top of nn/fast/simd_math.hpp, which adds simd_map for nn/).
 #pragma once
 
 #include <cmath>
@@ -23,12 +23,23 @@ __attribute__((simd("notinbranch"), const)) float xg_libmvec_tanhf(float) noexce
 
 namespace xg::detail {
 
-/// exp(x) that a `#pragma omp simd` loop computes 2 (SSE2) or 4 (AVX2) at a time: glibc's vector
-/// exp, within its documented 4 ulp (measured 2.86: tests/gelu/test_gelu_simd_math.cpp); elsewhere std::exp.
+// erfc, exp and tanh (double and float) that a `#pragma omp simd` loop computes 2 or 4 doubles (4 or
+// 8 floats) at a time, SSE2 or AVX2: glibc's vector versions, within its documented 4 ulp
+// (measured: tests/gelu/test_gelu_simd_math.cpp); elsewhere the scalar std:: functions.
 #if defined(XG_SIMD_MATH_LIBMVEC)
-inline double vector_exp(double x) { return xg_libmvec_exp(x); }
+inline double simd_erfc(double x) { return xg_libmvec_erfc(x); }
+inline double simd_exp(double x) { return xg_libmvec_exp(x); }
+inline double simd_tanh(double x) { return xg_libmvec_tanh(x); }
+inline float simd_erfc(float x) { return xg_libmvec_erfcf(x); }
+inline float simd_exp(float x) { return xg_libmvec_expf(x); }
+inline float simd_tanh(float x) { return xg_libmvec_tanhf(x); }
 #else
-inline double vector_exp(double x) { return std::exp(x); }
+inline double simd_erfc(double x) { return std::erfc(x); }
+inline double simd_exp(double x) { return std::exp(x); }
+inline double simd_tanh(double x) { return std::tanh(x); }
+inline float simd_erfc(float x) { return std::erfc(x); }
+inline float simd_exp(float x) { return std::exp(x); }
+inline float simd_tanh(float x) { return std::tanh(x); }
 #endif
 
 }  // namespace xg::detail

@@ -14,8 +14,8 @@
 //
 // Elsewhere (another compiler or C library) these are the scalar std:: functions.
 //
-// The declarations themselves are in core/fast/vector_math.hpp, which core/fast/softmax.cpp
-// shares.
+// The declarations and the simd_erfc/exp/tanh wrappers are in core/fast/vector_math.hpp, which
+// core/fast/softmax.cpp shares; this file adds simd_map for nn/.
 //
 // Results: the vector versions, the scalar function and the AVX2 and SSE versions round
 // differently in about one call in a thousand (by an ulp). So that an element's result does not
@@ -34,21 +34,9 @@
 
 namespace xg::nn::detail {
 
-#if defined(XG_SIMD_MATH_LIBMVEC)
-inline double simd_erfc(double x) { return xg_libmvec_erfc(x); }
-inline double simd_exp(double x) { return xg_libmvec_exp(x); }
-inline double simd_tanh(double x) { return xg_libmvec_tanh(x); }
-inline float simd_erfc(float x) { return xg_libmvec_erfcf(x); }
-inline float simd_exp(float x) { return xg_libmvec_expf(x); }
-inline float simd_tanh(float x) { return xg_libmvec_tanhf(x); }
-#else
-inline double simd_erfc(double x) { return std::erfc(x); }
-inline double simd_exp(double x) { return std::exp(x); }
-inline double simd_tanh(double x) { return std::tanh(x); }
-inline float simd_erfc(float x) { return std::erfc(x); }
-inline float simd_exp(float x) { return std::exp(x); }
-inline float simd_tanh(float x) { return std::tanh(x); }
-#endif
+using xg::detail::simd_erfc;  // core/fast/vector_math.hpp
+using xg::detail::simd_exp;
+using xg::detail::simd_tanh;
 
 // Elements per vector loop of simd_map: a whole number of vectors of 2 or 4 (SSE2, double or
 // float) and 4 or 8 (AVX2), so the loop has no scalar remainder.
