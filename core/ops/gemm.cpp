@@ -13,11 +13,11 @@ namespace {
 // One OpenBLAS call (OpenBLAS itself on one thread) on row-major operands with leading dimensions.
 template <class T>
 void blas_gemm(const T* a, std::size_t lda, bool trans_a, const T* b, std::size_t ldb, bool trans_b, T* c,
-               std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, T beta) {
+               std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, T beta, T alpha = T(1)) {
     using Index = xt::blas_index_t;
     cxxblas::gemm<Index>(cxxblas::StorageOrder::RowMajor, trans_a ? cxxblas::Transpose::Trans : cxxblas::Transpose::NoTrans,
                          trans_b ? cxxblas::Transpose::Trans : cxxblas::Transpose::NoTrans, static_cast<Index>(m),
-                         static_cast<Index>(n), static_cast<Index>(k), T(1), a, static_cast<Index>(lda), b,
+                         static_cast<Index>(n), static_cast<Index>(k), alpha, a, static_cast<Index>(lda), b,
                          static_cast<Index>(ldb), beta, c, static_cast<Index>(ldc));
 }
 
@@ -63,7 +63,31 @@ void gemm_blocked(const T* a, std::size_t a_rows, std::size_t a_cols, bool trans
     });
 }
 
+template <class T>
+void one_call_gemm(const T* a, std::size_t lda, bool trans_a, const T* b, std::size_t ldb, bool trans_b, T* c,
+                   std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, T alpha, T beta) {
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+        for (std::size_t i = 0; i < m; ++i) {
+            for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+        }
+        return;
+    }
+    get_num_threads();  // the first call puts OpenBLAS on one thread (core/engine/threads.cpp)
+    blas_gemm(a, lda, trans_a, b, ldb, trans_b, c, ldc, m, n, k, beta, alpha);
+}
+
 }  // namespace
+
+void gemm_one_call(const double* a, std::size_t lda, bool trans_a, const double* b, std::size_t ldb, bool trans_b,
+                   double* c, std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, double alpha, double beta) {
+    one_call_gemm(a, lda, trans_a, b, ldb, trans_b, c, ldc, m, n, k, alpha, beta);
+}
+
+void gemm_one_call(const float* a, std::size_t lda, bool trans_a, const float* b, std::size_t ldb, bool trans_b, float* c,
+                   std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, float alpha, float beta) {
+    one_call_gemm(a, lda, trans_a, b, ldb, trans_b, c, ldc, m, n, k, alpha, beta);
+}
 
 void gemm(const double* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const double* b, std::size_t b_rows,
           std::size_t b_cols, bool trans_b, double* c, double beta) {

@@ -18,4 +18,13 @@ void gemm(const double* a, std::size_t a_rows, std::size_t a_cols, bool trans_a,
 void gemm(const float* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const float* b, std::size_t b_rows,
           std::size_t b_cols, bool trans_b, float* c, float beta);
 
+/// C (m, n) = alpha op(A) op(B) + beta C as ONE BLAS call on the calling thread, on row-major
+/// matrices inside larger buffers: lda, ldb, ldc are the distances between their rows. For the
+/// many small products of a fused op (attention's per-head products), which share their work
+/// between threads product by product, so each product's bits do not depend on the thread count.
+void gemm_one_call(const double* a, std::size_t lda, bool trans_a, const double* b, std::size_t ldb, bool trans_b,
+                   double* c, std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, double alpha, double beta);
+void gemm_one_call(const float* a, std::size_t lda, bool trans_a, const float* b, std::size_t ldb, bool trans_b, float* c,
+                   std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, float alpha, float beta);
+
 }  // namespace xg::detail

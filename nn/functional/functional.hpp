@@ -4,6 +4,7 @@
 #pragma once
 
 #include "nn/functional/activation.hpp"     // gelu, relu, softmax, log_softmax
+#include "nn/functional/attention.hpp"      // self_attention
 #include "nn/functional/conv.hpp"           // conv2d, conv1d, unfold, pad, the poolings
 #include "nn/functional/dyt.hpp"            // dyt
 #include "nn/functional/linear.hpp"         // linear, embedding, dropout

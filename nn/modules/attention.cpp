@@ -8,6 +8,7 @@
 #include <xtensor/xstrided_view.hpp>
 
 #include "core/fast/strided.hpp"
+#include "nn/functional/attention.hpp"
 #include "nn/modules/init.hpp"
 
 namespace xg::nn {
@@ -69,8 +70,26 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
     return forward(query, key, value, options);
 }
 
+bool MultiheadAttention::runs_packed(const Tensor& query, const Tensor& key, const Tensor& value,
+                                     const MultiheadAttentionForwardOptions& options) const {
+    const bool self_attention = query.defined() && query.node() == key.node() && key.node() == value.node();
+    const bool no_masks = !options.attn_mask() && !options.key_padding_mask() && !options.is_causal() &&
+                          !options.attn_bias().defined() && !options.key_padding_bias().defined();
+    const Shape s = self_attention ? query.shape() : Shape{};
+    return self_attention && no_masks && !q_norm && (dropout == 0.0 || !is_training()) && s.size() == 3 &&
+           s[2] == embed_dim;
+}
+
 Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                    const MultiheadAttentionForwardOptions& options) {
+    if (runs_packed(query, key, value, options)) {
+        // One product for q, k and v (the packed weight), then the heads' attention as one node
+        // reading the packed rows in place: the same values as attend() below, in fewer passes.
+        const Tensor qkv = functional::linear(query, in_proj_weight, in_proj_bias);
+        const Tensor context = functional::self_attention(qkv, static_cast<std::int64_t>(num_heads), &last_max_logit_);
+        has_max_logit_ = true;
+        return (*out_proj)(context);
+    }
     MultiheadAttentionForwardOptions no_averaging = options;  // the weights are dropped: skip that work
     return forward_with_weights(query, key, value, no_averaging.average_attn_weights(false)).output;
 }

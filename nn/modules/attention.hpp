@@ -186,6 +186,10 @@ private:
     // Keeps the largest of `scores` (B, H, T, S) where `blocked` (empty: nothing is) is 0, read in
     // the scores' own storage (a float32 tensor's is not widened into a float64 mirror).
     void record_max_logit(const Tensor& scores, const std::vector<char>& blocked);
+    // Whether forward() can run functional::self_attention on the packed projections: one input
+    // (query, key and value the same tensor), batched, no mask, no QK-norm, no active dropout.
+    bool runs_packed(const Tensor& query, const Tensor& key, const Tensor& value,
+                     const MultiheadAttentionForwardOptions& options) const;
 
     // The batched computation behind forward() and forward_with_weights(): (B, T, E) output and
     // the per-head weights (B, H, T, S).

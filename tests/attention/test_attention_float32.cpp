@@ -42,8 +42,15 @@ NnTwinList attention_twins() {
         return Inputs{static_cast<MultiheadAttention&>(m).forward(
             x, x, x, xg::nn::MultiheadAttentionForwardOptions().key_padding_mask(padding))};
     };
+    const auto self_plain = [](xg::nn::Module& m, const Tensor& x) {  // no mask: the packed route (self_attention)
+        return Inputs{static_cast<MultiheadAttention&>(m).forward(x)};
+    };
     const Tensor x = twin_leaf({2, 5, 8}, 112);
     return {
+        // the packed route computes the same chain (one product for q, k and v; scores and context
+        // as sgemm products, as matmul's): the same condition
+        {"MultiheadAttention(8, 2) self-attention, no mask (2, 5, 8)", xg_test_support::module_twin(mha, self_plain),
+         xg_test_support::module_twin_inputs(*mha, x), kAttentionCondition},
         {"MultiheadAttention(8, 2) causal (2, 5, 8)", xg_test_support::module_twin(mha, self_causal),
          xg_test_support::module_twin_inputs(*mha, x), kAttentionCondition},
         {"MultiheadAttention(8, 2) key padding mask (2, 5, 8)", xg_test_support::module_twin(mha, self_padded),

@@ -163,6 +163,7 @@ std::vector<Case> norm_cases() {
          [channel_mean, channel_var](const Inputs& a) {
              return square(F::instance_norm(a[0], channel_mean, channel_var, a[1], Tensor(), false));
          }, {randn_leaf({2, 2, 2, 2}, 128), randn_leaf({2}, 129, 0.5, 1.0)}},
+        {"self_attention", [](const Inputs& a) { return F::self_attention(a[0], 2); }, {randn_leaf({2, 3, 12}, 301)}},
         {"dyt", [](const Inputs& a) { return F::dyt(a[0], {4}, a[1], a[2], a[3]); },
          {randn_leaf({3, 4}, 130), randn_leaf({1}, 131, 0.3, 0.7), randn_leaf({4}, 132), randn_leaf({4}, 133)}},
         {"dyt 0-D alpha, no affine", [](const Inputs& a) { return F::dyt(a[0], {2}, a[1]); },

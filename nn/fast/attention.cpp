@@ -1,0 +1,111 @@
+#include "nn/fast/attention.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "core/fast/parallel.hpp"
+#include "core/fast/softmax.hpp"
+#include "core/ops/gemm.hpp"
+
+namespace xg::nn::fast {
+
+namespace {
+
+using xg::detail::gemm_one_call;
+
+// One (batch, head) pair's matrices inside the packed buffers: Q, K, V are (L, D) with rows 3E
+// apart, its rows of out (L, D) E apart, its P (L, L) contiguous.
+template <class T>
+struct HeadMatrices {
+    std::size_t L, H, D;
+    std::size_t E() const { return H * D; }
+    std::size_t first_row(std::size_t bh) const { return bh / H * L; }
+    std::size_t column(std::size_t bh) const { return bh % H * D; }
+    T* q(T* qkv, std::size_t bh) const { return qkv + first_row(bh) * 3 * E() + column(bh); }
+    const T* q(const T* qkv, std::size_t bh) const { return qkv + first_row(bh) * 3 * E() + column(bh); }
+    template <class P>
+    P k(P qkv, std::size_t bh) const { return q(qkv, bh) + E(); }
+    template <class P>
+    P v(P qkv, std::size_t bh) const { return q(qkv, bh) + 2 * E(); }
+    template <class P>
+    P o(P out, std::size_t bh) const { return out + first_row(bh) * E() + column(bh); }
+    template <class P>
+    P p(P probs, std::size_t bh) const { return probs + bh * L * L; }
+    std::size_t cost() const { return L * (L + 3 * D); }  // elements one head touches
+};
+
+// The largest score in kLanes running maxima (one maximum is a chain of dependent compares); the
+// order does not matter for a maximum.
+template <class T>
+double largest(const std::vector<T>& s) {
+    constexpr std::size_t kLanes = 8;
+    T lanes[kLanes];
+    std::fill(lanes, lanes + kLanes, -std::numeric_limits<T>::infinity());
+    std::size_t i = 0;
+    for (; i + kLanes <= s.size(); i += kLanes) {
+        for (std::size_t k = 0; k < kLanes; ++k) lanes[k] = std::max(lanes[k], s[i + k]);
+    }
+    T m = -std::numeric_limits<T>::infinity();
+    for (; i < s.size(); ++i) m = std::max(m, s[i]);
+    for (std::size_t k = 0; k < kLanes; ++k) m = std::max(m, lanes[k]);
+    return static_cast<double>(m);
+}
+
+}  // namespace
+
+template <class T>
+double self_attention_forward(const T* qkv, T* P, T* out, std::size_t B, std::size_t L, std::size_t H, std::size_t D,
+                              double scale) {
+    const HeadMatrices<T> at{L, H, D};
+    const std::size_t E = at.E(), heads = B * H;
+    std::vector<T> scores(heads * L * L);
+    xg::detail::parallel_for(heads, at.cost(), [&](std::size_t first, std::size_t last) {
+        for (std::size_t bh = first; bh < last; ++bh) {  // S = scale Q K^T
+            gemm_one_call(at.q(qkv, bh), 3 * E, false, at.k(qkv, bh), 3 * E, true, at.p(scores.data(), bh), L, L, L, D,
+                          static_cast<T>(scale), T(0));
+        }
+    });
+    const double max_logit = largest(scores);
+    xg::fast::softmax_forward<T>(scores.data(), P, heads * L, L, 1);
+    xg::detail::parallel_for(heads, at.cost(), [&](std::size_t first, std::size_t last) {
+        for (std::size_t bh = first; bh < last; ++bh) {  // out = P V
+            gemm_one_call(at.p(P, bh), L, false, at.v(qkv, bh), 3 * E, false, at.o(out, bh), E, L, D, L, T(1), T(0));
+        }
+    });
+    return max_logit;
+}
+
+template <class T>
+void self_attention_backward(const T* qkv, const T* P, const T* g, T* dqkv, std::size_t B, std::size_t L, std::size_t H,
+                             std::size_t D, double scale) {
+    const HeadMatrices<T> at{L, H, D};
+    const std::size_t E = at.E(), heads = B * H;
+    std::vector<T> dP(heads * L * L), dS(heads * L * L);
+    xg::detail::parallel_for(heads, at.cost(), [&](std::size_t first, std::size_t last) {
+        for (std::size_t bh = first; bh < last; ++bh) {  // dP = G V^T
+            gemm_one_call(at.o(g, bh), E, false, at.v(qkv, bh), 3 * E, true, at.p(dP.data(), bh), L, L, L, D, T(1), T(0));
+        }
+    });
+    xg::fast::softmax_backward<T>(P, dP.data(), dS.data(), heads * L, L, 1);  // dS = P (dP - rowsum(P dP))
+    const T alpha = static_cast<T>(scale);
+    xg::detail::parallel_for(heads, at.cost(), [&](std::size_t first, std::size_t last) {
+        for (std::size_t bh = first; bh < last; ++bh) {
+            const T* dS_h = at.p(dS.data(), bh);
+            gemm_one_call(dS_h, L, false, at.k(qkv, bh), 3 * E, false, at.q(dqkv, bh), 3 * E, L, D, L, alpha, T(0));  // dQ = scale dS K
+            gemm_one_call(dS_h, L, true, at.q(qkv, bh), 3 * E, false, at.k(dqkv, bh), 3 * E, L, D, L, alpha, T(0));  // dK = scale dS^T Q
+            gemm_one_call(at.p(P, bh), L, true, at.o(g, bh), E, false, at.v(dqkv, bh), 3 * E, L, D, L, T(1), T(0));  // dV = P^T G
+        }
+    });
+}
+
+template double self_attention_forward<double>(const double*, double*, double*, std::size_t, std::size_t, std::size_t,
+                                               std::size_t, double);
+template double self_attention_forward<float>(const float*, float*, float*, std::size_t, std::size_t, std::size_t,
+                                              std::size_t, double);
+template void self_attention_backward<double>(const double*, const double*, const double*, double*, std::size_t,
+                                              std::size_t, std::size_t, std::size_t, double);
+template void self_attention_backward<float>(const float*, const float*, const float*, float*, std::size_t, std::size_t,
+                                             std::size_t, std::size_t, double);
+
+}  // namespace xg::nn::fast

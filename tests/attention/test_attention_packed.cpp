@@ -1,0 +1,77 @@
+// functional::self_attention (one node on the packed projections) against its composed twin, the
+// module's routing to it, and its errors. Tolerances: tests/support/attention_bounds.hpp (two
+// float64 computations of the same attention).
+#include <cmath>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "core/engine/random.hpp"
+#include "nn/functional/attention.hpp"
+#include "nn/modules/attention.hpp"
+#include "tests/support/attention_bounds.hpp"
+#include "tests/support/error_matchers.hpp"
+#include "tests/support/tiers_support.hpp"
+
+namespace xg_test_attention_packed {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
+namespace F = xg::nn::functional;
+using xg::Array;
+using xg::Tensor;
+
+const double kU = std::ldexp(1.0, -53);
+
+TEST_CASE("self_attention equals its composed twin: output, gradient and largest score", "[nn][attention]") {
+    xg::Generator gen(43);
+    const Array qkv = xg::randn({3, 7, 3 * 2 * 4}, gen).value() * 2.0, g = xg::randn({3, 7, 8}, gen).value();
+    const xg::test::AttentionBounds tol = xg::test::self_attention_bounds(qkv, g, 2, kU);
+    Tensor fused_in(qkv, true), composed_in(qkv, true);
+    double max_logit = 0.0;
+    const Tensor fused = F::self_attention(fused_in, 2, &max_logit), composed = F::self_attention_composed(composed_in, 2);
+    REQUIRE(fused.shape() == xg::Shape{3, 7, 8});
+    fused.backward(Tensor(g));
+    composed.backward(Tensor(g));
+    xg::test::require_within(fused.value(), composed.value(), tol.out, "output");
+    xg::test::require_within(fused_in.grad().value(), composed_in.grad().value(), tol.dqkv, "gradient of qkv");
+    // the scores of the twin: (B, H, L, L) from its own q k^T / sqrt(D)
+    double largest = -INFINITY;
+    for (std::size_t b = 0; b < 3; ++b) {
+        for (std::size_t h = 0; h < 2; ++h) {
+            for (std::size_t i = 0; i < 7; ++i) {
+                for (std::size_t j = 0; j < 7; ++j) {
+                    double dot = 0.0;
+                    for (std::size_t d = 0; d < 4; ++d) dot += qkv(b, i, h * 4 + d) * qkv(b, j, 8 + h * 4 + d);
+                    largest = std::max(largest, dot / 2.0);
+                }
+            }
+        }
+    }
+    CHECK(std::fabs(max_logit - largest) <= tol.max_logit);
+}
+
+TEST_CASE("MultiheadAttention runs self-attention without masks as linear + self_attention + out_proj", "[nn][attention]") {
+    xg::manual_seed(44);
+    xg::nn::MultiheadAttention mha(8, 2);
+    xg::Generator gen(45);
+    for (Tensor& p : mha.parameters()) p.mutable_value() += 0.3 * xg::randn(p.shape(), gen).value();
+    const Tensor x(xg::randn({2, 5, 8}, gen).value(), true);
+    const Tensor y = mha.forward(x);
+    // the same three steps spelled out: the module must give exactly these bits
+    const Tensor qkv = F::linear(x, mha.in_proj_weight, mha.in_proj_bias);
+    double max_logit = 0.0;
+    const Tensor expected = (*mha.out_proj)(F::self_attention(qkv, 2, &max_logit));
+    CHECK(xt::all(xt::equal(y.value(), expected.value())));
+    CHECK(mha.last_max_logit() == max_logit);
+    // (that these equal PyTorch's MultiheadAttention and the element-by-element attention of
+    // tests/support/attention_reference.hpp is checked by tests/attention/test_attention.cpp, whose
+    // self-attention cases without masks run this route)
+}
+
+TEST_CASE("self_attention refuses shapes that are not (B, L, 3 x heads x D)", "[nn][attention][errors]") {
+    REQUIRE_ERROR(F::self_attention(Tensor(xt::zeros<double>({4, 12})), 2), "self_attention", "(4, 12)", "num_heads 2");
+    REQUIRE_ERROR(F::self_attention(Tensor(xt::zeros<double>({1, 4, 10})), 2), "self_attention", "(1, 4, 10)");
+    REQUIRE_ERROR(F::self_attention(Tensor(xt::zeros<double>({1, 4, 12})), 0), "self_attention", "num_heads 0");
+    REQUIRE_ERROR(F::self_attention_composed(Tensor(xt::zeros<double>({1, 4, 0})), 1), "self_attention_composed");
+}
+
+}  // namespace xg_test_attention_packed

@@ -1,0 +1,22 @@
+// Finite-difference checks of functional::self_attention, the one node MultiheadAttention runs for
+// self-attention without masks (docs/derivations/attention.md).
+#include <catch2/catch.hpp>
+
+#include "core/tools/gradcheck.hpp"
+#include "nn/functional/attention.hpp"
+#include "tests/support/gradcheck_support.hpp"
+
+namespace xg_test_attention_packed_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
+
+using xg::Tensor;
+using Inputs = std::vector<Tensor>;
+namespace F = xg::nn::functional;
+
+TEST_CASE("gradcheck self_attention on packed projections", "[gradcheck][nn]") {
+    xg::test::check_gradient([](const Inputs& in) { return F::self_attention(in[0], 2); },
+                             {xg::test::randn_leaf({2, 3, 12}, 81, 1.5)}, "self_attention B2 L3 H2 D2");
+    xg::test::check_gradient([](const Inputs& in) { return F::self_attention(in[0], 1); },
+                             {xg::test::randn_leaf({1, 5, 9}, 82, 1.5)}, "self_attention B1 L5 H1 D3");
+}
+
+}  // namespace xg_test_attention_packed_gradcheck
