@@ -33,6 +33,17 @@ TEST_CASE("self_attention equals its composed twin: output, gradient and largest
     composed.backward(Tensor(g));
     xg::test::require_within(fused.value(), composed.value(), tol.out, "output");
     xg::test::require_within(fused_in.grad().value(), composed_in.grad().value(), tol.dqkv, "gradient of qkv");
+    // keys moved together move a row's scores together, which softmax ignores: sum_j dk_j = 0 per
+    // head, up to each dk_j's bound (the exact computation is one with u = 0) and the sum's roundings
+    const Array& dqkv = fused_in.grad().value();
+    for (std::size_t b = 0; b < 3; ++b) {
+        for (std::size_t c = 8; c < 16; ++c) {  // the key columns of both heads
+            double sum = 0.0, bound = 0.0;
+            for (std::size_t j = 0; j < 7; ++j) sum += dqkv(b, j, c), bound += tol.dqkv(b, j, c) + 7 * kU * std::fabs(dqkv(b, j, c));
+            INFO("batch " << b << ", key column " << c);
+            CHECK(std::fabs(sum) <= bound);
+        }
+    }
     // the scores of the twin: (B, H, L, L) from its own q k^T / sqrt(D)
     double largest = -INFINITY;
     for (std::size_t b = 0; b < 3; ++b) {

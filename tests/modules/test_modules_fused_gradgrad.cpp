@@ -74,6 +74,8 @@ TEST_CASE("gradgradcheck of the fused ops", "[gradgradcheck][nn]") {
                        "gelu tanh");
     check_second_order([](const Inputs& x) { return F::linear(x[0], x[1], x[2]); },
                        {randn_leaf({2, 3}, 60), randn_leaf({4, 3}, 61), randn_leaf({4}, 62)}, "linear");
+    check_second_order([](const Inputs& x) { return F::self_attention(x[0], 2); }, {randn_leaf({2, 3, 12}, 65)},
+                       "self_attention");
     check_second_order([](const Inputs& x) { return xg::softmax(x[0], 1); }, {randn_leaf({2, 4}, 63)}, "softmax");
     check_second_order([](const Inputs& x) { return xg::log_softmax(x[0], 0); }, {randn_leaf({3, 2}, 64)}, "log_softmax axis 0");
 }
@@ -105,6 +107,9 @@ TEST_CASE("fused and composed second derivatives agree to 1e-10", "[gradgradchec
     const Inputs dy = {randn_leaf({3, 4}, 86), randn_leaf({1}, 87, 0.3, 0.7), randn_leaf({4}, 88), randn_leaf({4}, 89)};
     check_fused_matches_composed([](const Inputs& x) { return F::dyt(x[0], {4}, x[1], x[2], x[3]); },
                                  [](const Inputs& x) { return F::dyt_composed(x[0], {4}, x[1], x[2], x[3]); }, dy);
+    check_fused_matches_composed([](const Inputs& x) { return F::self_attention(x[0], 2); },
+                                 [](const Inputs& x) { return F::self_attention_composed(x[0], 2); },
+                                 {randn_leaf({2, 3, 12}, 93)});
     const Inputs conv = {randn_leaf({1, 2, 4, 4}, 90), randn_leaf({2, 1, 3, 3}, 91), randn_leaf({2}, 92)};
     check_fused_matches_composed([](const Inputs& x) { return F::conv2d(x[0], x[1], x[2], 1, 1, 1, 2); },
                                  [](const Inputs& x) { return F::conv2d_composed(x[0], x[1], x[2], 1, 1, 1, 2); }, conv);
