@@ -21,6 +21,15 @@ void blas_gemm(const T* a, std::size_t lda, bool trans_a, const T* b, std::size_
                          static_cast<Index>(ldb), beta, c, static_cast<Index>(ldc));
 }
 
+// C = beta C for an empty inner dimension, which BLAS rejects (zero leading dimensions); c may be
+// uninitialised when beta = 0.
+template <class T>
+void scale_without_product(T* c, std::size_t ldc, std::size_t m, std::size_t n, T beta) {
+    for (std::size_t i = 0; i < m; ++i) {
+        for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    }
+}
+
 // Threads split C into blocks of whole rows (or, for a wide and short C, whole columns). The blocks
 // depend on the shape only, never on the thread count, and every block is one one-thread BLAS
 // call, so each element of C comes out of the same call with the same bits however many threads
@@ -42,10 +51,7 @@ void gemm_blocked(const T* a, std::size_t a_rows, std::size_t a_cols, bool trans
     const std::size_t m = trans_a ? a_cols : a_rows, n = trans_b ? b_rows : b_cols;
     const std::size_t k = trans_a ? a_rows : a_cols;
     if (m == 0 || n == 0) return;
-    if (k == 0) {
-        for (std::size_t i = 0; i < m * n; ++i) c[i] = beta == T(0) ? T(0) : beta * c[i];  // c may be uninitialised
-        return;
-    }
+    if (k == 0) return scale_without_product(c, n, m, n, beta);
     get_num_threads();  // the first call puts OpenBLAS on one thread (core/engine/threads.cpp)
     const FixedChunks blocks = gemm_blocks(m, n, k);
     const bool by_rows = m >= n;
@@ -67,12 +73,7 @@ template <class T>
 void one_call_gemm(const T* a, std::size_t lda, bool trans_a, const T* b, std::size_t ldb, bool trans_b, T* c,
                    std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, T alpha, T beta) {
     if (m == 0 || n == 0) return;
-    if (k == 0) {
-        for (std::size_t i = 0; i < m; ++i) {
-            for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
-        }
-        return;
-    }
+    if (k == 0) return scale_without_product(c, ldc, m, n, beta);
     get_num_threads();  // the first call puts OpenBLAS on one thread (core/engine/threads.cpp)
     blas_gemm(a, lda, trans_a, b, ldb, trans_b, c, ldc, m, n, k, beta, alpha);
 }

@@ -84,7 +84,8 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
                                    const MultiheadAttentionForwardOptions& options) {
     if (runs_packed(query, key, value, options)) {
         // One product for q, k and v (the packed weight), then the heads' attention as one node
-        // reading the packed rows in place: the same values as attend() below, in fewer passes.
+        // reading the packed rows in place: attend()'s attention up to roundoff, in fewer passes
+        // (docs/derivations/attention.md, "Cost").
         const Tensor qkv = functional::linear(query, in_proj_weight, in_proj_bias);
         const Tensor context = functional::self_attention(qkv, static_cast<std::int64_t>(num_heads), &last_max_logit_);
         has_max_logit_ = true;
