@@ -35,7 +35,7 @@ TEST_CASE("self_attention equals its composed twin: output, gradient and largest
     xg::test::require_within(fused_in.grad().value(), composed_in.grad().value(), tol.dqkv, "gradient of qkv");
     // keys moved together move a row's scores together, which softmax ignores: sum_j dk_j = 0 per
     // head, up to each dk_j's bound (the exact computation is one with u = 0) and the sum's roundings
-    const Array& dqkv = fused_in.grad().value();
+    const Array dqkv = fused_in.grad().value();  // a copy: grad() returns a new handle
     for (std::size_t b = 0; b < 3; ++b) {
         for (std::size_t c = 8; c < 16; ++c) {  // the key columns of both heads
             double sum = 0.0, bound = 0.0;
