@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <vector>
+
+#include <xtensor/xarray.hpp>
 
 #include "core/fast/parallel.hpp"
 #include "core/fast/softmax.hpp"
@@ -38,16 +39,18 @@ struct HeadMatrices {
 // The largest score in kLanes running maxima (one maximum is a chain of dependent compares); the
 // order does not matter for a maximum.
 template <class T>
-double largest(const std::vector<T>& s) {
+double largest(const xt::xarray<T>& scores) {
+    const T* s = scores.data();
+    const std::size_t n = scores.size();
     constexpr std::size_t kLanes = 8;
     T lanes[kLanes];
     std::fill(lanes, lanes + kLanes, -std::numeric_limits<T>::infinity());
     std::size_t i = 0;
-    for (; i + kLanes <= s.size(); i += kLanes) {
+    for (; i + kLanes <= n; i += kLanes) {
         for (std::size_t k = 0; k < kLanes; ++k) lanes[k] = std::max(lanes[k], s[i + k]);
     }
     T m = -std::numeric_limits<T>::infinity();
-    for (; i < s.size(); ++i) m = std::max(m, s[i]);
+    for (; i < n; ++i) m = std::max(m, s[i]);
     for (std::size_t k = 0; k < kLanes; ++k) m = std::max(m, lanes[k]);
     return static_cast<double>(m);
 }
@@ -59,7 +62,8 @@ double self_attention_forward(const T* qkv, T* P, T* out, std::size_t B, std::si
                               double scale) {
     const HeadMatrices<T> at{L, H, D};
     const std::size_t E = at.E(), heads = B * H;
-    std::vector<T> scores(heads * L * L);
+    // from_shape leaves the buffers unwritten (no zeroing pass): every entry is written before it is read
+    xt::xarray<T> scores = xt::xarray<T>::from_shape({heads, L, L});
     xg::detail::parallel_for(heads, at.cost(), [&](std::size_t first, std::size_t last) {
         for (std::size_t bh = first; bh < last; ++bh) {  // S = scale Q K^T
             gemm_one_call(at.q(qkv, bh), 3 * E, false, at.k(qkv, bh), 3 * E, true, at.p(scores.data(), bh), L, L, L, D,
@@ -81,7 +85,7 @@ void self_attention_backward(const T* qkv, const T* P, const T* g, T* dqkv, std:
                              std::size_t D, double scale) {
     const HeadMatrices<T> at{L, H, D};
     const std::size_t E = at.E(), heads = B * H;
-    std::vector<T> dP(heads * L * L), dS(heads * L * L);
+    xt::xarray<T> dP = xt::xarray<T>::from_shape({heads, L, L}), dS = xt::xarray<T>::from_shape({heads, L, L});
     xg::detail::parallel_for(heads, at.cost(), [&](std::size_t first, std::size_t last) {
         for (std::size_t bh = first; bh < last; ++bh) {  // dP = G V^T
             gemm_one_call(at.o(g, bh), E, false, at.v(qkv, bh), 3 * E, true, at.p(dP.data(), bh), L, L, L, D, T(1), T(0));
