@@ -1,6 +1,7 @@
 #include "core/ops/gemm.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include <xtensor-blas/xblas.hpp>
 
@@ -31,18 +32,27 @@ void scale_without_product(T* c, std::size_t ldc, std::size_t m, std::size_t n, 
 }
 
 // Threads split C into blocks of whole rows (or, for a wide and short C, whole columns). The blocks
-// depend on the shape only, never on the thread count, and every block is one one-thread BLAS
-// call, so each element of C comes out of the same call with the same bits however many threads
-// share the blocks. OpenBLAS's own threads would not give that: its split follows its thread
-// count, and the edge tiles of a split round differently (measured: 1 vs 3 threads differ).
+// depend on the shape and on the machine's core count, never on the thread count, and every block
+// is one one-thread BLAS call, so each element of C comes out of the same call with the same bits
+// however many threads share the blocks. OpenBLAS's own threads would not give that: its split
+// follows its thread count, and the edge tiles of a split round differently (measured: 1 vs 3
+// threads differ). No more blocks than the machine has cores: each block packs B (or A) again,
+// which cost a product 12-23 % in 8 blocks with OpenBLAS's Haswell and SkylakeX kernels, 3-5 % in 2
+// (docs/performance.md, "Threads and determinism").
 constexpr std::size_t kMinBlock = 64;   // rows (or columns) per block: B (or A) is packed once per block
 constexpr std::size_t kMaxBlocks = 8;
 constexpr std::size_t kMinFlopsToSplit = std::size_t{1} << 20;
 
+// The cores online (not the affinity mask, not the thread count set): fixed for the machine.
+std::size_t machine_cores() {
+    static const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    return cores;
+}
+
 FixedChunks gemm_blocks(std::size_t m, std::size_t n, std::size_t k) {
     const std::size_t along = std::max(m, n);
     if (m * n * k < kMinFlopsToSplit) return {along, 1};
-    return {along, std::clamp<std::size_t>(along / kMinBlock, 1, kMaxBlocks)};
+    return {along, std::clamp<std::size_t>(along / kMinBlock, 1, std::min(kMaxBlocks, machine_cores()))};
 }
 
 template <class T>
