@@ -59,7 +59,7 @@ double largest(const xt::xarray<T>& scores) {
 
 template <class T>
 double self_attention_forward(const T* qkv, T* P, T* out, std::size_t B, std::size_t L, std::size_t H, std::size_t D,
-                              double scale) {
+                              double scale, bool causal) {
     const HeadMatrices<T> at{L, H, D};
     const std::size_t E = at.E(), heads = B * H;
     // from_shape leaves the buffers unwritten (no zeroing pass): every entry is written before it is read
@@ -70,6 +70,10 @@ double self_attention_forward(const T* qkv, T* P, T* out, std::size_t B, std::si
                           static_cast<T>(scale), T(0));
         }
     });
+    if (causal) {  // keys after the query: the most negative T, whose exp() is exactly 0 (the diagonal stays)
+        T* z = scores.data();
+        for (std::size_t r = 0; r < heads * L; ++r) std::fill(z + r * L + r % L + 1, z + (r + 1) * L, std::numeric_limits<T>::lowest());
+    }
     const double max_logit = largest(scores);
     xg::fast::softmax_forward<T>(scores.data(), P, heads * L, L, 1);
     xg::detail::parallel_for(heads, at.cost(), [&](std::size_t first, std::size_t last) {
@@ -104,9 +108,9 @@ void self_attention_backward(const T* qkv, const T* P, const T* g, T* dqkv, std:
 }
 
 template double self_attention_forward<double>(const double*, double*, double*, std::size_t, std::size_t, std::size_t,
-                                               std::size_t, double);
+                                               std::size_t, double, bool);
 template double self_attention_forward<float>(const float*, float*, float*, std::size_t, std::size_t, std::size_t,
-                                              std::size_t, double);
+                                              std::size_t, double, bool);
 template void self_attention_backward<double>(const double*, const double*, const double*, double*, std::size_t,
                                               std::size_t, std::size_t, std::size_t, double);
 template void self_attention_backward<float>(const float*, const float*, const float*, float*, std::size_t, std::size_t,

@@ -3,6 +3,7 @@
 #include "nn/functional/attention.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -39,15 +40,16 @@ Layout check_self_attention(const char* op, const Tensor& qkv, std::int64_t num_
 
 // T = float for a float32 qkv (the kernels read and write its storage), double otherwise.
 template <class T>
-Tensor self_attention_node(const Tensor& qkv, std::int64_t num_heads, double* max_logit, const Layout& l) {
+Tensor self_attention_node(const Tensor& qkv, std::int64_t num_heads, bool causal, double* max_logit, const Layout& l) {
     const xt::xarray<T>& x = kernel_values<T>(qkv);
     xt::xarray<T> out = xt::xarray<T>::from_shape({l.B, l.L, l.H * l.D});
     xt::xarray<T> P = xt::xarray<T>::from_shape({l.B, l.H, l.L, l.L});
     const double largest = by_tier(reference::self_attention_forward<T>, fast::self_attention_forward<T>, x.data(), P.data(),
-                                   out.data(), l.B, l.L, l.H, l.D, l.scale());
+                                   out.data(), l.B, l.L, l.H, l.D, l.scale(), causal);
     if (max_logit) *max_logit = largest;
     std::vector<SavedInfo> saved{{"attention weights", {l.B, l.H, l.L, l.L}}};
-    // dv = P^T g, dS = P (g v^T - rowsum(P g v^T)), dq = scale dS k, dk = scale dS^T q
+    // dv = P^T g, dS = P (g v^T - rowsum(P g v^T)), dq = scale dS k, dk = scale dS^T q (causal or not: P
+    // is 0 where a key is not attended to, and so is dS)
     return record(
         "self_attention", std::move(out), {qkv},
         [l, P = std::move(P)](const GradContext& c) -> Grads {
@@ -61,24 +63,35 @@ Tensor self_attention_node(const Tensor& qkv, std::int64_t num_heads, double* ma
         },
         std::move(saved),
         // create_graph: the double backward differentiates the composed twin (docs/derivatives.md)
-        through_composed([num_heads](const std::vector<Tensor>& in) { return self_attention_composed(in[0], num_heads); }));
+        through_composed([num_heads, causal](const std::vector<Tensor>& in) {
+            return self_attention_composed(in[0], num_heads, causal);
+        }));
 }
 
 }  // namespace
 
-Tensor self_attention(const Tensor& qkv, std::int64_t num_heads, double* max_logit) {
+Tensor self_attention(const Tensor& qkv, std::int64_t num_heads, bool causal, double* max_logit) {
     const Layout l = check_self_attention("self_attention", qkv, num_heads);
-    if (qkv.dtype() == kFloat32) return self_attention_node<float>(qkv, num_heads, max_logit, l);
-    return self_attention_node<double>(qkv, num_heads, max_logit, l);
+    if (qkv.dtype() == kFloat32) return self_attention_node<float>(qkv, num_heads, causal, max_logit, l);
+    return self_attention_node<double>(qkv, num_heads, causal, max_logit, l);
 }
 
-Tensor self_attention_composed(const Tensor& qkv, std::int64_t num_heads) {
+Tensor self_attention_composed(const Tensor& qkv, std::int64_t num_heads, bool causal) {
     const Layout l = check_self_attention("self_attention_composed", qkv, num_heads);
     const auto B = static_cast<long>(l.B), L = static_cast<long>(l.L), H = static_cast<long>(l.H), D = static_cast<long>(l.D);
     const std::size_t E = l.H * l.D;
     // (B, L, E) -> (B, H, L, D): head h's rows of one part
     const auto heads = [&](std::size_t part) { return permute(reshape(narrow(qkv, 2, part * E, E), {B, L, H, D}), {0, 2, 1, 3}); };
-    const Tensor scores = matmul(heads(0) * l.scale(), transpose(heads(1), 2, 3));
+    Tensor scores = matmul(heads(0) * l.scale(), transpose(heads(1), 2, 3));
+    if (causal) {  // keys after the query: the most negative number of the dtype, as MultiheadAttention's masks
+        Mask later = Mask::from_shape({l.L, l.L});
+        for (std::size_t i = 0; i < l.L; ++i) {
+            for (std::size_t j = 0; j < l.L; ++j) later(i, j) = j > i;
+        }
+        const double most_negative = scores.dtype() == kFloat32 ? std::numeric_limits<float>::lowest()
+                                                                : std::numeric_limits<double>::lowest();
+        scores = masked_fill(scores, later, most_negative);
+    }
     const Tensor context = matmul(softmax(scores, -1), heads(2));  // (B, H, L, D)
     return reshape(permute(context, {0, 2, 1, 3}), {B, L, H * D});
 }

@@ -73,8 +73,8 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
 bool MultiheadAttention::runs_packed(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const MultiheadAttentionForwardOptions& options) const {
     const bool self_attention = query.defined() && query.node() == key.node() && key.node() == value.node();
-    const bool no_masks = !options.attn_mask() && !options.key_padding_mask() && !options.is_causal() &&
-                          !options.attn_bias().defined() && !options.key_padding_bias().defined();
+    const bool no_masks = !options.attn_mask() && !options.key_padding_mask() && !options.attn_bias().defined() &&
+                          !options.key_padding_bias().defined();  // is_causal is the node's own
     const Shape s = self_attention ? query.shape() : Shape{};
     return self_attention && no_masks && !q_norm && (dropout == 0.0 || !is_training()) && s.size() == 3 &&
            s[2] == embed_dim;
@@ -87,7 +87,8 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
         // reading the packed rows in place: attend()'s attention up to roundoff, in fewer passes
         // (docs/derivations/attention.md, "Cost").
         const Tensor qkv = functional::linear(query, in_proj_weight, in_proj_bias);
-        const Tensor context = functional::self_attention(qkv, static_cast<std::int64_t>(num_heads), &last_max_logit_);
+        const Tensor context =
+            functional::self_attention(qkv, static_cast<std::int64_t>(num_heads), options.is_causal(), &last_max_logit_);
         has_max_logit_ = true;
         return (*out_proj)(context);
     }

@@ -187,7 +187,8 @@ private:
     // the scores' own storage (a float32 tensor's is not widened into a float64 mirror).
     void record_max_logit(const Tensor& scores, const std::vector<char>& blocked);
     // Whether forward() can run functional::self_attention on the packed projections: one input
-    // (query, key and value the same tensor), batched, no mask, no QK-norm, no active dropout.
+    // (query, key and value the same tensor), batched, no mask but the causal one, no QK-norm, no
+    // active dropout.
     bool runs_packed(const Tensor& query, const Tensor& key, const Tensor& value,
                      const MultiheadAttentionForwardOptions& options) const;
 

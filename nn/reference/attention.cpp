@@ -27,15 +27,16 @@ struct Head {
 
 template <class T>
 double self_attention_forward(const T* qkv, T* P, T* out, std::size_t B, std::size_t L, std::size_t H, std::size_t D,
-                              double scale) {
+                              double scale, bool causal) {
     double largest = -std::numeric_limits<double>::infinity();
     std::vector<double> s(L);
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t h = 0; h < H; ++h) {
             const Head at{b, h, L, H, D};
             for (std::size_t i = 0; i < L; ++i) {
+                const std::size_t keys = causal ? i + 1 : L;  // the keys j < keys that query i attends to
                 double M = -std::numeric_limits<double>::infinity();
-                for (std::size_t j = 0; j < L; ++j) {
+                for (std::size_t j = 0; j < keys; ++j) {
                     double dot = 0.0;  // q_i.k_j
                     for (std::size_t d = 0; d < D; ++d) dot += static_cast<double>(qkv[at.q(i, d)]) * qkv[at.k(j, d)];
                     s[j] = scale * dot;  // s_ij
@@ -43,11 +44,11 @@ double self_attention_forward(const T* qkv, T* P, T* out, std::size_t B, std::si
                 }
                 largest = std::max(largest, M);
                 double sum = 0.0;
-                for (std::size_t j = 0; j < L; ++j) {
+                for (std::size_t j = 0; j < keys; ++j) {
                     s[j] = std::exp(s[j] - M);  // e^(s_ij - M): the shift keeps it <= 1
                     sum += s[j];
                 }
-                for (std::size_t j = 0; j < L; ++j) P[at.p(i, j)] = static_cast<T>(s[j] / sum);  // P_ij
+                for (std::size_t j = 0; j < L; ++j) P[at.p(i, j)] = j < keys ? static_cast<T>(s[j] / sum) : T(0);  // P_ij
                 for (std::size_t d = 0; d < D; ++d) {
                     double o = 0.0;  // sum_j P_ij v_j
                     for (std::size_t j = 0; j < L; ++j) o += static_cast<double>(P[at.p(i, j)]) * qkv[at.v(j, d)];
@@ -94,9 +95,9 @@ void self_attention_backward(const T* qkv, const T* P, const T* g, T* dqkv, std:
 }
 
 template double self_attention_forward<double>(const double*, double*, double*, std::size_t, std::size_t, std::size_t,
-                                               std::size_t, double);
+                                               std::size_t, double, bool);
 template double self_attention_forward<float>(const float*, float*, float*, std::size_t, std::size_t, std::size_t,
-                                              std::size_t, double);
+                                              std::size_t, double, bool);
 template void self_attention_backward<double>(const double*, const double*, const double*, double*, std::size_t,
                                               std::size_t, std::size_t, std::size_t, double);
 template void self_attention_backward<float>(const float*, const float*, const float*, float*, std::size_t, std::size_t,

@@ -42,7 +42,8 @@ NnTwinList attention_twins() {
         return Inputs{static_cast<MultiheadAttention&>(m).forward(
             x, x, x, xg::nn::MultiheadAttentionForwardOptions().key_padding_mask(padding))};
     };
-    const auto self_plain = [](xg::nn::Module& m, const Tensor& x) {  // no mask: the packed route (self_attention)
+    // no mask (and causal, above): the packed route (F::self_attention)
+    const auto self_plain = [](xg::nn::Module& m, const Tensor& x) {
         return Inputs{static_cast<MultiheadAttention&>(m).forward(x)};
     };
     const Tensor x = twin_leaf({2, 5, 8}, 112);

@@ -98,7 +98,10 @@ TEST_CASE("dropping the loss frees the whole graph: no shared_ptr cycles", "[lea
     const std::size_t before = live_node_count();
     std::vector<std::weak_ptr<Node>> nodes;
     {
-        const Tensor h = attention.forward(x, x, x, /*causal=*/true);
+        // both routes of MultiheadAttention: the packed node (query = key = value) and the composed
+        // ops (key and value another tensor): reshape, permute, masked_fill, softmax, matmul...
+        const Tensor kv = x * 1.0;
+        const Tensor h = attention.forward(x, x, x, /*causal=*/true) + attention.forward(x, kv, kv, /*causal=*/true);
         const Tensor loss = sum(model->forward(h)) + nn::mse_loss(h, zeros({2, 3, 8}));
         // Every node of the graph, collected by walking parents from the loss.
         std::unordered_set<Node*> seen{loss.node().get()};

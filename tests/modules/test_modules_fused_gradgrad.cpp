@@ -107,9 +107,11 @@ TEST_CASE("fused and composed second derivatives agree to 1e-10", "[gradgradchec
     const Inputs dy = {randn_leaf({3, 4}, 86), randn_leaf({1}, 87, 0.3, 0.7), randn_leaf({4}, 88), randn_leaf({4}, 89)};
     check_fused_matches_composed([](const Inputs& x) { return F::dyt(x[0], {4}, x[1], x[2], x[3]); },
                                  [](const Inputs& x) { return F::dyt_composed(x[0], {4}, x[1], x[2], x[3]); }, dy);
-    check_fused_matches_composed([](const Inputs& x) { return F::self_attention(x[0], 2); },
-                                 [](const Inputs& x) { return F::self_attention_composed(x[0], 2); },
-                                 {randn_leaf({2, 3, 12}, 93)});
+    for (const bool causal : {false, true}) {
+        check_fused_matches_composed([causal](const Inputs& x) { return F::self_attention(x[0], 2, causal); },
+                                     [causal](const Inputs& x) { return F::self_attention_composed(x[0], 2, causal); },
+                                     {randn_leaf({2, 3, 12}, 93)});
+    }
     const Inputs conv = {randn_leaf({1, 2, 4, 4}, 90), randn_leaf({2, 1, 3, 3}, 91), randn_leaf({2}, 92)};
     check_fused_matches_composed([](const Inputs& x) { return F::conv2d(x[0], x[1], x[2], 1, 1, 1, 2); },
                                  [](const Inputs& x) { return F::conv2d_composed(x[0], x[1], x[2], 1, 1, 1, 2); }, conv);

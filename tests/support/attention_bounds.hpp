@@ -1,7 +1,8 @@
 // How far two computations of self-attention on the same packed projections may differ when each
 // rounds with unit roundoff u (nn/functional/attention.hpp; docs/derivations/attention.md): the
 // fast and the reference kernels, the fused node and its composed twin. First-order bounds, term
-// by term, for one (batch, head) pair; s = scale q.k, P = softmax(s), out = P v, and in the
+// by term, for one (batch, head) pair; s = scale q.k, P = softmax(s) over the keys a query attends
+// to (all, or j <= i when causal; P_ij = 0 for the others, exactly, in both), out = P v, and in the
 // backward dP = g v^T, c_i = sum_j P_ij dP_ij, dS = P (dP - c), dq = scale dS k, dk = scale dS^T q,
 // dv = P^T g. Each computation:
 //  - a score: a sum of D products, scaled and stored: within (D + 1) u scale sum_d |q_d k_d|, plus
@@ -31,7 +32,7 @@ struct AttentionBounds {
     double max_logit = 0.0;  // the largest sigma: the maximum of the scores moves by no more
 };
 
-inline AttentionBounds self_attention_bounds(const Array& qkv, const Array& g, std::size_t H, double u) {
+inline AttentionBounds self_attention_bounds(const Array& qkv, const Array& g, std::size_t H, double u, bool causal = false) {
     const std::size_t B = qkv.shape()[0], L = qkv.shape()[1], E = qkv.shape()[2] / 3, D = E / H;
     const double scale = 1.0 / std::sqrt(static_cast<double>(D));
     AttentionBounds t{xt::zeros<double>({B, L, E}), xt::zeros<double>(qkv.shape())};
@@ -42,9 +43,10 @@ inline AttentionBounds self_attention_bounds(const Array& qkv, const Array& g, s
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t h = 0; h < H; ++h) {
             for (std::size_t i = 0; i < L; ++i) {
+                const std::size_t keys = causal ? i + 1 : L;  // the keys j < keys that query i attends to
                 std::vector<double> s(L), sigma(L);
                 double M = -INFINITY, sum = 0.0, sigma_max = 0.0, shift_max = 0.0;
-                for (std::size_t j = 0; j < L; ++j) {
+                for (std::size_t j = 0; j < keys; ++j) {
                     double dot = 0.0, abs_dot = 0.0;
                     for (std::size_t d = 0; d < D; ++d) dot += q(b, i, h, d) * k(b, j, h, d), abs_dot += std::fabs(q(b, i, h, d) * k(b, j, h, d));
                     s[j] = scale * dot;
@@ -52,10 +54,10 @@ inline AttentionBounds self_attention_bounds(const Array& qkv, const Array& g, s
                     M = std::max(M, s[j]), sigma_max = std::max(sigma_max, sigma[j]);
                     t.max_logit = std::max(t.max_logit, sigma[j]);
                 }
-                for (std::size_t j = 0; j < L; ++j) sum += std::exp(s[j] - M), shift_max = std::max(shift_max, s[j] - M < 0 ? M - s[j] : s[j] - M);
+                for (std::size_t j = 0; j < keys; ++j) sum += std::exp(s[j] - M), shift_max = std::max(shift_max, s[j] - M < 0 ? M - s[j] : s[j] - M);
                 for (std::size_t j = 0; j < L; ++j) {
-                    P[i * L + j] = std::exp(s[j] - M) / sum;
-                    pi[i * L + j] = P[i * L + j] * (sigma[j] + sigma_max + 2.0 * (L + 4) * u + 2 * u * std::fabs(s[j] - M) + 2 * u * shift_max);
+                    P[i * L + j] = j < keys ? std::exp(s[j] - M) / sum : 0.0;
+                    pi[i * L + j] = j < keys ? P[i * L + j] * (sigma[j] + sigma_max + 2.0 * (L + 4) * u + 2 * u * std::fabs(s[j] - M) + 2 * u * shift_max) : 0.0;
                 }
                 double c = 0.0, kappa = 0.0, abs_c = 0.0;
                 for (std::size_t j = 0; j < L; ++j) {
