@@ -11,6 +11,7 @@
 #include "nn/fast/attention.hpp"
 #include "nn/functional/kernel_storage.hpp"
 #include "nn/functional/tier.hpp"
+#include "nn/modules/attention.hpp"  // causal_mask
 #include "nn/reference/attention.hpp"
 
 namespace xg::nn::functional {
@@ -84,10 +85,7 @@ Tensor self_attention_composed(const Tensor& qkv, std::int64_t num_heads, bool c
     const auto heads = [&](std::size_t part) { return permute(reshape(narrow(qkv, 2, part * E, E), {B, L, H, D}), {0, 2, 1, 3}); };
     Tensor scores = matmul(heads(0) * l.scale(), transpose(heads(1), 2, 3));
     if (causal) {  // keys after the query: the most negative number of the dtype, as MultiheadAttention's masks
-        Mask later = Mask::from_shape({l.L, l.L});
-        for (std::size_t i = 0; i < l.L; ++i) {
-            for (std::size_t j = 0; j < l.L; ++j) later(i, j) = j > i;
-        }
+        const Mask later = causal_mask(static_cast<std::int64_t>(l.L));
         const double most_negative = scores.dtype() == kFloat32 ? std::numeric_limits<float>::lowest()
                                                                 : std::numeric_limits<double>::lowest();
         scores = masked_fill(scores, later, most_negative);
