@@ -8,6 +8,7 @@
 #include "core/fast/parallel.hpp"
 #include "core/fast/softmax.hpp"
 #include "core/ops/gemm.hpp"
+#include "nn/fast/kernel_primitives.hpp"
 
 namespace xg::nn::fast {
 
@@ -36,25 +37,6 @@ struct HeadMatrices {
     std::size_t cost() const { return L * (L + 3 * D); }  // elements one head touches
 };
 
-// The largest score in kLanes running maxima (one maximum is a chain of dependent compares); the
-// order does not matter for a maximum.
-template <class T>
-double largest(const xt::xarray<T>& scores) {
-    const T* s = scores.data();
-    const std::size_t n = scores.size();
-    constexpr std::size_t kLanes = 8;
-    T lanes[kLanes];
-    std::fill(lanes, lanes + kLanes, -std::numeric_limits<T>::infinity());
-    std::size_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) {
-        for (std::size_t k = 0; k < kLanes; ++k) lanes[k] = std::max(lanes[k], s[i + k]);
-    }
-    T m = -std::numeric_limits<T>::infinity();
-    for (; i < n; ++i) m = std::max(m, s[i]);
-    for (std::size_t k = 0; k < kLanes; ++k) m = std::max(m, lanes[k]);
-    return static_cast<double>(m);
-}
-
 }  // namespace
 
 template <class T>
@@ -74,7 +56,7 @@ double self_attention_forward(const T* qkv, T* P, T* out, std::size_t B, std::si
         T* z = scores.data();
         for (std::size_t r = 0; r < heads * L; ++r) std::fill(z + r * L + r % L + 1, z + (r + 1) * L, std::numeric_limits<T>::lowest());
     }
-    const double max_logit = largest(scores);
+    const double max_logit = static_cast<double>(detail::running_max(scores.data(), scores.size()));
     xg::fast::softmax_forward<T>(scores.data(), P, heads * L, L, 1);
     xg::detail::parallel_for(heads, at.cost(), [&](std::size_t first, std::size_t last) {
         for (std::size_t bh = first; bh < last; ++bh) {  // out = P V

@@ -1,5 +1,5 @@
 // The speed machinery of the normalisation kernels (nn/fast/layer_norm.cpp, rms_norm.cpp,
-// batch_norm.cpp, group_norm.cpp), as a few named primitives, so that each kernel body reads like its
+// batch_norm.cpp, group_norm.cpp; running_max: attention's largest score), as a few named primitives, so that each kernel body reads like its
 // derivation (docs/derivations/). A learner can skip this file: every primitive does what its
 // one-line description says, with plain-loop semantics. What each one bought, measured:
 // docs/performance.md, "The figures behind nn/fast/kernel_primitives.hpp".
@@ -16,6 +16,7 @@
 //   ChannelLayout        (N, C, L): BatchNorm's channels, each in N segments of length L
 //   channel_sums         per channel, the sums of terms over its N L values
 //   channel_map          out[k] = value(c, k) for every element k of every channel c (rows last to first)
+//   running_max          the largest of n values, as one running maximum finds it, in kLanes maxima
 //
 // The clones must round like the plain build: nothing here contracts into an FMA (the clone has
 // none, and ISO -std=c++17 means -ffp-contract=off), and every sum keeps kLanes partial sums
@@ -27,6 +28,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -91,6 +93,30 @@ XG_KERNEL_INLINE void row_mean_var(const T* x, std::size_t n, double& mean, doub
     });
     var = std::max(0.0, (sum_d2 - sum_d * sum_d / count) / count);
     mean = m + sum_d / count;
+}
+
+// ---- maxima -----------------------------------------------------------------------------------
+
+/// max_i z_i for i < n (-inf for n = 0) as one running maximum `m < z_i ? z_i : m` finds it (a NaN
+/// is skipped), computed in kLanes running maxima: one maximum is a chain of dependent compares
+/// (~0.4 ms for the scores of the Pre-LN bench row, issue 28). The lanes' maximum is the running
+/// one's whatever the order, except for the sign of a zero maximum, which one plain pass settles.
+template <class T>
+T running_max(const T* z, std::size_t n) {
+    T lanes[kLanes];
+    std::fill(lanes, lanes + kLanes, -std::numeric_limits<T>::infinity());
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        for (std::size_t k = 0; k < kLanes; ++k) lanes[k] = lanes[k] < z[i + k] ? z[i + k] : lanes[k];
+    }
+    T largest = -std::numeric_limits<T>::infinity();
+    for (; i < n; ++i) largest = largest < z[i] ? z[i] : largest;
+    for (std::size_t k = 0; k < kLanes; ++k) largest = largest < lanes[k] ? lanes[k] : largest;
+    if (largest == 0) {  // +0 or -0: the first zero in order, as one running maximum finds it
+        largest = -std::numeric_limits<T>::infinity();
+        for (std::size_t j = 0; j < n; ++j) largest = largest < z[j] ? z[j] : largest;
+    }
+    return largest;
 }
 
 // ---- float arithmetic, double sums (the float32 LayerNorm and RMSNorm) -------------------------

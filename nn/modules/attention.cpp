@@ -8,6 +8,7 @@
 #include <xtensor/xstrided_view.hpp>
 
 #include "core/fast/strided.hpp"
+#include "nn/fast/kernel_primitives.hpp"  // running_max
 #include "nn/functional/attention.hpp"
 #include "nn/modules/init.hpp"
 
@@ -269,34 +270,16 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& ke
 
 namespace {
 
-// The largest unblocked score, in the scores' own type (exact), in kLanes running maxima: one
-// maximum is a chain of dependent compares, ~0.4 ms for the (16, 4, 64, 64) scores of the Pre-LN
-// bench row (issue 28). Each lane keeps `largest < z ? z : largest`, as std::max does (a NaN is
-// skipped), so the lanes' maximum is the running one's whatever the order, except for the sign of
-// a zero maximum, which the plain loop then settles.
+// The largest unblocked score, in the scores' own type (exact): with nothing blocked, in running
+// maxima (nn/fast/kernel_primitives.hpp); else one running maximum over the unblocked scores.
 template <class T>
 double largest_unblocked(const xt::xarray<T>& scores, const std::vector<char>& blocked) {
-    constexpr std::size_t kLanes = 8;
     const T* z = scores.data();
     const std::size_t n = scores.size();
-    T lanes[kLanes];
-    std::fill(lanes, lanes + kLanes, -std::numeric_limits<T>::infinity());
-    std::size_t i = 0;
-    if (blocked.empty()) {
-        for (; i + kLanes <= n; i += kLanes) {
-            for (std::size_t k = 0; k < kLanes; ++k) lanes[k] = lanes[k] < z[i + k] ? z[i + k] : lanes[k];
-        }
-    }
+    if (blocked.empty()) return static_cast<double>(detail::running_max(z, n));
     T largest = -std::numeric_limits<T>::infinity();
-    for (; i < n; ++i) {
-        if (blocked.empty() || blocked[i] == 0) largest = largest < z[i] ? z[i] : largest;
-    }
-    for (std::size_t k = 0; k < kLanes; ++k) largest = largest < lanes[k] ? lanes[k] : largest;
-    if (largest == 0) {  // +0 or -0: the first zero in order, as one running maximum finds it
-        largest = -std::numeric_limits<T>::infinity();
-        for (std::size_t j = 0; j < n; ++j) {
-            if (blocked.empty() || blocked[j] == 0) largest = std::max(largest, z[j]);
-        }
+    for (std::size_t i = 0; i < n; ++i) {
+        if (blocked[i] == 0) largest = largest < z[i] ? z[i] : largest;
     }
     return static_cast<double>(largest);
 }
