@@ -1,6 +1,6 @@
 // Everything in xg::optim: the optimizers (SGD, Adam, AdamW), learning-rate schedules and
 // gradient clipping here in optim/, and the training loop's tools in optim/training/ (data
-// loading, the progress bar and CSV log, checkpoints). See docs/training.md for a complete
+// loading and each rank's share of it, the progress bar and CSV log, checkpoints). See docs/training.md for a complete
 // training script.
 #pragma once
 
@@ -11,4 +11,5 @@
 #include "optim/sgd.hpp"
 #include "optim/training/checkpoint.hpp"
 #include "optim/training/data.hpp"
+#include "optim/training/distributed_sampler.hpp"
 #include "optim/training/progress.hpp"

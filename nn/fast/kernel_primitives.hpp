@@ -9,6 +9,7 @@
 //   row_mean_var         mean and biased variance of a row (corrected two-pass)
 //   row_sums_float       row_sums of float terms: float sums of a few terms, flushed into double
 //   row_mean_var_float   row_mean_var with float arithmetic and those sums (float32 LN)
+//   float_row_in_range   whether a float row's statistics let it stay in float arithmetic
 //   ColumnSums           dw, db: per column over rows, double, or float blocks of rows into double
 //   OutputStore          out[j] = value(j) for j < n (BasicOutputStore<float>: float outputs);
 //                        large outputs bypass the cache, and
@@ -185,6 +186,12 @@ struct FloatPair {
     float hi, lo;
     explicit FloatPair(double c) : hi(static_cast<float>(c)), lo(static_cast<float>(c - double(hi))) {}
 };
+
+/// Whether a float row's statistics let its arithmetic stay in float: finite (no float sum of the
+/// row overflowed) and 1 / rstd at most 2^64, since deviations beyond that square beyond float's
+/// range (FLT_MAX ~ 2^128). Other rows compute in double, as the reference kernels do: the float
+/// kernels of LayerNorm (mean, rstd) and RMSNorm (0, rrms) ask it in both directions.
+XG_KERNEL_INLINE bool float_row_in_range(double mean, double rstd) { return std::isfinite(mean) && rstd >= 0x1p-64; }
 
 /// row_mean_var for a float row with float arithmetic and double sums: the same corrected two
 /// passes, with d = (x - hi) - lo for the first pass's mean m = hi + lo.

@@ -3,7 +3,8 @@
 // partial sums, streaming stores, the next row's prefetch) and split between threads by rows.
 // One body per loop, a template on the storage type T (double, float), compiled into an AVX2 clone
 // per type. The arithmetic is T's (float: 8 lanes per AVX2 vector; double for float rows of one or
-// two values, below), the row statistics, row sums and dw, db are double whatever T
+// two values, below, and for rows whose deviations square beyond float's range:
+// detail::float_row_in_range), the row statistics, row sums and dw, db are double whatever T
 // (docs/precision.md, "Accumulators": the float rounding, measured).
 #include "nn/fast/layer_norm.hpp"
 
@@ -71,6 +72,12 @@ XG_KERNEL_INLINE void forward_rows_of(const T* x, const T* w, const T* b, T* y, 
         double mean, var;
         RowMath<C>::mean_var(xr, D, mean, var);
         const double rstd = 1.0 / std::sqrt(var + eps);
+        if constexpr (std::is_same_v<C, float>) {
+            if (!detail::float_row_in_range(mean, rstd)) {  // a float sum overflowed, or would: the row in double
+                forward_rows_of<T, double>(x, w, b, y, row_mean, row_rstd, rows, D, eps, r, r + 1);
+                continue;
+            }
+        }
         row_mean[r] = mean;
         row_rstd[r] = rstd;
         const typename RowMath<C>::Centre centre(mean);
@@ -93,6 +100,12 @@ XG_KERNEL_INLINE void backward_rows_of(const T* x, const T* g, const T* w, const
     const BasicOutputStore<T> store(dx, rows * D, D);
     detail::ColumnSums<C> dw_sums(dw, D), db_sums(db, D);
     for (std::size_t r = r0; r < r1; ++r) {
+        if constexpr (std::is_same_v<C, float>) {
+            if (!detail::float_row_in_range(row_mean[r], row_rstd[r])) {  // as the forward: the row in double
+                backward_rows_of<T, double>(x, g, w, row_mean, row_rstd, dx, dw, db, rows, D, r, r + 1);
+                continue;
+            }
+        }
         const T *xr = x + r * D, *gr = g + r * D;
         const typename RowMath<C>::Centre centre(row_mean[r]);
         const C rstd = static_cast<C>(row_rstd[r]);

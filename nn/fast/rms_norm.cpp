@@ -2,7 +2,8 @@
 // of nn/fast/kernel_primitives.hpp (kLanes partial sums, streaming stores), split between threads
 // by rows. One body per loop, a template on the storage type T (double, float), compiled into an
 // AVX2 clone per type. The arithmetic is T's (float: 8 lanes per AVX2 vector; double for float rows
-// of one value, below); rrms, the row sums and dw are double whatever T (docs/precision.md,
+// of one value, below, and for rows whose values square beyond float's range:
+// detail::float_row_in_range); rrms, the row sums and dw are double whatever T (docs/precision.md,
 // "Accumulators": the float rounding, measured).
 #include "nn/fast/rms_norm.hpp"
 
@@ -49,6 +50,12 @@ XG_KERNEL_INLINE void forward_rows_of(const T* x, const T* w, T* y, double* row_
         const T* xr = x + r * D;
         const double sum_x2 = row_sum_of<C>(D, [=](std::size_t j) { return C(xr[j]) * C(xr[j]); });
         const double rrms = 1.0 / std::sqrt(sum_x2 / static_cast<double>(D) + eps);
+        if constexpr (std::is_same_v<C, float>) {
+            if (!detail::float_row_in_range(0.0, rrms)) {  // the float sum overflowed, or would: the row in double
+                forward_rows_of<T, double>(x, w, y, row_rrms, rows, D, eps, r, r + 1);
+                continue;
+            }
+        }
         row_rrms[r] = rrms;
         const C rrms_t = static_cast<C>(rrms);
         const auto xhat = [=](std::size_t j) { return xr[j] * rrms_t; };
@@ -66,6 +73,12 @@ XG_KERNEL_INLINE void backward_rows_of(const T* x, const T* g, const T* w, const
     const BasicOutputStore<T> store(dx, rows * D, D);
     detail::ColumnSums<C> dw_sums(dw, D);
     for (std::size_t r = r0; r < r1; ++r) {
+        if constexpr (std::is_same_v<C, float>) {
+            if (!detail::float_row_in_range(0.0, row_rrms[r])) {  // as the forward: the row in double
+                backward_rows_of<T, double>(x, g, w, row_rrms, dx, dw, rows, D, r, r + 1);
+                continue;
+            }
+        }
         const T *xr = x + r * D, *gr = g + r * D;
         const C rrms = static_cast<C>(row_rrms[r]);
         const auto xhat = [=](std::size_t j) { return xr[j] * rrms; };

@@ -40,7 +40,9 @@ ChannelLayout check_batch_norm(const char* op, const Tensor& x, const Tensor& ru
     check_per_channel(op, "running_var", running_var, sx);
     ChannelLayout l{sx[0], sx[1], 1};
     for (std::size_t a = 2; a < sx.size(); ++a) l.length *= sx[a];  // (N, C, H, W) is (N, C, L = H W)
-    if (training && l.per_channel() <= 1) {
+    // One value per channel has no variance; none at all (an empty batch, e.g. a data-parallel
+    // rank's share) gives an empty output, as PyTorch.
+    if (training && l.per_channel() == 1) {
         fail(op, fmt::format("Expected more than 1 value per channel when training, got input of shape {}", shape_str(sx)));
     }
     if (!training && (!running_mean.defined() || !running_var.defined())) {
@@ -95,8 +97,11 @@ void update_running(Tensor& running_mean, Tensor& running_var, const Array& mean
 Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight, const Tensor& bias,
                   bool training, double momentum, double eps) {
     const ChannelLayout l = check_batch_norm("batch_norm", x, running_mean, running_var, weight, bias, training);
-    ChannelStats s = training ? batch_stats(x, l, eps) : running_stats(running_mean, running_var, eps);
-    if (training) update_running(running_mean, running_var, s.mean, s.batch_var, l, momentum);
+    const bool empty = l.per_channel() == 0;
+    ChannelStats s = !training ? running_stats(running_mean, running_var, eps)
+                     : empty   ? ChannelStats{xt::zeros<double>({l.channels}), xt::ones<double>({l.channels}), Array()}
+                               : batch_stats(x, l, eps);
+    if (training && !empty) update_running(running_mean, running_var, s.mean, s.batch_var, l, momentum);
 
     const std::size_t C = l.channels;
     const ValuesOr w(weight, C, 1.0), b(bias, C, 0.0);
@@ -146,7 +151,9 @@ Tensor batch_norm_composed(const Tensor& x, Tensor running_mean, Tensor running_
         channel_shape.push_back(1);
     }
     Tensor y;
-    if (training) {
+    if (training && l.per_channel() == 0) {
+        y = x;  // an empty batch has no statistics and nothing to normalise (batch_norm: an empty output)
+    } else if (training) {
         const Tensor mu = mean(x, axes, true);
         const Tensor variance = var(x, axes, false, true);
         y = (x - mu) / sqrt(variance + eps);

@@ -25,7 +25,9 @@ Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const
 /// training: normalise with the biased batch variance; if running_mean/running_var are defined,
 /// update them in place as (1 - momentum) * running + momentum * batch_stat, with the UNBIASED
 /// batch variance for running_var. Not training: normalise with the running statistics.
-/// Throws "Expected more than 1 value per channel when training" like PyTorch.
+/// Throws "Expected more than 1 value per channel when training" like PyTorch for exactly one
+/// value per channel; an empty batch (no value per channel) gives an empty output, zero weight and
+/// bias gradients, and leaves the running statistics as they are (PyTorch).
 Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight, const Tensor& bias,
                   bool training, double momentum = 0.1, double eps = 1e-5);
 /// batch_norm() built from core ops; same running-statistics update and errors.

@@ -174,6 +174,17 @@ Tensor Module::register_buffer(const std::string& name, Tensor tensor, BufferDty
     return tensor;
 }
 
+void Module::replace_buffer(const std::string& name, Tensor tensor) {
+    auto entry = std::find_if(buffers_.begin(), buffers_.end(), [&](const auto& e) { return e.first == name; });
+    if (entry == buffers_.end()) fail(this->name(), fmt::format("replace_buffer: no buffer named '{}'", name));
+    if (!tensor.defined()) fail(this->name(), fmt::format("replace_buffer: '{}' cannot be replaced by an undefined tensor", name));
+    if (tensor.shape() != entry->second.shape()) {
+        fail(this->name(), fmt::format("replace_buffer: '{}' has shape {} but the replacement has shape {}", name,
+                                       shape_str(entry->second.shape()), shape_str(tensor.shape())));
+    }
+    entry->second = std::move(tensor);
+}
+
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
     check_new_name(name, "submodule");
     if (!module) fail(this->name(), fmt::format("submodule '{}' is null", name));

@@ -127,6 +127,11 @@ public:
     /// Registers a buffer (saved in state_dict, never trained); returns the same handle. An
     /// int64 buffer must hold whole numbers and is written to files as int64.
     Tensor register_buffer(const std::string& name, Tensor tensor, BufferDtype dtype = BufferDtype::floating);
+    /// Puts `tensor` (same shape) in place of the buffer `name` in the registry (state_dict, to(),
+    /// buffers()), e.g. to share another module's running statistics (convert_sync_batchnorm). A
+    /// Tensor member holding the old buffer is the caller's to reassign. Throws xg::Error naming
+    /// the buffer when there is none of that name or the shapes differ.
+    void replace_buffer(const std::string& name, Tensor tensor);
     /// Registers a child module; returns it so it can be stored in a typed member.
     template <class M>
     std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {

@@ -7,9 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/distributed/collectives.hpp"
 #include "nn/fast/batch_norm.hpp"
@@ -63,6 +67,13 @@ GlobalStats synchronised_stats(const double* x, const Layout& l, const Shape& sh
         local(2, c) = var[c] * m;  // S_r = m_r var_r
     }
     const std::vector<Array> ranks = distributed::all_gather(local);
+    // Every rank sees every count, so all of them throw together (no rank is left in a collective).
+    if (std::any_of(ranks.begin(), ranks.end(), [C](const Array& r) { return r.shape(1) != C; })) {
+        std::vector<std::string> counts;
+        for (std::size_t r = 0; r < ranks.size(); ++r) counts.push_back(fmt::format("rank {}: {}", r, ranks[r].shape(1)));
+        fail(kOp, fmt::format("every rank must have the same number of channels, got {} (input {} on rank {})",
+                              fmt::join(counts, ", "), shape_str(shape), distributed::rank()));
+    }
     GlobalStats s{xt::zeros<double>({C}), Array::from_shape({C}), xt::zeros<double>({C}), 0.0};
     for (const Array& r : ranks) s.count += r(0, 0);
     if (s.count <= 1.0) {
@@ -171,7 +182,23 @@ std::shared_ptr<Module> convert_sync_batchnorm(std::shared_ptr<Module> module) {
         const BatchNormBase& bn = *as_batch_norm;
         auto sync = std::make_shared<SyncBatchNorm>(static_cast<std::int64_t>(bn.num_features), bn.eps, bn.momentum,
                                                     bn.affine, bn.track_running_stats);
-        sync->load_state_dict(bn.state_dict());
+        // The BatchNorm's own tensors, not copies (PyTorch's conversion): their dtype, their
+        // requires_grad, and an optimizer made before the conversion still trains the layer.
+        for (const auto& [name, member] : {std::pair{"weight", &bn.weight}, std::pair{"bias", &bn.bias}}) {
+            if (!member->defined()) continue;
+            Tensor own = *member;
+            const bool requires_grad = own.requires_grad();
+            sync->replace_parameter(name, own);
+            own.requires_grad_(requires_grad);
+        }
+        for (const auto& [name, from, to] : {std::tuple{"running_mean", &bn.running_mean, &sync->running_mean},
+                                             std::tuple{"running_var", &bn.running_var, &sync->running_var},
+                                             std::tuple{"num_batches_tracked", &bn.num_batches_tracked,
+                                                        &sync->num_batches_tracked}}) {
+            if (!from->defined()) continue;
+            sync->replace_buffer(name, *from);
+            *to = *from;
+        }
         sync->train(bn.is_training());
         return sync;
     }

@@ -35,8 +35,10 @@ protected:
 };
 
 /// Replaces every BatchNorm1d and BatchNorm2d in `module`'s tree by a SyncBatchNorm with the same
-/// arguments, parameters, buffers and mode (torch.nn.SyncBatchNorm.convert_sync_batchnorm) and
-/// returns the module (a new one when `module` itself is a BatchNorm). Children are replaced in
+/// arguments and mode, holding the BatchNorm's own parameter and buffer tensors (not copies, as
+/// torch.nn.SyncBatchNorm.convert_sync_batchnorm): their dtype stays, and an optimizer made before
+/// the conversion still trains them. Returns the module (a new one when `module` itself is a
+/// BatchNorm). Children are replaced in
 /// their parents' registries, which is what Sequential, ModuleList and state_dict use; a typed
 /// member pointer a custom module keeps to its BatchNorm still points to the old one, so such a
 /// module should build SyncBatchNorm itself.

@@ -43,6 +43,42 @@ TEST_CASE("BatchNorm1d counts batches and follows PyTorch in eval without runnin
     for (double v : m) CHECK(std::abs(v) < 1e-12);
 }
 
+// Issue 40, item 4: an empty batch goes through as in PyTorch 1.13 (checked there): an empty
+// output of the same shape, zero weight and bias gradients, running statistics unchanged (the
+// batch is still counted); one value per channel still throws. SyncBatchNorm's evaluation runs
+// BatchNormBase::forward, so a data-parallel rank with no rows must get through.
+TEST_CASE("An empty batch gives an empty output, as PyTorch, in training and in eval without running stats",
+          "[nn][layers][issue40]") {
+    nn::BatchNorm1d no_stats(3, 1e-5, 0.1, true, false);
+    no_stats.eval();
+    CHECK(no_stats.forward(Tensor(Array::from_shape({0, 3}))).shape() == Shape{0, 3});
+    no_stats.train();
+    CHECK(no_stats.forward(Tensor(Array::from_shape({0, 3, 4}))).shape() == Shape{0, 3, 4});
+
+    nn::BatchNorm1d bn(3);
+    bn.running_mean.mutable_value() = Array({1.0, 2.0, 3.0});
+    bn.running_var.mutable_value() = Array({2.0, 2.0, 2.0});
+    const Tensor x(Array::from_shape({0, 3}), true);
+    const Tensor y = bn.forward(x);
+    CHECK(y.shape() == Shape{0, 3});
+    sum(y).backward();
+    CHECK(x.grad_value().shape() == std::vector<std::size_t>{0, 3});
+    CHECK(bn.weight.grad_value() == Array({0.0, 0.0, 0.0}));
+    CHECK(bn.bias.grad_value() == Array({0.0, 0.0, 0.0}));
+    CHECK(bn.running_mean.value() == Array({1.0, 2.0, 3.0}));
+    CHECK(bn.running_var.value() == Array({2.0, 2.0, 2.0}));
+    CHECK(bn.num_batches_tracked.item() == 1.0);
+    bn.forward(randn({4, 3}));  // and the next batch updates them as usual
+    CHECK(bn.running_mean.value() != Array({1.0, 2.0, 3.0}));
+    CHECK(bn.num_batches_tracked.item() == 2.0);
+
+    nn::BatchNorm2d image(2);
+    CHECK(image.forward(Tensor(Array::from_shape({0, 2, 3, 3}))).shape() == Shape{0, 2, 3, 3});
+    CHECK(nn::functional::batch_norm_composed(Tensor(Array::from_shape({0, 2})), Tensor(), Tensor(), Tensor(), Tensor(), true)
+              .shape() == Shape{0, 2});
+    CHECK_THROWS_WITH(bn.forward(randn({1, 3})), Contains("more than 1 value per channel"));
+}
+
 using xg::test::as_mask;
 using xg::test::expect_close;
 using Catch::Matchers::Contains;

@@ -10,6 +10,7 @@
 #include "nn/modules/layers.hpp"
 #include "nn/modules/norm_layers.hpp"
 #include "nn/modules/sync_batchnorm.hpp"
+#include "optim/sgd.hpp"
 #include "tests/distributed/distributed_support.hpp"
 #include "tests/support/float32_nn_twins.hpp"
 
@@ -142,6 +143,68 @@ TEST_CASE("convert_sync_batchnorm replaces BatchNorm1d and BatchNorm2d, keeping 
     CHECK(std::dynamic_pointer_cast<nn::SyncBatchNorm>((*net)[2]) != nullptr);
     CHECK(std::dynamic_pointer_cast<nn::Linear>((*net)[0]) != nullptr);
     CHECK(nn::convert_sync_batchnorm(std::make_shared<nn::BatchNorm1d>(2))->name() == "SyncBatchNorm");
+}
+
+// Issue 40, item 1: the converted layer holds the BatchNorm's own tensors (PyTorch's conversion),
+// so a float32 model stays float32, a frozen parameter stays frozen and an optimizer made before
+// the conversion trains the new layer.
+TEST_CASE("convert_sync_batchnorm keeps the BatchNorm's own tensors: dtype, requires_grad, optimizer",
+          "[distributed][sync_batchnorm][issue40]") {
+    auto bn = std::make_shared<nn::BatchNorm1d>(3);
+    auto net = std::make_shared<nn::Sequential>(
+        std::initializer_list<std::shared_ptr<nn::Module>>{std::make_shared<nn::Linear>(2, 3), bn});
+    net->to(kFloat32);
+    bn->bias.requires_grad_(false);
+    optim::SGD sgd(net->parameters(), optim::SGDOptions(0.5));
+    const Tensor weight_before = bn->weight, mean_before = bn->running_mean;
+    nn::convert_sync_batchnorm(net);
+    auto sync = std::dynamic_pointer_cast<nn::SyncBatchNorm>((*net)[1]);
+    REQUIRE(sync != nullptr);
+    CHECK(sync->weight.dtype() == kFloat32);
+    CHECK(sync->running_var.dtype() == kFloat32);
+    CHECK(!sync->bias.requires_grad());
+    CHECK(sync->weight.requires_grad());
+
+    const Tensor x(xg::test::global_randn({4, 2}, 50 + static_cast<std::uint64_t>(distributed::rank())), kFloat32);
+    const Tensor y = (*net)(x);
+    CHECK(y.dtype() == kFloat32);
+    // The state the optimizer and the old handles see is the converted layer's.
+    CHECK(mean_before.value() == sync->running_mean.value());
+    sum(y * Tensor(xg::test::global_randn({4, 3}, 51), kFloat32)).backward();
+    CHECK(weight_before.grad_value() == sync->weight.grad_value());
+    const Array weight_values = sync->weight.value();
+    sgd.step();
+    CHECK(sync->weight.value() != weight_values);
+    CHECK(sync->weight.dtype() == kFloat32);
+}
+
+// Issue 40, item 2: a SyncBatchNorm of another channel count on some rank stops every rank with
+// the counts named (the gathered statistics would otherwise mix unrelated channels), never a hang.
+TEST_CASE("SyncBatchNorm with different channel counts on different ranks throws on every rank, naming them",
+          "[distributed][sync_batchnorm][errors][issue40]") {
+    const int me = distributed::rank();
+    const std::size_t C = me == 1 ? 2 : 3;
+    nn::SyncBatchNorm sync(static_cast<std::int64_t>(C));
+    const Tensor x(xg::test::global_randn({4, C}, 52 + static_cast<std::uint64_t>(me)));
+    if (distributed::world_size() == 1) {  // (a job of one has no other count: the 2- and 3-rank runs test this)
+        CHECK(sync.forward(x).shape() == Shape{4, 3});
+        return;
+    }
+    CHECK_THROWS_WITH(sync.forward(x), Catch::Contains("SyncBatchNorm") && Catch::Contains("rank 0: 3") &&
+                                           Catch::Contains("rank 1: 2") && Catch::Contains("same number of channels"));
+    // The job goes on: the ranks are still in step for the next collective.
+    nn::SyncBatchNorm same(3);
+    CHECK(same.forward(Tensor(xg::test::global_randn({4, 3}, 53))).shape() == Shape{4, 3});
+}
+
+// Issue 40, item 4: evaluation without running statistics normalises each rank's rows by their own
+// statistics (BatchNormBase::forward, as PyTorch); a rank with no rows (allowed) gets an empty output.
+TEST_CASE("SyncBatchNorm in eval without running statistics takes a rank with no rows", "[distributed][sync_batchnorm][issue40]") {
+    nn::SyncBatchNorm sync(3, 1e-5, 0.1, true, false);
+    sync.eval();
+    const std::size_t rows = distributed::rank() == 1 ? 0 : 4;
+    const Tensor x(rows == 0 ? Array::from_shape({0, 3}) : xg::test::global_randn({rows, 3}, 54));
+    CHECK(sync.forward(x).shape() == Shape{rows, 3});
 }
 
 TEST_CASE("SyncBatchNorm names itself and the shapes for a bad input", "[distributed][sync_batchnorm][errors]") {

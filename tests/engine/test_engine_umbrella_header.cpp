@@ -25,4 +25,11 @@ TEST_CASE("xgrad/xgrad.hpp alone brings in vjp, jvp, jacobian, hessian and hvp",
     CHECK(hvp(total, x, v).second(0) == 6.0);
 }
 
+// Issue 40, item 5: DistributedSampler needs no MPI and lives in xgrad::optim, so the umbrella
+// header declares it (a script shards its data before it links xgrad::distributed).
+TEST_CASE("xgrad/xgrad.hpp alone brings in xg::optim::DistributedSampler", "[issue40][distributed_sampler]") {
+    const optim::DistributedSampler second_of_two(5, 2, 1, false);
+    CHECK(second_of_two.indices() == std::vector<std::size_t>{1, 3, 0});
+}
+
 }  // namespace xg_test_engine_umbrella_header

@@ -62,45 +62,60 @@ TEST_CASE("layer_norm tiers: fast kernels match the reference kernels", "[tiers]
     }
 }
 
-TEST_CASE("layer_norm tiers: float32 fast kernels match the float32 reference kernels", "[tiers][layer_norm][float32]") {
-    xg_test_support::ThreadCountGuard restore;
+// The float32 kernels of both tiers on x (rows, D), at 1 and 3 threads, against the bounds of
+// FloatArithmeticConditions (norm_tiers.hpp): the fast kernels compute in float.
+void check_float32_kernels(const std::string& what, const xg::FloatArray& x, std::size_t rows, std::size_t D) {
     using xg::FloatArray;
     using xg_test_support::check_float_arithmetic_agrees;
+    xg_test_support::ThreadCountGuard restore;
+    const FloatArray g = xg::to_float32_array(xg_test_support::random_array({rows, D}, 2));
+    const FloatArray w = xg::to_float32_array(xg_test_support::random_array({D}, 3));
+    const FloatArray b = xg::to_float32_array(xg_test_support::random_array({D}, 4));
+    const auto k = xg_test_support::float_arithmetic_scales(xg::to_float64_array(x), xg::to_float64_array(g), xg::to_float64_array(w),
+                                                            xg::to_float64_array(b), rows, D, true, 1e-5);
+    for (int threads : xg_test_support::kTierThreadCounts) {
+        xg::set_num_threads(threads);
+        const std::string at = fmt::format("{} ({}, {}) at {} threads", what, rows, D, threads);
+        FloatArray y[2], dx[2];
+        Array mean[2], rstd[2], dw[2], db[2], dw_only[2];
+        for (int fast = 0; fast < 2; ++fast) {
+            y[fast] = FloatArray::from_shape({rows, D}), dx[fast] = FloatArray::from_shape({rows, D});
+            mean[fast] = Array::from_shape({rows}), rstd[fast] = Array::from_shape({rows});
+            dw[fast] = xt::zeros<double>({D}), db[fast] = xt::zeros<double>({D}), dw_only[fast] = xt::zeros<double>({D});
+            Array db_only = xt::zeros<double>({D});
+            auto* forward = fast ? xg::nn::fast::layer_norm_forward<float> : xg::nn::reference::layer_norm_forward<float>;
+            auto* backward = fast ? xg::nn::fast::layer_norm_backward<float> : xg::nn::reference::layer_norm_backward<float>;
+            forward(x.data(), w.data(), b.data(), y[fast].data(), mean[fast].data(), rstd[fast].data(), rows, D, 1e-5);
+            backward(x.data(), g.data(), w.data(), mean[fast].data(), rstd[fast].data(), dx[fast].data(), dw[fast].data(),
+                     db[fast].data(), rows, D);
+            backward(x.data(), g.data(), w.data(), mean[fast].data(), rstd[fast].data(), nullptr, dw_only[fast].data(),
+                     db_only.data(), rows, D);
+        }
+        using C = xg_test_support::FloatArithmeticConditions;
+        const std::size_t K = std::max(rows, D);
+        check_float_arithmetic_agrees("y " + at, y[1], y[0], C::ln_y, k.w * (1 + k.s) + k.b, D);
+        check_float_arithmetic_agrees("mean " + at, mean[1], mean[0], C::ln_mean, k.sigma, D);
+        check_float_arithmetic_agrees("rstd " + at, rstd[1], rstd[0], C::ln_rstd, k.rstd, D);
+        check_float_arithmetic_agrees("dx " + at, dx[1], dx[0], C::ln_dx, k.rstd * k.G * (1 + k.s) * (1 + k.s), D);
+        check_float_arithmetic_agrees("dw " + at, dw[1], dw[0], C::ln_dw, (1 + k.s) * k.g_column, K);
+        check_float_arithmetic_agrees("db " + at, db[1], db[0], C::ln_db, k.g_column, K);
+        check_float_arithmetic_agrees("dw without dx " + at, dw_only[1], dw_only[0], C::ln_dw, (1 + k.s) * k.g_column, K);
+    }
+}
+
+TEST_CASE("layer_norm tiers: float32 fast kernels match the float32 reference kernels", "[tiers][layer_norm][float32]") {
     for (const auto [rows, D] : kShapes) {
-        const FloatArray x = xg::to_float32_array(xg_test_support::random_array({rows, D}, 1, 3.0, 1.0));
-        const FloatArray g = xg::to_float32_array(xg_test_support::random_array({rows, D}, 2));
-        const FloatArray w = xg::to_float32_array(xg_test_support::random_array({D}, 3));
-        const FloatArray b = xg::to_float32_array(xg_test_support::random_array({D}, 4));
-        const auto k = xg_test_support::float_arithmetic_scales(xg::to_float64_array(x), xg::to_float64_array(g),
-                                                                xg::to_float64_array(w), xg::to_float64_array(b), rows, D, true, 1e-5);
-        for (int threads : xg_test_support::kTierThreadCounts) {
-            xg::set_num_threads(threads);
-            const std::string at = fmt::format("({}, {}) at {} threads", rows, D, threads);
-            FloatArray y[2], dx[2];
-            Array mean[2], rstd[2], dw[2], db[2], dw_only[2];
-            for (int fast = 0; fast < 2; ++fast) {
-                y[fast] = FloatArray::from_shape({rows, D}), dx[fast] = FloatArray::from_shape({rows, D});
-                mean[fast] = Array::from_shape({rows}), rstd[fast] = Array::from_shape({rows});
-                dw[fast] = xt::zeros<double>({D}), db[fast] = xt::zeros<double>({D}), dw_only[fast] = xt::zeros<double>({D});
-                Array db_only = xt::zeros<double>({D});
-                auto* forward = fast ? xg::nn::fast::layer_norm_forward<float> : xg::nn::reference::layer_norm_forward<float>;
-                auto* backward = fast ? xg::nn::fast::layer_norm_backward<float> : xg::nn::reference::layer_norm_backward<float>;
-                forward(x.data(), w.data(), b.data(), y[fast].data(), mean[fast].data(), rstd[fast].data(), rows, D, 1e-5);
-                backward(x.data(), g.data(), w.data(), mean[fast].data(), rstd[fast].data(), dx[fast].data(), dw[fast].data(),
-                         db[fast].data(), rows, D);
-                backward(x.data(), g.data(), w.data(), mean[fast].data(), rstd[fast].data(), nullptr, dw_only[fast].data(),
-                         db_only.data(), rows, D);
-            }
-            // the fast kernels compute in float: the bounds of FloatArithmeticConditions (norm_tiers.hpp)
-            using C = xg_test_support::FloatArithmeticConditions;
-            const std::size_t K = std::max(rows, D);
-            check_float_arithmetic_agrees("y " + at, y[1], y[0], C::ln_y, k.w * (1 + k.s) + k.b, D);
-            check_float_arithmetic_agrees("mean " + at, mean[1], mean[0], C::ln_mean, k.sigma, D);
-            check_float_arithmetic_agrees("rstd " + at, rstd[1], rstd[0], C::ln_rstd, k.rstd, D);
-            check_float_arithmetic_agrees("dx " + at, dx[1], dx[0], C::ln_dx, k.rstd * k.G * (1 + k.s) * (1 + k.s), D);
-            check_float_arithmetic_agrees("dw " + at, dw[1], dw[0], C::ln_dw, (1 + k.s) * k.g_column, K);
-            check_float_arithmetic_agrees("db " + at, db[1], db[0], C::ln_db, k.g_column, K);
-            check_float_arithmetic_agrees("dw without dx " + at, dw_only[1], dw_only[0], C::ln_dw, (1 + k.s) * k.g_column, K);
+        check_float32_kernels("", xg::to_float32_array(xg_test_support::random_array({rows, D}, 1, 3.0, 1.0)), rows, D);
+    }
+}
+
+// Issue 40, item 3: deviations beyond 2^64 square beyond float's range; the fast kernels gave 0 and
+// zero gradients there. The tiers agree on every finite input: rows at 1e19, 1e30 and FLT_MAX / 2,
+// one of them constant (its float sum overflows, not its squares).
+TEST_CASE("layer_norm tiers: float32 rows beyond float's range of squares agree too", "[tiers][layer_norm][float32][issue40]") {
+    for (const double scale : xg_test_support::kHugeFloatScales) {
+        for (const auto [rows, D] : {Shape2{6, 33}, Shape2{4, 768}}) {
+            check_float32_kernels(fmt::format("x up to {:.3g}", scale), xg_test_support::huge_float_rows(rows, D, 21, scale), rows, D);
         }
     }
 }

@@ -54,39 +54,53 @@ TEST_CASE("rms_norm tiers: fast kernels match the reference kernels", "[tiers][r
     }
 }
 
-TEST_CASE("rms_norm tiers: float32 fast kernels match the float32 reference kernels", "[tiers][rms_norm][float32]") {
-    xg_test_support::ThreadCountGuard restore;
+// The float32 kernels of both tiers on x (rows, D), at 1 and 3 threads, against the bounds of
+// FloatArithmeticConditions (norm_tiers.hpp): the fast kernels compute in float.
+void check_float32_kernels(const std::string& what, const xg::FloatArray& x, std::size_t rows, std::size_t D) {
     using xg::FloatArray;
     using xg_test_support::check_float_arithmetic_agrees;
+    xg_test_support::ThreadCountGuard restore;
+    const FloatArray g = xg::to_float32_array(xg_test_support::random_array({rows, D}, 12));
+    const FloatArray w = xg::to_float32_array(xg_test_support::random_array({D}, 13));
+    const auto k = xg_test_support::float_arithmetic_scales(xg::to_float64_array(x), xg::to_float64_array(g), xg::to_float64_array(w),
+                                                            Array(), rows, D, false, 1e-6);
+    for (int threads : xg_test_support::kTierThreadCounts) {
+        xg::set_num_threads(threads);
+        const std::string at = fmt::format("{} ({}, {}) at {} threads", what, rows, D, threads);
+        FloatArray y[2], dx[2];
+        Array rrms[2], dw[2], dw_only[2];
+        for (int fast = 0; fast < 2; ++fast) {
+            y[fast] = FloatArray::from_shape({rows, D}), dx[fast] = FloatArray::from_shape({rows, D});
+            rrms[fast] = Array::from_shape({rows});
+            dw[fast] = xt::zeros<double>({D}), dw_only[fast] = xt::zeros<double>({D});
+            auto* forward = fast ? xg::nn::fast::rms_norm_forward<float> : xg::nn::reference::rms_norm_forward<float>;
+            auto* backward = fast ? xg::nn::fast::rms_norm_backward<float> : xg::nn::reference::rms_norm_backward<float>;
+            forward(x.data(), w.data(), y[fast].data(), rrms[fast].data(), rows, D, 1e-6);
+            backward(x.data(), g.data(), w.data(), rrms[fast].data(), dx[fast].data(), dw[fast].data(), rows, D);
+            backward(x.data(), g.data(), w.data(), rrms[fast].data(), nullptr, dw_only[fast].data(), rows, D);
+        }
+        using C = xg_test_support::FloatArithmeticConditions;
+        const std::size_t K = std::max(rows, D);
+        check_float_arithmetic_agrees("y " + at, y[1], y[0], C::rms_y, k.w * k.s, D);
+        check_float_arithmetic_agrees("rrms " + at, rrms[1], rrms[0], C::rms_rrms, k.rstd, D);
+        check_float_arithmetic_agrees("dx " + at, dx[1], dx[0], C::rms_dx, k.rstd * k.G * (1 + k.s * k.s), D);
+        check_float_arithmetic_agrees("dw " + at, dw[1], dw[0], C::rms_dw, k.s * k.g_column, K);
+        check_float_arithmetic_agrees("dw without dx " + at, dw_only[1], dw_only[0], C::rms_dw, k.s * k.g_column, K);
+    }
+}
+
+TEST_CASE("rms_norm tiers: float32 fast kernels match the float32 reference kernels", "[tiers][rms_norm][float32]") {
     for (const auto [rows, D] : kShapes) {
-        const FloatArray x = xg::to_float32_array(xg_test_support::random_array({rows, D}, 11, 3.0, 1.0));
-        const FloatArray g = xg::to_float32_array(xg_test_support::random_array({rows, D}, 12));
-        const FloatArray w = xg::to_float32_array(xg_test_support::random_array({D}, 13));
-        const auto k = xg_test_support::float_arithmetic_scales(xg::to_float64_array(x), xg::to_float64_array(g),
-                                                                xg::to_float64_array(w), Array(), rows, D, false, 1e-6);
-        for (int threads : xg_test_support::kTierThreadCounts) {
-            xg::set_num_threads(threads);
-            const std::string at = fmt::format("({}, {}) at {} threads", rows, D, threads);
-            FloatArray y[2], dx[2];
-            Array rrms[2], dw[2], dw_only[2];
-            for (int fast = 0; fast < 2; ++fast) {
-                y[fast] = FloatArray::from_shape({rows, D}), dx[fast] = FloatArray::from_shape({rows, D});
-                rrms[fast] = Array::from_shape({rows});
-                dw[fast] = xt::zeros<double>({D}), dw_only[fast] = xt::zeros<double>({D});
-                auto* forward = fast ? xg::nn::fast::rms_norm_forward<float> : xg::nn::reference::rms_norm_forward<float>;
-                auto* backward = fast ? xg::nn::fast::rms_norm_backward<float> : xg::nn::reference::rms_norm_backward<float>;
-                forward(x.data(), w.data(), y[fast].data(), rrms[fast].data(), rows, D, 1e-6);
-                backward(x.data(), g.data(), w.data(), rrms[fast].data(), dx[fast].data(), dw[fast].data(), rows, D);
-                backward(x.data(), g.data(), w.data(), rrms[fast].data(), nullptr, dw_only[fast].data(), rows, D);
-            }
-            // the fast kernels compute in float: the bounds of FloatArithmeticConditions (norm_tiers.hpp)
-            using C = xg_test_support::FloatArithmeticConditions;
-            const std::size_t K = std::max(rows, D);
-            check_float_arithmetic_agrees("y " + at, y[1], y[0], C::rms_y, k.w * k.s, D);
-            check_float_arithmetic_agrees("rrms " + at, rrms[1], rrms[0], C::rms_rrms, k.rstd, D);
-            check_float_arithmetic_agrees("dx " + at, dx[1], dx[0], C::rms_dx, k.rstd * k.G * (1 + k.s * k.s), D);
-            check_float_arithmetic_agrees("dw " + at, dw[1], dw[0], C::rms_dw, k.s * k.g_column, K);
-            check_float_arithmetic_agrees("dw without dx " + at, dw_only[1], dw_only[0], C::rms_dw, k.s * k.g_column, K);
+        check_float32_kernels("", xg::to_float32_array(xg_test_support::random_array({rows, D}, 11, 3.0, 1.0)), rows, D);
+    }
+}
+
+// Issue 40, item 3: values beyond 2^64 square beyond float's range; the fast kernels gave 0 and zero
+// gradients there. The tiers agree on every finite input: rows at 1e19, 1e30 and FLT_MAX / 2.
+TEST_CASE("rms_norm tiers: float32 rows beyond float's range of squares agree too", "[tiers][rms_norm][float32][issue40]") {
+    for (const double scale : xg_test_support::kHugeFloatScales) {
+        for (const auto [rows, D] : {Shape2{6, 33}, Shape2{4, 768}}) {
+            check_float32_kernels(fmt::format("x up to {:.3g}", scale), xg_test_support::huge_float_rows(rows, D, 22, scale), rows, D);
         }
     }
 }

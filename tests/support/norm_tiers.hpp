@@ -36,6 +36,21 @@ inline xg::Array random_array(const xg::Shape& shape, std::uint64_t seed, double
     return a;
 }
 
+/// Scales at which a float32 row's squares leave float's range (|d| > 2^64 ~ 1.8e19): the fast
+/// float kernels must hand those rows to double arithmetic (issue 40, item 3).
+constexpr double kHugeFloatScales[] = {1e19, 1e30, 3.4028234663852886e38 / 2};
+
+/// Rows of N(0, 1) values scaled so that the largest |x| is `scale` (finite in float), the last row
+/// constant at `scale` (its sum overflows float, its deviations are 0).
+inline xg::FloatArray huge_float_rows(std::size_t rows, std::size_t D, std::uint64_t seed, double scale) {
+    xg::Array a = random_array({rows, D}, seed);
+    a *= scale / xt::amax(xt::abs(a))();
+    for (std::size_t j = 0; j < D; ++j) a(rows - 1, j) = scale;
+    xg::FloatArray f = xg::to_float32_array(a);
+    for (float v : f) REQUIRE(std::isfinite(v));
+    return f;
+}
+
 /// The tolerance. The two tiers compute the same formulas, in the same order of operations within
 /// a term, but sum in different orders: the fast kernels keep 8 partial sums per row (and per
 /// thread chunk), the reference kernels one running sum. A sum of K terms rounds each partial sum
