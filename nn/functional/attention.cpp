@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/fast/attention.hpp"
 #include "nn/functional/kernel_storage.hpp"
 #include "nn/functional/tier.hpp"

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/modules/conv.hpp"
 #include "nn/fast/conv.hpp"
 #include "nn/functional/tier.hpp"

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/modules/dyt.hpp"
 #include "nn/fast/dyt.hpp"
 #include "nn/functional/affine.hpp"

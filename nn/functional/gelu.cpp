@@ -1,7 +1,7 @@
 // GELU as one element-wise graph node, exact (erf) or PyTorch's tanh approximation. The kernels:
 // nn/reference/gelu.cpp (the formulas of docs/derivations/gelu.md) and nn/fast/gelu.cpp (the same
 // with glibc's vector math and threads), chosen per call by xg::kernel_tier().
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/fast/gelu.hpp"
 #include "nn/functional/functional.hpp"
 #include "nn/functional/kernel_storage.hpp"

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "core/ops/linear_map.hpp"
 #include "nn/modules/conv.hpp"
 #include "nn/fast/pool.hpp"

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/ops/gemm.hpp"
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/functional/functional.hpp"
 #include "nn/fast/rnn.hpp"
 #include "nn/functional/tier.hpp"
