@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include "core/ops/composed_backward.hpp"
-#include "nn/modules/conv.hpp"
 #include "nn/fast/conv.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/functional/window.hpp"

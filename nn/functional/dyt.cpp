@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/ops/composed_backward.hpp"
-#include "nn/modules/dyt.hpp"
+#include "nn/functional/dyt.hpp"
 #include "nn/fast/dyt.hpp"
 #include "nn/functional/affine.hpp"
 #include "nn/functional/row_layout.hpp"

@@ -14,7 +14,6 @@
 #include "nn/fast/rnn.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/reference/rnn.hpp"
-#include "nn/modules/recurrent.hpp"
 
 namespace xg::nn::functional {
 
