@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "core/fast/memory.hpp"
+#include "core/engine/memory.hpp"
+// add, for the create_graph walk's differentiable sum of gradient parts: the one include in core/
+// that points up a layer (docs/architecture.md, "Layers inside core/ and nn/").
 #include "core/ops/ops.hpp"
 
 namespace xg {
@@ -180,6 +182,21 @@ std::string shape_str(const Shape& shape) {
     }
     if (shape.size() == 1) s += ",";
     return s + ")";
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+    const std::size_t n = std::max(a.size(), b.size());
+    Shape out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+        const std::size_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+        if (da != db && da != 1 && db != 1) {
+            fail(op, fmt::format("shapes {} and {} cannot be broadcast together (axis {}: {} vs {})", shape_str(a),
+                                 shape_str(b), i, da, db));
+        }
+        out[i] = da == 1 ? db : da;
+    }
+    return out;
 }
 
 void fail(const std::string& op, const std::string& message) { throw Error(op + ": " + message); }

@@ -40,6 +40,9 @@ public:
 
 /// Formats a shape as "(2, 3, 4)" for error messages.
 std::string shape_str(const Shape& shape);
+/// NumPy broadcast of two shapes; throws naming `op` and both shapes when they do not broadcast.
+/// (Here rather than with the ops: the kernels' broadcast walk, core/fast/strided.hpp, needs it.)
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 
 /// Throws xg::Error("<op>: <fmt message>") - the single way ops report bad input.
 [[noreturn]] void fail(const std::string& op, const std::string& message);

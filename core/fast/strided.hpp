@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <vector>
 
-#include "core/ops/ops.hpp"
 #include "core/fast/parallel.hpp"
 #include "core/engine/tensor.hpp"
 

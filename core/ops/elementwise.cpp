@@ -9,21 +9,6 @@
 
 namespace xg {
 
-Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
-    const std::size_t n = std::max(a.size(), b.size());
-    Shape out(n);
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
-        const std::size_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-        if (da != db && da != 1 && db != 1) {
-            fail(op, fmt::format("shapes {} and {} cannot be broadcast together (axis {}: {} vs {})", shape_str(a),
-                                 shape_str(b), i, da, db));
-        }
-        out[i] = da == 1 ? db : da;
-    }
-    return out;
-}
-
 namespace {
 // grad summed into `shape` (which differs from grad's): read in place, never copied first. A
 // float32 gradient is summed in float64 too (the caller rounds the sums once).

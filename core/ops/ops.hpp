@@ -59,8 +59,7 @@ IndexArray to_indices(const Array& values);
 
 // ---- broadcasting helpers (shared by ops and modules) -------------------------------------
 
-/// NumPy broadcast of two shapes; throws naming `op` and both shapes when they do not broadcast.
-Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// broadcast_shapes(a, b, op), the NumPy broadcast of two shapes, is in core/engine/tensor.hpp.
 /// Sums `grad` over the axes broadcasting added or stretched so it has `shape`: the backward of
 /// broadcasting (flashlight's sumAs, tinygrad's Expand backward). Moves `grad` through when it
 /// already has `shape`.

@@ -3,7 +3,7 @@
 // reference: tests/conv/test_conv_tiers.cpp.
 #pragma once
 
-#include "nn/functional/window.hpp"
+#include "nn/reference/window.hpp"
 
 namespace xg::nn::fast {
 

@@ -103,26 +103,22 @@ void backward_block(const T* x, const T* y, const T* g, T* dx, std::size_t n, bo
 }  // namespace
 
 template <class T>
-void gelu_forward(const T* x, T* y, std::size_t n, functional::GeluApproximate approximate) {
-    const bool exact = approximate == functional::GeluApproximate::none;
+void gelu_forward(const T* x, T* y, std::size_t n, bool exact) {
     xg::detail::parallel_for(n, 1, [=](std::size_t begin, std::size_t end) { forward_block(x + begin, y + begin, end - begin, exact); });
 }
 
 // The exact backward reads Phi = y / x from the forward's output: in float32 that y carries the
 // float forward's error, which tests/gelu/test_gelu_tiers.cpp bounds.
 template <class T>
-void gelu_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n, functional::GeluApproximate approximate) {
-    const bool exact = approximate == functional::GeluApproximate::none;
+void gelu_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n, bool exact) {
     xg::detail::parallel_for(n, 1, [=](std::size_t begin, std::size_t end) {
         backward_block(x + begin, exact ? y + begin : nullptr, dy + begin, dx + begin, end - begin, exact);
     });
 }
 
-template void gelu_forward<double>(const double*, double*, std::size_t, functional::GeluApproximate);
-template void gelu_forward<float>(const float*, float*, std::size_t, functional::GeluApproximate);
-template void gelu_backward<double>(const double*, const double*, const double*, double*, std::size_t,
-                                    functional::GeluApproximate);
-template void gelu_backward<float>(const float*, const float*, const float*, float*, std::size_t,
-                                   functional::GeluApproximate);
+template void gelu_forward<double>(const double*, double*, std::size_t, bool);
+template void gelu_forward<float>(const float*, float*, std::size_t, bool);
+template void gelu_backward<double>(const double*, const double*, const double*, double*, std::size_t, bool);
+template void gelu_backward<float>(const float*, const float*, const float*, float*, std::size_t, bool);
 
 }  // namespace xg::nn::fast

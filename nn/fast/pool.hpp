@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "nn/functional/window.hpp"
+#include "nn/reference/window.hpp"
 
 namespace xg::nn::fast {
 

@@ -7,12 +7,25 @@
 
 #include <fmt/format.h>
 
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/fast/attention.hpp"
 #include "nn/functional/kernel_storage.hpp"
 #include "nn/functional/tier.hpp"
-#include "nn/modules/attention.hpp"  // causal_mask
 #include "nn/reference/attention.hpp"
+
+namespace xg::nn {
+
+Mask causal_mask(std::int64_t length) {
+    if (length < 0) fail("causal_mask", fmt::format("T must be non-negative, got {}", length));
+    const auto T = static_cast<std::size_t>(length);
+    Mask m = Mask::from_shape({T, T});
+    for (std::size_t i = 0; i < T; ++i) {
+        for (std::size_t j = 0; j < T; ++j) m(i, j) = j > i;
+    }
+    return m;
+}
+
+}  // namespace xg::nn
 
 namespace xg::nn::functional {
 

@@ -8,7 +8,13 @@
 
 #include "core/ops/ops.hpp"
 
-namespace xg::nn::functional {
+namespace xg::nn {
+
+/// (T, T) mask that is true above the diagonal: position t may not attend to positions > t.
+/// A negative T throws xg::Error.
+Mask causal_mask(std::int64_t T);
+
+namespace functional {
 
 /// qkv (B, L, 3E): the packed projections x in_proj_weight^T + in_proj_bias, q, k, v side by side
 /// along the last axis, each made of num_heads heads of D = E / num_heads values. Returns (B, L, E):
@@ -22,4 +28,6 @@ Tensor self_attention(const Tensor& qkv, std::int64_t num_heads, bool causal = f
 /// same value and gradient, many nodes; same errors.
 Tensor self_attention_composed(const Tensor& qkv, std::int64_t num_heads, bool causal = false);
 
-}  // namespace xg::nn::functional
+}  // namespace functional
+
+}  // namespace xg::nn

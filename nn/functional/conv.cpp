@@ -9,8 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "core/engine/composed_backward.hpp"
-#include "nn/modules/conv.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/fast/conv.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/functional/window.hpp"

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "core/engine/composed_backward.hpp"
-#include "nn/modules/dyt.hpp"
+#include "core/ops/composed_backward.hpp"
+#include "nn/functional/dyt.hpp"
 #include "nn/fast/dyt.hpp"
 #include "nn/functional/affine.hpp"
 #include "nn/functional/row_layout.hpp"

@@ -1,7 +1,7 @@
 // GELU as one element-wise graph node, exact (erf) or PyTorch's tanh approximation. The kernels:
 // nn/reference/gelu.cpp (the formulas of docs/derivations/gelu.md) and nn/fast/gelu.cpp (the same
 // with glibc's vector math and threads), chosen per call by xg::kernel_tier().
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/fast/gelu.hpp"
 #include "nn/functional/functional.hpp"
 #include "nn/functional/kernel_storage.hpp"
@@ -23,14 +23,14 @@ Tensor gelu_node(const Tensor& x, GeluApproximate approximate) {
     const bool exact = approximate == GeluApproximate::none;
     const xt::xarray<T>& xv = detail::kernel_values<T>(x);
     xt::xarray<T> y = xt::xarray<T>::from_shape(xv.shape());
-    detail::by_tier(reference::gelu_forward<T>, fast::gelu_forward<T>, xv.data(), y.data(), y.size(), approximate);
+    detail::by_tier(reference::gelu_forward<T>, fast::gelu_forward<T>, xv.data(), y.data(), y.size(), exact);
     // dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x) (exact); the output goes along for the fast tier's Phi = y / x
-    return record(exact ? "gelu" : "gelu_tanh", std::move(y), {x}, [exact, approximate](const GradContext& c) -> Grads {
+    return record(exact ? "gelu" : "gelu_tanh", std::move(y), {x}, [exact](const GradContext& c) -> Grads {
         const xt::xarray<T>& x = detail::kernel_input<T>(c, 0);
         xt::xarray<T> gx = xt::xarray<T>::from_shape(x.shape());
         detail::by_tier(reference::gelu_backward<T>, fast::gelu_backward<T>, x.data(),
                         exact ? detail::kernel_output<T>(c).data() : nullptr, detail::kernel_grad<T>(c).data(), gx.data(),
-                        x.size(), approximate);
+                        x.size(), exact);
         return grads_of(std::move(gx));
     }, {}, through_composed([approximate](const std::vector<Tensor>& in) { return gelu_composed(in[0], approximate); }));
 }

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/fast/group_norm.hpp"
 #include "nn/functional/affine.hpp"
 #include "nn/functional/functional.hpp"

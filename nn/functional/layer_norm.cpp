@@ -3,7 +3,7 @@
 // of docs/derivations/layernorm.md as plain loops) and nn/fast/layer_norm.cpp (tested against it).
 #include <vector>
 
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/fast/layer_norm.hpp"
 #include "nn/functional/affine.hpp"
 #include "nn/functional/functional.hpp"

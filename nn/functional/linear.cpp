@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "core/fast/kernel_clones.hpp"
 #include "core/ops/gemm.hpp"
 #include "nn/functional/functional.hpp"

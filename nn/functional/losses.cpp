@@ -9,7 +9,7 @@
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xview.hpp>
 
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/fast/cross_entropy.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/reference/cross_entropy.hpp"

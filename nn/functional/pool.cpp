@@ -9,9 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "core/ops/linear_map.hpp"
-#include "nn/modules/conv.hpp"
 #include "nn/fast/pool.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/functional/window.hpp"

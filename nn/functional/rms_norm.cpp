@@ -3,7 +3,7 @@
 // formulas of docs/derivations/rmsnorm.md as plain loops) and nn/fast/rms_norm.cpp (tested against it).
 #include <vector>
 
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/fast/rms_norm.hpp"
 #include "nn/functional/affine.hpp"
 #include "nn/functional/functional.hpp"

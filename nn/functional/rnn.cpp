@@ -9,12 +9,11 @@
 #include <fmt/format.h>
 
 #include "core/ops/gemm.hpp"
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 #include "nn/functional/functional.hpp"
 #include "nn/fast/rnn.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/reference/rnn.hpp"
-#include "nn/modules/recurrent.hpp"
 
 namespace xg::nn::functional {
 

@@ -14,16 +14,6 @@
 
 namespace xg::nn {
 
-Mask causal_mask(std::int64_t length) {
-    if (length < 0) fail("causal_mask", fmt::format("T must be non-negative, got {}", length));
-    const auto T = static_cast<std::size_t>(length);
-    Mask m = Mask::from_shape({T, T});
-    for (std::size_t i = 0; i < T; ++i) {
-        for (std::size_t j = 0; j < T; ++j) m(i, j) = j > i;
-    }
-    return m;
-}
-
 MultiheadAttention::MultiheadAttention(std::int64_t embed, std::int64_t heads, bool bias, double p)
     : MultiheadAttention(MultiheadAttentionOptions(embed, heads).bias(bias).dropout(p)) {}
 

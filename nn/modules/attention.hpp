@@ -8,15 +8,12 @@
 #include <vector>
 
 #include "core/ops/ops.hpp"
+#include "nn/functional/attention.hpp"  // causal_mask, which the layer's users pass too
 #include "nn/modules/layers.hpp"
 #include "nn/modules/norm_layers.hpp"
 #include "nn/modules/module.hpp"
 
 namespace xg::nn {
-
-/// (T, T) mask that is true above the diagonal: position t may not attend to positions > t.
-/// A negative T throws xg::Error.
-Mask causal_mask(std::int64_t T);
 
 /// What MultiheadAttention::forward_with_weights returns (PyTorch's need_weights=True pair).
 struct AttentionOutput {

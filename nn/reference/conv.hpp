@@ -4,7 +4,7 @@
 // (tests/conv/test_conv_tiers.cpp).
 #pragma once
 
-#include "nn/functional/window.hpp"
+#include "nn/reference/window.hpp"
 
 namespace xg::nn::reference {
 

@@ -25,8 +25,8 @@ double u(double x) { return kSqrt2OverPi * (x + kKappa * x * x * x); }
 }  // namespace
 
 template <class T>
-void gelu_forward(const T* x, T* y, std::size_t n, functional::GeluApproximate approximate) {
-    if (approximate == functional::GeluApproximate::none) {
+void gelu_forward(const T* x, T* y, std::size_t n, bool exact) {
+    if (exact) {
         for (std::size_t k = 0; k < n; ++k) {
             const double xk = x[k];
             y[k] = static_cast<T>(xk * Phi(xk));  // y = x Phi(x)
@@ -40,8 +40,8 @@ void gelu_forward(const T* x, T* y, std::size_t n, functional::GeluApproximate a
 }
 
 template <class T>
-void gelu_backward(const T* x, const T* /*y*/, const T* dy, T* dx, std::size_t n, functional::GeluApproximate approximate) {
-    if (approximate == functional::GeluApproximate::none) {
+void gelu_backward(const T* x, const T* /*y*/, const T* dy, T* dx, std::size_t n, bool exact) {
+    if (exact) {
         for (std::size_t k = 0; k < n; ++k) {
             const double xk = x[k];
             dx[k] = static_cast<T>(dy[k] * (Phi(xk) + xk * phi(xk)));  // dx = dy (Phi + x phi)
@@ -55,11 +55,9 @@ void gelu_backward(const T* x, const T* /*y*/, const T* dy, T* dx, std::size_t n
     }
 }
 
-template void gelu_forward<double>(const double*, double*, std::size_t, functional::GeluApproximate);
-template void gelu_forward<float>(const float*, float*, std::size_t, functional::GeluApproximate);
-template void gelu_backward<double>(const double*, const double*, const double*, double*, std::size_t,
-                                    functional::GeluApproximate);
-template void gelu_backward<float>(const float*, const float*, const float*, float*, std::size_t,
-                                   functional::GeluApproximate);
+template void gelu_forward<double>(const double*, double*, std::size_t, bool);
+template void gelu_forward<float>(const float*, float*, std::size_t, bool);
+template void gelu_backward<double>(const double*, const double*, const double*, double*, std::size_t, bool);
+template void gelu_backward<float>(const float*, const float*, const float*, float*, std::size_t, bool);
 
 }  // namespace xg::nn::reference

@@ -1,6 +1,6 @@
 // Under create_graph every op runs its backward recorded: a core op the same Tensor-op backward
 // first order runs unrecorded, a selection op a scatter node (core/ops/linear_map.hpp), a fused op
-// the gradient of its composed twin (core/engine/composed_backward.hpp) instead of its kernel. gradgradcheck cannot tell when that path is wrong
+// the gradient of its composed twin (core/ops/composed_backward.hpp) instead of its kernel. gradgradcheck cannot tell when that path is wrong
 // but consistent with itself (a twin reading the wrong gate differentiates just as well), so here
 // each op's create_graph gradients are compared with its ordinary backward's, to 1e-12, at first
 // order and once more at second order (the gradient graph's own nodes, scatter nodes included).

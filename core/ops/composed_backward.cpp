@@ -1,4 +1,4 @@
-#include "core/engine/composed_backward.hpp"
+#include "core/ops/composed_backward.hpp"
 
 #include "core/ops/ops.hpp"
 

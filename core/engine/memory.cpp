@@ -1,4 +1,4 @@
-#include "core/fast/memory.hpp"
+#include "core/engine/memory.hpp"
 
 #include <cstdint>
 
