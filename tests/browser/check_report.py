@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Loads every page of the tutorial report in headless Chromium and fails on anything a reader would
 meet as broken: a console error or uncaught exception, a request that failed or left the report's
-folder, an image that did not load or has no size. Saves a screenshot of the index (and of any
-page named with --screenshot).
+folder, an image that did not load or has no size, a figure shrunk below 90 % of its own width (its
+12 px text would read as 8 px), a link to an anchor (#x, or page.html#x) that no element of that
+page has as its id. Saves a screenshot of the index (and of any page named with --screenshot).
 
   check_report.py REPORT_DIR --screenshot-dir DIR [--screenshot PAGE.html]...
 
@@ -118,8 +119,14 @@ class Browser:
 IMAGES = """Array.from(document.images).map(i => {
   const box = i.getBoundingClientRect();
   return {src: i.getAttribute('src'), complete: i.complete, natural: [i.naturalWidth, i.naturalHeight],
-          shown: [box.width, box.height]};
+          shown: [box.width, box.height], figure: i.closest('figure') !== null};
 })"""
+# The in-page anchors no element has as its id.
+DEAD_ANCHORS = """(() => {
+  const ids = new Set(Array.from(document.querySelectorAll('[id]')).map(e => e.id));
+  return Array.from(document.querySelectorAll('a[href^="#"]')).map(a => a.getAttribute('href'))
+    .filter(h => !ids.has(decodeURIComponent(h.slice(1))));
+})()"""
 LINKS = "Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))"
 SIZE = "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
 
@@ -187,6 +194,7 @@ def main():
             browser.send("Emulation.setDeviceMetricsOverride",
                          {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}, session)
             linked = set()
+            anchored = set()  # (page, "other.html#x")
             for page in pages:
                 browser.events.clear()
                 browser.send("Page.navigate", {"url": page.as_uri()}, session)
@@ -200,8 +208,14 @@ def main():
                     if not img["complete"] or min(img["natural"]) <= 0 or min(img["shown"]) <= 0:
                         found.append("%s: image %s did not load or has no size (natural %s, shown %s)"
                                      % (page.name, img["src"], img["natural"], img["shown"]))
+                    elif img["figure"] and img["shown"][0] < 0.9 * img["natural"][0]:
+                        found.append("%s: figure %s shown %d px wide, below 90 %% of its own %d px (its text unreadable)"
+                                     % (page.name, img["src"], img["shown"][0], img["natural"][0]))
+                dead = browser.send("Runtime.evaluate", {"expression": DEAD_ANCHORS, "returnByValue": True}, session)["result"]["value"]
+                found += ["%s: link %s leads to no element of the page (no id %s)" % (page.name, h, h[1:]) for h in dead]
                 links = browser.send("Runtime.evaluate", {"expression": LINKS, "returnByValue": True}, session)["result"]["value"]
                 linked.update(l.split("#")[0] for l in links if not l.startswith("#"))
+                anchored.update((page.name, l) for l in links if "#" in l and not l.startswith("#"))
                 print("check_report: %-40s %d images, %d links, %s" % (page.name, len(images), len(links),
                                                                        "ok" if not found else "%d problems" % len(found)))
                 problems += found
@@ -213,6 +227,11 @@ def main():
                 if page.name != "index.html" and page.name not in linked:
                     problems.append("%s: no page links to it" % page.name)
             missing = sorted(l for l in linked if l and not (report / l).exists())
+            for source, link in sorted(anchored):
+                target, anchor = link.split("#", 1)
+                path = report / target
+                if path.exists() and not re.search(r'\bid="%s"' % re.escape(anchor), path.read_text(encoding="utf-8")):
+                    problems.append("%s: link %s leads to no element of %s (no id %s)" % (source, link, target, anchor))
             problems += ["a link to %s, which is not in the report" % l for l in missing]
         finally:
             browser.close()
