@@ -67,7 +67,8 @@ const tv::PlacementCell& cell_of(const tv::PlacementStudy& s, std::size_t depth,
 }
 
 // Per-layer curves at one depth, mean and band (mean ± std over seeds), one panel per measure.
-void plot_layers(const Tutorial& tut, const tv::PlacementStudy& s, std::size_t depth, const std::vector<NormPlacement>& ps) {
+void plot_layers(const Tutorial& tut, const tv::PlacementStudy& s, std::size_t depth, const std::vector<NormPlacement>& ps,
+                 const std::vector<std::uint64_t>& seeds) {
     struct Measure {
         const char* key;
         const char* label;
@@ -103,9 +104,9 @@ void plot_layers(const Tutorial& tut, const tv::PlacementStudy& s, std::size_t d
     write_csv(csv, header, rows);
     const char* colours[] = {"#c0392b", "#2471a3", "#1e8449", "#7d3c98", "#ca6f1e"};
     std::string plot = fmt::format("set datafile separator ','\nset multiplot layout 2,2 title '{} blocks, mean and "
-                                   "band of ± 1 std over the seeds'\nset grid\nset key top left font ',8'\n"
-                                   "set xlabel 'block l'\n",
-                                   depth);
+                                   "band of ± 1 std over the seeds'\nset grid\nset key outside right top font ',8'\n"
+                                   "set xlabel 'block l'\nset xtics {}\nset format x '%.0f'\nset xrange [1:{}]\n",
+                                   depth, std::max<std::size_t>(1, depth / 6), depth);
     for (std::size_t k = 0; k < measures.size(); ++k) {
         plot += fmt::format("set title \"{}\"\n{}\nplot ", measures[k].label,
                             measures[k].log ? "set logscale y" : "unset logscale y");
@@ -120,7 +121,7 @@ void plot_layers(const Tutorial& tut, const tv::PlacementStudy& s, std::size_t d
         plot += "\n";
     }
     plot += "unset multiplot\n";
-    if (gnuplot(plot, png, 1200, 900)) tut.say("plot: " + png);
+    if (gnuplot(plot, png, 1400, 900, fmt::format("{}", fmt::join(seeds, ", ")))) tut.say("plot: " + png);
     tut.say("csv: " + csv);
 }
 
@@ -212,7 +213,7 @@ int main(int argc, char** argv) {
         tut.say("gradient norm of block 1 over block L's; held-out loss increase when one block is removed,");
         tut.say("mean over the earlier half of the blocks and over the deeper half");
         tut.show(table(b, "    "));
-        plot_layers(tut, s, depth, cfg.placements);
+        plot_layers(tut, s, depth, cfg.placements, cfg.seeds);
     }
     const std::size_t deep = cfg.depths.back();
     const auto& pre = cell_of(s, deep, NormPlacement::pre);

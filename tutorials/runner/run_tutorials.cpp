@@ -206,7 +206,12 @@ void run_one(TutorialRun& r, const std::string& program, const std::string& args
     r.output = lines_of(text);
     r.ran = true;
     std::ofstream(fs::path(o.out) / (r.name + ".txt")) << saved_text(r.output);
-    std::ofstream(fs::path(o.out) / (r.name + ".run")) << fmt::format("{:.3f} {}\n", r.seconds, r.exit_code);
+    // The kernel settings it ran under: the guide-drift tests reuse this output only under the same.
+    const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+    const char* reference = std::getenv("XGRAD_REFERENCE_KERNELS");
+    std::ofstream(fs::path(o.out) / (r.name + ".run"))
+        << fmt::format("{:.3f} {}\nkernels OPENBLAS_CORETYPE={} XGRAD_REFERENCE_KERNELS={}\n", r.seconds, r.exit_code,
+                       coretype ? coretype : "", reference ? reference : "");
     if (r.exit_code != 0) {
         fmt::print("  FAILED (exit {}); its last lines:\n", r.exit_code);
         const std::size_t from = r.output.size() > 30 ? r.output.size() - 30 : 0;
