@@ -3,9 +3,11 @@
 meet as broken: a console error or uncaught exception, a request that failed or left the report's
 folder, an image that did not load or has no size, a figure shrunk below 90 % of its own width (its
 12 px text would read as 8 px), a link to an anchor (#x, or page.html#x) that no element of that
-page has as its id. Saves a screenshot of the index (and of any page named with --screenshot).
+page has as its id, a verdict without its claim ID and status; with --outputs, a saved program
+output that still holds a terminal's redraws (carriage returns, escape sequences). Saves a
+screenshot of the index (and of any page named with --screenshot).
 
-  check_report.py REPORT_DIR --screenshot-dir DIR [--screenshot PAGE.html]...
+  check_report.py REPORT_DIR --screenshot-dir DIR [--screenshot PAGE.html]... [--outputs OUT_DIR]
 
 Chromium is driven over the DevTools protocol on a pipe (--remote-debugging-pipe: it reads
 commands from fd 3 and writes replies and events to fd 4, JSON messages separated by NUL bytes),
@@ -121,6 +123,10 @@ IMAGES = """Array.from(document.images).map(i => {
   return {src: i.getAttribute('src'), complete: i.complete, natural: [i.naturalWidth, i.naturalHeight],
           shown: [box.width, box.height], figure: i.closest('figure') !== null};
 })"""
+# The verdicts shown without their claim ID or status.
+UNLABELLED = """Array.from(document.querySelectorAll('.verdict')).filter(v =>
+  !v.querySelector('.vid') || !v.querySelector('.vid').textContent.trim() || !v.querySelector('.status'))
+  .map(v => v.textContent.slice(0, 80))"""
 # The in-page anchors no element has as its id.
 DEAD_ANCHORS = """(() => {
   const ids = new Set(Array.from(document.querySelectorAll('[id]')).map(e => e.id));
@@ -170,6 +176,7 @@ def main():
     parser.add_argument("--screenshot-dir", required=True)
     parser.add_argument("--screenshot", action="append", default=[], help="also save a screenshot of this page")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    parser.add_argument("--outputs", help="the runner's --out directory: its saved outputs (*.txt) are checked too")
     args = parser.parse_args()
 
     report = pathlib.Path(args.report_dir).resolve()
@@ -184,6 +191,13 @@ def main():
     problems = []
     for page in pages:
         problems += static_problems(page)
+    if args.outputs:
+        saved = sorted(pathlib.Path(args.outputs).glob("*.txt"))
+        if not saved:
+            problems.append("no saved output (*.txt) in %s" % args.outputs)
+        for txt in saved:
+            if re.search(r"[\r\x1b]", txt.read_text(encoding="utf-8", errors="replace")):
+                problems.append("%s keeps a terminal's redraws (carriage return or escape sequence)" % txt.name)
     with tempfile.TemporaryDirectory(prefix="xgrad-chromium-") as profile:
         browser = Browser(args.chromium, profile)
         try:
@@ -213,6 +227,8 @@ def main():
                                      % (page.name, img["src"], img["shown"][0], img["natural"][0]))
                 dead = browser.send("Runtime.evaluate", {"expression": DEAD_ANCHORS, "returnByValue": True}, session)["result"]["value"]
                 found += ["%s: link %s leads to no element of the page (no id %s)" % (page.name, h, h[1:]) for h in dead]
+                unlabelled = browser.send("Runtime.evaluate", {"expression": UNLABELLED, "returnByValue": True}, session)["result"]["value"]
+                found += ["%s: a verdict without its claim ID or status: %s" % (page.name, v) for v in unlabelled]
                 links = browser.send("Runtime.evaluate", {"expression": LINKS, "returnByValue": True}, session)["result"]["value"]
                 linked.update(l.split("#")[0] for l in links if not l.startswith("#"))
                 anchored.update((page.name, l) for l in links if "#" in l and not l.startswith("#"))
