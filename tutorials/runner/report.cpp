@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -216,14 +217,17 @@ std::string verdicts_html(const TutorialRun& r) {
     return s;
 }
 
-// The width gnuplot gave the SVG (its width="..." attribute), 0 when not found.
+// The SVG's own width in CSS pixels (its width="..." attribute: px from gnuplot, pt from
+// Graphviz, 1 pt = 4/3 px), 0 when not found.
 int svg_width(const std::string& path) {
     std::ifstream in(path);
     std::string head(2048, '\0');
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
     std::smatch m;
-    return std::regex_search(head, m, std::regex(R"re(<svg[^>]*\swidth="(\d+))re")) ? std::stoi(m[1]) : 0;
+    if (!std::regex_search(head, m, std::regex(R"re(<svg[^>]*\swidth="(\d+(?:\.\d+)?)(pt|px)?")re"))) return 0;
+    const double width = std::stod(m[1]);
+    return static_cast<int>(std::lround(m[2] == "pt" ? width * 4 / 3 : width));
 }
 
 // At its own width (gnuplot's 12 px text stays 12 px; a figure wider than the page scrolls), a
@@ -428,29 +432,54 @@ std::string write_report(const std::vector<TutorialRun>& runs, const ReportInput
     body += " This run used each program's quick settings: where a quick run cannot decide, its verdict says so and "
             "quotes the <code>--full</code> run its guide pastes.</p>\n";
 
-    // Per claim ID, the verdicts of this run by what they say.
+    // Per claim ID, the verdicts of this run by what they say: the claims in claims.md's order
+    // (with their text), then the sections that are not claims. A verdict of a section on two
+    // claims ("A0.5 / A4.3") that names neither counts for both.
     const std::vector<std::string> statuses{"holds", "partly", "not shown", "cannot decide", "stated"};
+    std::vector<std::pair<std::string, std::string>> claims;  // ID, "(source): text"
+    if (have_claims) {
+        static const std::regex listed(R"(^- \*\*([AP]\d+\.\d+)\*\* (\((?:article|paper|issue) [^)]*\): .+)$)");
+        std::istringstream lines(read_file(claims_md.string()));
+        for (std::string line; std::getline(lines, line);) {
+            std::smatch m;
+            if (std::regex_match(line, m, listed)) claims.emplace_back(m[1], m[2]);
+        }
+    }
     std::vector<std::string> ids;
+    for (const auto& c : claims) ids.push_back(c.first);
     std::map<std::string, std::map<std::string, int>> counts;
     std::map<std::string, std::vector<std::string>> pages_of_id;
     for (const auto& r : runs) {
         for (const Verdict& v : r.verdict_blocks()) {
-            if (counts.count(v.id) == 0) ids.push_back(v.id);
-            ++counts[v.id][v.status];
-            auto& pages = pages_of_id[v.id];
-            const std::string link = fmt::format("<a href=\"{}\">{}</a>", page_of(r.name), escape(r.name.substr(0, r.name.find('_'))));
-            if (std::find(pages.begin(), pages.end(), link) == pages.end()) pages.push_back(link);
+            std::vector<std::string> targets;
+            static const std::regex claim_id(R"([AP]\d+\.\d+)");
+            for (auto it = std::sregex_iterator(v.id.begin(), v.id.end(), claim_id); it != std::sregex_iterator(); ++it)
+                targets.push_back(it->str());
+            if (targets.empty()) targets.push_back(v.id);
+            for (const auto& id : targets) {
+                if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+                ++counts[id][v.status];
+                auto& pages = pages_of_id[id];
+                const std::string link =
+                    fmt::format("<a href=\"{}\">{}</a>", page_of(r.name), escape(r.name.substr(0, r.name.find('_'))));
+                if (std::find(pages.begin(), pages.end(), link) == pages.end()) pages.push_back(link);
+            }
         }
     }
-    body += "<h2 id=\"verdicts-by-id\">What the verdicts say, per claim</h2>\n<p>Each <code>=&gt;</code> verdict counted once under "
-            "the claim ID it names or the section it stands in, by the first of its words: <em>holds</em>, <em>partly</em>, "
-            "<em>not shown</em> (also \"does not hold\", \"no sign\"), <em>cannot decide</em>; <em>stated</em>: a result "
-            "shown, no claim weighed. Section IDs that are not claims (04.1, DP, …) are the programs' own.</p>\n<table>\n<tr><th>ID</th>";
+    body += "<h2 id=\"claims\">The claims, and what this run's verdicts say of each</h2>\n<p>Each <code>=&gt;</code> verdict is "
+            "counted under the claim ID it names or the section it stands in, by the first of its words: <em>holds</em>, "
+            "<em>partly</em>, <em>not shown</em> (also \"does not hold\", \"no sign\"), <em>cannot decide</em>; "
+            "<em>stated</em>: a result shown, no claim weighed. A claim without counts has no verdict in this run (its "
+            "program was not run, or its guide discusses it); a section on two claims counts its verdicts for both. Rows without a claim are the programs' own sections "
+            "(04.1, DP, …).</p>\n<table>\n<tr><th>ID</th><th>claim</th>";
     for (const auto& st : statuses) body += "<th>" + escape(st) + "</th>";
     body += "<th>programs</th></tr>\n";
     std::map<std::string, int> totals;
     for (const auto& id : ids) {
-        body += "<tr><td>" + escape(id) + "</td>";
+        const auto claim = std::find_if(claims.begin(), claims.end(), [&](const auto& c) { return c.first == id; });
+        body += "<tr><td>" + escape(id) + "</td><td>" +
+                (claim == claims.end() ? std::string("<span class=\"none\">a section of its program</span>") : escape(claim->second)) +
+                "</td>";
         for (const auto& st : statuses) {
             const int n = counts[id].count(st) ? counts[id][st] : 0;
             totals[st] += n;
@@ -458,9 +487,9 @@ std::string write_report(const std::vector<TutorialRun>& runs, const ReportInput
         }
         std::string pages;
         for (const auto& link : pages_of_id[id]) pages += (pages.empty() ? "" : ", ") + link;
-        body += "<td>" + pages + "</td></tr>\n";
+        body += "<td>" + (pages.empty() ? std::string("-") : pages) + "</td></tr>\n";
     }
-    body += "<tr><th>all</th>";
+    body += "<tr><th>all</th><th></th>";
     for (const auto& st : statuses) body += fmt::format("<th class=\"count\">{}</th>", totals[st]);
     body += "<th></th></tr>\n</table>\n";
 
