@@ -176,7 +176,7 @@ td.num { white-space: nowrap; text-align: right; }
 td.count { text-align: center; }
 .failed { color: #b00; font-weight: bold; }
 .none { color: #777; font-style: italic; }
-figure { margin: 1rem 0; overflow-x: auto; }
+figure { margin: 1rem 0 1rem calc(50% - 50vw + 1rem); width: calc(100vw - 2rem); overflow-x: auto; }
 figure img { max-width: none; border: 1px solid #ddd; background: white; }
 figcaption { font-size: 0.85rem; color: #555; }
 .outside { border-bottom: 1px dotted #888; }
