@@ -1065,6 +1065,17 @@ TEST_CASE("A tutorial run with --step stops when q is typed at a pause", "[tutor
     CHECK_THAT(stepped.output, Contains("stopped at your request after step 2"));
 }
 
+TEST_CASE("Tutorial 11 under --step shows Step 1 before any model trains", "[tutorials][flags]") {
+    // Quitting at the first pause: no training may have started (on the terminal its progress bars
+    // would show, "GPT with LayerNorm [...."), and the text and model steps are there.
+    const Run stepped = run_on_terminal("11_char_gpt", "q\n");
+    CHECK(stepped.exit_code == 0);
+    CHECK_THAT(stepped.output, Contains("Step 1: text"));
+    CHECK_THAT(stepped.output, !Contains("Step 2:"));
+    CHECK_THAT(stepped.output, Contains("stopped at your request after step 1"));
+    CHECK_THAT(stepped.output, !Contains("GPT with LayerNorm"));
+}
+
 TEST_CASE("Tutorial 15: LayerNorm's Jacobian has rank H - 2 at eps = 0 and its second derivatives are exact",
           "[tutorials]") {
     namespace tv = tutorial_values;
