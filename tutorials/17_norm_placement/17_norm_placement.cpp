@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
         {pre_deep_vs_early.significant && pre_deep_vs_early.mean < 0, "removing a deep Pre-LN block costs less than an early one"},
         {lns_var.significant && lns_var.mean < 0, "LNS slows the growth"},
         {lns_deep.significant && lns_deep.mean > 0, "LNS's deep blocks matter more than Pre-LN's"}};
-    conclude_wrapped(tut, verdict(p41));
+    conclude_wrapped(tut, "P4.1 " + verdict(p41));  // three claims share the section: each verdict names its own
     tut.step(fmt::format("P5.1 at {} blocks: Peri-LN against Pre-LN and Post-LN", deep));
     const tv::PairedDifference peri_act = tv::paired_difference(per_seed(pre, max_act), per_seed(peri, max_act));
     const tv::PairedDifference peri_loss_pre = tv::paired_difference(per_seed(pre, heldout_of), per_seed(peri, heldout_of));
@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
         {peri_act.significant && peri_act.mean < 0, "Peri-LN's largest activation is smaller than Pre-LN's"},
         {peri_loss_pre.significant && peri_loss_pre.mean < 0, "its held-out loss is lower than Pre-LN's"},
         {peri_loss_post.significant && peri_loss_post.mean < 0, "its held-out loss is lower than Post-LN's"}};
-    conclude_wrapped(tut, verdict(p51));
+    conclude_wrapped(tut, "P5.1 " + verdict(p51));  // three claims share the section: each verdict names its own
     tut.step(fmt::format("P6.1 at {} blocks: DeepNorm against Post-LN", deep));
     const tv::PairedDifference dn_loss = tv::paired_difference(per_seed(post, heldout_of), per_seed(dn, heldout_of));
     const tv::PairedDifference dn_grad = tv::paired_difference(per_seed(post, grad_spread_init), per_seed(dn, grad_spread_init));
@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
     const std::vector<std::pair<bool, std::string>> p61{
         {dn_div <= post_div, "DeepNorm diverges no more often than Post-LN"},
         {dn_loss.significant && dn_loss.mean < 0, "its held-out loss is lower than Post-LN's"}};
-    conclude_wrapped(tut, verdict(p61));
+    conclude_wrapped(tut, "P6.1 " + verdict(p61));  // three claims share the section: each verdict names its own
 
     tut.section("P7.1", "weight decay on a scale-invariant loss = a growing learning rate (Li and Arora 2020)");
     const tv::ScaleInvarianceConfig li;
