@@ -190,9 +190,9 @@ void sweep_verdict(Tutorial& tut, const tv::SweepConfig& cfg, const std::vector<
     if (deep.settings() == 0) {
         // Two rates, depths 2 and 6 and 30 steps: the --full sweep (guide 10) finds A0.5 holding,
         // which a quick "no sign" would contradict; the quick run hands the verdict to it.
-        tut.say(std::string("   ") + (post_suffers ? "Post-LN suffers more from a large rate here" : "no sign here that Post-LN is the more sensitive") +
-                fmt::format(", but {} rates, depths up to 6 and {} steps", cfg.lrs.size(), cfg.steps));
-        tut.say("   cannot decide; --full (4 rates, depths 2-24, 120 steps, seeds 1, 2, 3; run of 2026-12-03,");
+        tut.say(fmt::format("   {} rates, depths up to 6 and {} steps cannot decide ({})", cfg.lrs.size(), cfg.steps,
+                            post_suffers ? "Post-LN suffers more from a large rate here" : "Post-LN is not the more sensitive here"));
+        tut.say("   --full (4 rates, depths 2-24, 120 steps, seeds 1, 2, 3; run of 2026-12-03,");
         tut.say("   guide 10) found: at lr 1e-03 Pre-LN lower in 1 of 16 settings, Post-LN in 6; at lr 3e-02");
         tut.say("   Pre-LN in 4, Post-LN in 3: Post-LN suffers more from a large rate, A0.5 held there");
     } else {
