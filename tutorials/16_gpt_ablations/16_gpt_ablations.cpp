@@ -285,9 +285,9 @@ int main(int argc, char** argv) {
     tut.conclude(unclipped_without == 0 && unclipped_with == 0
                      ? fmt::format("no run diverges unclipped either, up to lr {}; {}", largest_lr,
                                    smaller ? "QK-norm keeps the logits small" : "the logits stay of the same size")
-                 : smaller ? fmt::format("{}: QK-norm keeps the logits small {} {} the range of learning rates that train",
+                 : smaller ? fmt::format("{}: QK-norm keeps the logits small {} {} the range of the rates that train",
                                          range == "widens" ? "holds" : "partly", range == "widens" ? "and" : "but", range)
-                           : fmt::format("not shown: logits of the same size; QK-norm {} the range of learning rates that train",
+                           : fmt::format("not shown: logits of the same size; QK-norm {} the range of the rates that train",
                                          range));
 
     // The LayerNorm cloud, one panel per layer.
