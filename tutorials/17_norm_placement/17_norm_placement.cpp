@@ -109,7 +109,7 @@ void plot_layers(const Tutorial& tut, const tv::PlacementStudy& s, std::size_t d
                                    depth, std::max<std::size_t>(1, depth / 6), depth);
     for (std::size_t k = 0; k < measures.size(); ++k) {
         plot += fmt::format("set title \"{}\"\n{}\nplot ", measures[k].label,
-                            measures[k].log ? "set logscale y" : "unset logscale y");
+                            measures[k].log ? "set logscale y\nset format y '%.0e'" : "unset logscale y\nset format y '%g'");
         for (std::size_t i = 0; i < ps.size(); ++i) {
             const std::size_t col = 2 + 2 * (k * ps.size() + i);
             plot += fmt::format("{}'{}' using 1:(${}-${}):(${}+${}) with filledcurves fs transparent solid 0.2 "
