@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """Loads every page of the tutorial report in headless Chromium and fails on anything a reader would
 meet as broken: a console error or uncaught exception, a request that failed or left the report's
-folder, an image that did not load or has no size. Saves a screenshot of the index (and of any
-page named with --screenshot).
+folder, an image that did not load or has no size, a figure shrunk below 90 % of its own width (its
+12 px text would read as 8 px), a link to an anchor (#x, or page.html#x) that no element of that
+page has as its id, a verdict without its claim ID and status; with --outputs, a saved program
+output that still holds a terminal's redraws (carriage returns, escape sequences). Saves a
+screenshot of the index (and of any page named with --screenshot).
 
-  check_report.py REPORT_DIR --screenshot-dir DIR [--screenshot PAGE.html]...
+  check_report.py REPORT_DIR --screenshot-dir DIR [--screenshot PAGE.html]... [--outputs OUT_DIR]
 
 Chromium is driven over the DevTools protocol on a pipe (--remote-debugging-pipe: it reads
 commands from fd 3 and writes replies and events to fd 4, JSON messages separated by NUL bytes),
@@ -118,8 +121,18 @@ class Browser:
 IMAGES = """Array.from(document.images).map(i => {
   const box = i.getBoundingClientRect();
   return {src: i.getAttribute('src'), complete: i.complete, natural: [i.naturalWidth, i.naturalHeight],
-          shown: [box.width, box.height]};
+          shown: [box.width, box.height], figure: i.closest('figure') !== null};
 })"""
+# The verdicts shown without their claim ID or status.
+UNLABELLED = """Array.from(document.querySelectorAll('.verdict')).filter(v =>
+  !v.querySelector('.vid') || !v.querySelector('.vid').textContent.trim() || !v.querySelector('.status'))
+  .map(v => v.textContent.slice(0, 80))"""
+# The in-page anchors no element has as its id.
+DEAD_ANCHORS = """(() => {
+  const ids = new Set(Array.from(document.querySelectorAll('[id]')).map(e => e.id));
+  return Array.from(document.querySelectorAll('a[href^="#"]')).map(a => a.getAttribute('href'))
+    .filter(h => !ids.has(decodeURIComponent(h.slice(1))));
+})()"""
 LINKS = "Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))"
 SIZE = "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
 
@@ -163,6 +176,7 @@ def main():
     parser.add_argument("--screenshot-dir", required=True)
     parser.add_argument("--screenshot", action="append", default=[], help="also save a screenshot of this page")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    parser.add_argument("--outputs", help="the runner's --out directory: its saved outputs (*.txt) are checked too")
     args = parser.parse_args()
 
     report = pathlib.Path(args.report_dir).resolve()
@@ -177,6 +191,13 @@ def main():
     problems = []
     for page in pages:
         problems += static_problems(page)
+    if args.outputs:
+        saved = sorted(pathlib.Path(args.outputs).glob("*.txt"))
+        if not saved:
+            problems.append("no saved output (*.txt) in %s" % args.outputs)
+        for txt in saved:
+            if re.search(r"[\r\x1b]", txt.read_text(encoding="utf-8", errors="replace")):
+                problems.append("%s keeps a terminal's redraws (carriage return or escape sequence)" % txt.name)
     with tempfile.TemporaryDirectory(prefix="xgrad-chromium-") as profile:
         browser = Browser(args.chromium, profile)
         try:
@@ -187,6 +208,7 @@ def main():
             browser.send("Emulation.setDeviceMetricsOverride",
                          {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}, session)
             linked = set()
+            anchored = set()  # (page, "other.html#x")
             for page in pages:
                 browser.events.clear()
                 browser.send("Page.navigate", {"url": page.as_uri()}, session)
@@ -200,8 +222,16 @@ def main():
                     if not img["complete"] or min(img["natural"]) <= 0 or min(img["shown"]) <= 0:
                         found.append("%s: image %s did not load or has no size (natural %s, shown %s)"
                                      % (page.name, img["src"], img["natural"], img["shown"]))
+                    elif img["figure"] and img["shown"][0] < 0.9 * img["natural"][0]:
+                        found.append("%s: figure %s shown %d px wide, below 90 %% of its own %d px (its text unreadable)"
+                                     % (page.name, img["src"], img["shown"][0], img["natural"][0]))
+                dead = browser.send("Runtime.evaluate", {"expression": DEAD_ANCHORS, "returnByValue": True}, session)["result"]["value"]
+                found += ["%s: link %s leads to no element of the page (no id %s)" % (page.name, h, h[1:]) for h in dead]
+                unlabelled = browser.send("Runtime.evaluate", {"expression": UNLABELLED, "returnByValue": True}, session)["result"]["value"]
+                found += ["%s: a verdict without its claim ID or status: %s" % (page.name, v) for v in unlabelled]
                 links = browser.send("Runtime.evaluate", {"expression": LINKS, "returnByValue": True}, session)["result"]["value"]
                 linked.update(l.split("#")[0] for l in links if not l.startswith("#"))
+                anchored.update((page.name, l) for l in links if "#" in l and not l.startswith("#"))
                 print("check_report: %-40s %d images, %d links, %s" % (page.name, len(images), len(links),
                                                                        "ok" if not found else "%d problems" % len(found)))
                 problems += found
@@ -213,6 +243,11 @@ def main():
                 if page.name != "index.html" and page.name not in linked:
                     problems.append("%s: no page links to it" % page.name)
             missing = sorted(l for l in linked if l and not (report / l).exists())
+            for source, link in sorted(anchored):
+                target, anchor = link.split("#", 1)
+                path = report / target
+                if path.exists() and not re.search(r'\bid="%s"' % re.escape(anchor), path.read_text(encoding="utf-8")):
+                    problems.append("%s: link %s leads to no element of %s (no id %s)" % (source, link, target, anchor))
             problems += ["a link to %s, which is not in the report" % l for l in missing]
         finally:
             browser.close()

@@ -185,9 +185,10 @@ int main(int argc, char** argv) {
                                          fmt::format("{} b{}", norm, small), fmt::format("{} b{}", norm, big), 2));
         }
     } else {
-        tut.conclude("one seed cannot decide whether BN degrades at batch 4; --full (3 seeds) found, from its");
-        tut.say("   per-seed table, batch 4 minus batch 128: BN +3.05 ± 0.75 points, t = 7.1: beyond the");
-        tut.say("   spread; LN -0.15 ± 0.93, t = -0.3: within it. BN degrades, LN does not");
+        tut.conclude("one seed cannot decide whether BN degrades at batch 4; --full (seeds 1, 2, 3; run of");
+        tut.say("   2026-12-02, guide 09) found, from its per-seed table, batch 4 minus batch 128: BN +3.05 ± 0.75");
+        tut.say("   points, t = 7.1: beyond the spread; LN -0.15 ± 0.93, t = -0.3: within it. BN degrades,");
+        tut.say("   LN does not");
     }
     return 0;
 }

@@ -46,15 +46,16 @@ int main(int argc, char** argv) {
         cfg.warmup = 80;
     }
     tut.section("A3.4", "token + position embeddings -> Pre-LN blocks (causal attention, FFN) -> ln_f -> head");
-    const tv::CharGptRun r = tv::a3_4_a3_5_char_gpt(cfg);
-    tut.step(fmt::format("text {}: {} characters, vocabulary {}", cfg.text_path, r.text_chars, r.vocab));
+    const tv::CharGptRun setup = tv::a3_4_char_gpt_setup(cfg);
+    tut.step(fmt::format("text {}: {} characters, vocabulary {}", cfg.text_path, setup.text_chars, setup.vocab));
     tut.say(fmt::format("the last {} characters are held out: never trained on, the held-out loss is measured there",
-                        r.heldout_chars));
+                        setup.heldout_chars));
     tut.step(fmt::format("model (d {}, {} blocks, {} heads, context {}): {} parameters", cfg.d_model, cfg.n_layers, cfg.n_heads,
-                         cfg.context, r.parameters));
-    tut.show(r.architecture);
+                         cfg.context, setup.parameters));
+    tut.show(setup.architecture);
     tut.step(fmt::format("training: {} steps of {} x {}, AdamW lr {}, {} warm-up steps, clip 1.0, seed {}",
                          cfg.steps, cfg.batch, cfg.context, cfg.lr, cfg.warmup, cfg.seeds.front()));
+    const tv::CharGptRun r = tv::a3_4_a3_5_char_gpt(cfg);  // all variants and seeds (the slow part)
     auto report = [&](const tv::TrainCurve& c, const tv::SeedRuns& runs) {
         tut.say(fmt::format("{}: loss {} at step 1 (ln {} = {}), last 20 steps {}, held out {}{}", c.name,
                             num(c.loss.front(), 3), r.vocab, num(r.initial_loss_expected, 3), num(tv::tail_mean(c.loss), 3),
@@ -87,9 +88,18 @@ int main(int argc, char** argv) {
     tut.show(seed_table(cfg.seeds, {&r.ln, &r.no_ln_f}));
     const tv::PairedDifference no_ln_f = tv::paired_difference(r.ln.heldout, r.no_ln_f.heldout);
     tut.say(tv::describe(no_ln_f, "no ln_f", "LayerNorm"));
-    tut.conclude(no_ln_f.significant ? fmt::format("without ln_f the held-out loss is {} by more than the seed spread",
-                                                   no_ln_f.mean > 0 ? "higher" : "lower")
-                                     : "leaving out ln_f makes no difference beyond the seed spread at this size");
+    if (no_ln_f.significant) {
+        tut.conclude(fmt::format("{}: without ln_f the held-out loss is {} by more than the seed spread",
+                                 no_ln_f.mean > 0 ? "holds" : "does not hold", no_ln_f.mean > 0 ? "higher" : "lower"));
+    } else if (!tut.full()) {
+        // 150 steps of d 32 are too few for ln_f to show (guide 11): saying "no difference" here
+        // would contradict the --full run, so the quick run hands the verdict to it.
+        tut.conclude("cannot decide at this size (150 steps): the difference is within the seed spread;");
+        tut.say("   --full (d 48, 800 steps, seeds 11, 12, 13; run of 2026-12-01, guide 11) found that ln_f");
+        tut.say("   matters: no ln_f - LayerNorm +0.054 ± 0.007, t = 12.7, beyond the spread");
+    } else {
+        tut.conclude("not shown: leaving out ln_f makes no difference beyond the seed spread at this size");
+    }
 
     std::vector<std::vector<double>> rows;
     for (std::size_t s = 0; s < cfg.steps; ++s) {
@@ -117,40 +127,52 @@ namespace tutorial_values {
 
 using namespace xg;
 
-CharGptRun a3_4_a3_5_char_gpt(const CharGptRunConfig& cfg) {
-    if (cfg.seeds.empty()) fail("a3_4_a3_5_char_gpt", "no seeds");
+namespace {
+
+GptConfig model_config(const CharGptRunConfig& cfg, std::size_t vocab, NormKind norm, bool use_ln_f) {
+    GptConfig c;
+    c.vocab = vocab;
+    c.context = cfg.context;
+    c.d_model = cfg.d_model;
+    c.n_layers = cfg.n_layers;
+    c.n_heads = cfg.n_heads;
+    c.pre_ln = true;
+    c.norm = norm;
+    c.use_ln_f = use_ln_f;
+    return c;
+}
+
+}  // namespace
+
+CharGptRun a3_4_char_gpt_setup(const CharGptRunConfig& cfg) {
+    if (cfg.seeds.empty()) fail("a3_4_char_gpt_setup", "no seeds");
     CharGptRun r;
     const CharCorpus corpus(cfg.text_path, cfg.heldout_fraction);
     r.vocab = corpus.vocab_size();
     r.text_chars = corpus.size() + corpus.heldout_size();
     r.heldout_chars = corpus.heldout_size();
     r.initial_loss_expected = std::log(static_cast<double>(r.vocab));
+    manual_seed(cfg.seeds.front());
+    CharGPT model(model_config(cfg, r.vocab, NormKind::layer_norm, true));
+    r.architecture = model.to_string();
+    for (const Tensor& p : model.parameters()) r.parameters += p.numel();
+    return r;
+}
+
+CharGptRun a3_4_a3_5_char_gpt(const CharGptRunConfig& cfg) {
+    CharGptRun r = a3_4_char_gpt_setup(cfg);
+    const CharCorpus corpus(cfg.text_path, cfg.heldout_fraction);
     r.ln.name = "LayerNorm";
     r.rms.name = "RMSNorm";
     r.no_ln_f.name = "no ln_f";
-    auto model_config = [&](NormKind norm, bool use_ln_f) {
-        GptConfig c;
-        c.vocab = corpus.vocab_size();
-        c.context = cfg.context;
-        c.d_model = cfg.d_model;
-        c.n_layers = cfg.n_layers;
-        c.n_heads = cfg.n_heads;
-        c.pre_ln = true;
-        c.norm = norm;
-        c.use_ln_f = use_ln_f;
-        return c;
-    };
     for (std::size_t k = 0; k < cfg.seeds.size(); ++k) {
         const std::uint64_t seed = cfg.seeds[k];
         // Per seed the three variants in turn, so a busy machine slows them alike (the timings).
         for (SeedRuns* runs : {&r.ln, &r.rms, &r.no_ln_f}) {
-            const GptConfig c = model_config(runs == &r.rms ? NormKind::rms_norm : NormKind::layer_norm, runs != &r.no_ln_f);
+            const GptConfig c =
+                model_config(cfg, r.vocab, runs == &r.rms ? NormKind::rms_norm : NormKind::layer_norm, runs != &r.no_ln_f);
             manual_seed(seed);  // the same initial weights for all (norm layers have no random init)
             CharGPT model(c);
-            if (k == 0 && runs == &r.ln) {
-                r.architecture = model.to_string();
-                for (const Tensor& p : model.parameters()) r.parameters += p.numel();
-            }
             TrainOptions o;
             o.steps = cfg.steps;
             o.batch = cfg.batch;

@@ -42,6 +42,11 @@ struct CharGptRun {
     SeedRuns ln, rms, no_ln_f;         ///< LayerNorm, RMSNorm, LayerNorm without ln_f
 };
 
+/// What is known before any training: the text's sizes, ln(vocab), the LayerNorm model's module
+/// tree and parameter count (the rest of CharGptRun empty). The program prints it first, so that
+/// --step shows Step 1 before the nine trainings run.
+CharGptRun a3_4_char_gpt_setup(const CharGptRunConfig& config);
+/// The setup, then every variant trained over the seeds.
 CharGptRun a3_4_a3_5_char_gpt(const CharGptRunConfig& config);
 
 }  // namespace tutorial_values

@@ -204,8 +204,8 @@ int main(int argc, char** argv) {
         s_shaped = s_shaped || c.r2_tanh - c.r2_linear >= 0.05;
     }
     tut.show(table(fit_rows, "    "));
-    tut.conclude(s_shaped ? "an S-shaped cloud: a tanh fits at least one layer better than a line by 0.05 in R^2 or more"
-                          : "no S-shape: in every layer a tanh fits no better than a line (by less than 0.05 in R^2)");
+    tut.conclude(s_shaped ? "holds, an S-shaped cloud: a tanh fits a layer better than a line by 0.05 in R^2 or more"
+                          : "not shown, no S-shape: in every layer a tanh fits no better than a line (R^2 gain < 0.05)");
 
     tut.section("P2.2", "DyT, gamma * tanh(alpha x) + beta with alpha from 0.5, in place of every LayerNorm");
     const auto& dyt = a.variants[5];
@@ -219,8 +219,9 @@ int main(int argc, char** argv) {
     const tv::PairedDifference d_dyt = tv::paired_difference(ln.heldout, dyt.heldout);
     tut.say(tv::describe(d_dyt, "DyT", "LayerNorm"));
     tut.say(fmt::format("seed {}'s trained alphas (norm1, norm2 per block, then ln_f): {}", cfg.seeds.front(), vec(a.dyt_alpha, 2)));
-    tut.conclude(d_dyt.significant ? fmt::format("DyT ends {} than LayerNorm, beyond the seed spread", d_dyt.mean > 0 ? "worse" : "better")
-                                   : "DyT matches LayerNorm within the seed spread");
+    tut.conclude(d_dyt.significant ? fmt::format("{}: DyT ends {} than LayerNorm, beyond the seed spread",
+                                                 d_dyt.mean > 0 ? "not shown" : "holds", d_dyt.mean > 0 ? "worse" : "better")
+                                   : "holds: DyT matches LayerNorm within the seed spread");
 
     tut.section("P3.1", "learning-rate sweep with and without QK-norm (Wortsman et al. 2023)");
     const std::vector<tv::QkCell> sweep = tv::qk_norm_sweep(cfg);
@@ -284,9 +285,10 @@ int main(int argc, char** argv) {
     tut.conclude(unclipped_without == 0 && unclipped_with == 0
                      ? fmt::format("no run diverges unclipped either, up to lr {}; {}", largest_lr,
                                    smaller ? "QK-norm keeps the logits small" : "the logits stay of the same size")
-                 : smaller ? fmt::format("QK-norm keeps the logits small {} {} the range of learning rates that train",
-                                         range == "widens" ? "and" : "but", range)
-                           : fmt::format("logits of the same size; QK-norm {} the range of learning rates that train", range));
+                 : smaller ? fmt::format("{}: QK-norm keeps the logits small {} {} the range of the rates that train",
+                                         range == "widens" ? "holds" : "partly", range == "widens" ? "and" : "but", range)
+                           : fmt::format("not shown: logits of the same size; QK-norm {} the range of the rates that train",
+                                         range));
 
     // The LayerNorm cloud, one panel per layer.
     {

@@ -67,7 +67,8 @@ const tv::PlacementCell& cell_of(const tv::PlacementStudy& s, std::size_t depth,
 }
 
 // Per-layer curves at one depth, mean and band (mean ± std over seeds), one panel per measure.
-void plot_layers(const Tutorial& tut, const tv::PlacementStudy& s, std::size_t depth, const std::vector<NormPlacement>& ps) {
+void plot_layers(const Tutorial& tut, const tv::PlacementStudy& s, std::size_t depth, const std::vector<NormPlacement>& ps,
+                 const std::vector<std::uint64_t>& seeds) {
     struct Measure {
         const char* key;
         const char* label;
@@ -103,12 +104,12 @@ void plot_layers(const Tutorial& tut, const tv::PlacementStudy& s, std::size_t d
     write_csv(csv, header, rows);
     const char* colours[] = {"#c0392b", "#2471a3", "#1e8449", "#7d3c98", "#ca6f1e"};
     std::string plot = fmt::format("set datafile separator ','\nset multiplot layout 2,2 title '{} blocks, mean and "
-                                   "band of ± 1 std over the seeds'\nset grid\nset key top left font ',8'\n"
-                                   "set xlabel 'block l'\n",
-                                   depth);
+                                   "band of ± 1 std over the seeds'\nset grid\nset key outside right top font ',8'\n"
+                                   "set xlabel 'block l'\nset xtics {}\nset format x '%.0f'\nset xrange [1:{}]\n",
+                                   depth, std::max<std::size_t>(1, depth / 6), depth);
     for (std::size_t k = 0; k < measures.size(); ++k) {
         plot += fmt::format("set title \"{}\"\n{}\nplot ", measures[k].label,
-                            measures[k].log ? "set logscale y" : "unset logscale y");
+                            measures[k].log ? "set logscale y\nset format y '%.0e'" : "unset logscale y\nset format y '%g'");
         for (std::size_t i = 0; i < ps.size(); ++i) {
             const std::size_t col = 2 + 2 * (k * ps.size() + i);
             plot += fmt::format("{}'{}' using 1:(${}-${}):(${}+${}) with filledcurves fs transparent solid 0.2 "
@@ -120,7 +121,7 @@ void plot_layers(const Tutorial& tut, const tv::PlacementStudy& s, std::size_t d
         plot += "\n";
     }
     plot += "unset multiplot\n";
-    if (gnuplot(plot, png, 1200, 900)) tut.say("plot: " + png);
+    if (gnuplot(plot, png, 1400, 900, fmt::format("{}", fmt::join(seeds, ", ")))) tut.say("plot: " + png);
     tut.say("csv: " + csv);
 }
 
@@ -212,7 +213,7 @@ int main(int argc, char** argv) {
         tut.say("gradient norm of block 1 over block L's; held-out loss increase when one block is removed,");
         tut.say("mean over the earlier half of the blocks and over the deeper half");
         tut.show(table(b, "    "));
-        plot_layers(tut, s, depth, cfg.placements);
+        plot_layers(tut, s, depth, cfg.placements, cfg.seeds);
     }
     const std::size_t deep = cfg.depths.back();
     const auto& pre = cell_of(s, deep, NormPlacement::pre);
@@ -239,7 +240,7 @@ int main(int argc, char** argv) {
         {pre_deep_vs_early.significant && pre_deep_vs_early.mean < 0, "removing a deep Pre-LN block costs less than an early one"},
         {lns_var.significant && lns_var.mean < 0, "LNS slows the growth"},
         {lns_deep.significant && lns_deep.mean > 0, "LNS's deep blocks matter more than Pre-LN's"}};
-    conclude_wrapped(tut, verdict(p41));
+    conclude_wrapped(tut, "P4.1 " + verdict(p41));  // three claims share the section: each verdict names its own
     tut.step(fmt::format("P5.1 at {} blocks: Peri-LN against Pre-LN and Post-LN", deep));
     const tv::PairedDifference peri_act = tv::paired_difference(per_seed(pre, max_act), per_seed(peri, max_act));
     const tv::PairedDifference peri_loss_pre = tv::paired_difference(per_seed(pre, heldout_of), per_seed(peri, heldout_of));
@@ -252,7 +253,7 @@ int main(int argc, char** argv) {
         {peri_act.significant && peri_act.mean < 0, "Peri-LN's largest activation is smaller than Pre-LN's"},
         {peri_loss_pre.significant && peri_loss_pre.mean < 0, "its held-out loss is lower than Pre-LN's"},
         {peri_loss_post.significant && peri_loss_post.mean < 0, "its held-out loss is lower than Post-LN's"}};
-    conclude_wrapped(tut, verdict(p51));
+    conclude_wrapped(tut, "P5.1 " + verdict(p51));  // three claims share the section: each verdict names its own
     tut.step(fmt::format("P6.1 at {} blocks: DeepNorm against Post-LN", deep));
     const tv::PairedDifference dn_loss = tv::paired_difference(per_seed(post, heldout_of), per_seed(dn, heldout_of));
     const tv::PairedDifference dn_grad = tv::paired_difference(per_seed(post, grad_spread_init), per_seed(dn, grad_spread_init));
@@ -266,7 +267,7 @@ int main(int argc, char** argv) {
     const std::vector<std::pair<bool, std::string>> p61{
         {dn_div <= post_div, "DeepNorm diverges no more often than Post-LN"},
         {dn_loss.significant && dn_loss.mean < 0, "its held-out loss is lower than Post-LN's"}};
-    conclude_wrapped(tut, verdict(p61));
+    conclude_wrapped(tut, "P6.1 " + verdict(p61));  // three claims share the section: each verdict names its own
 
     tut.section("P7.1", "weight decay on a scale-invariant loss = a growing learning rate (Li and Arora 2020)");
     const tv::ScaleInvarianceConfig li;

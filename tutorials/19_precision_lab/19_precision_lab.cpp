@@ -65,14 +65,15 @@ void plot_collapse(const Tutorial& tut, const lab::CollapseStudy& s, std::size_t
         header.push_back(f + "_kappau");
     }
     std::vector<std::vector<double>> rows;
-    const double floor = 1e-9, nan = std::numeric_limits<double>::quiet_NaN();
+    const double floor = 1e-9;
     for (std::size_t k = 0; k < s.ratios.size(); ++k) {
         const double r = s.ratios[k], kappa2 = 1 + r * r;
         rows.push_back({r});
         for (std::size_t f = 0; f < formats.size(); ++f) {
             for (const char* algorithm : {"one-pass", "two-pass"}) {
                 const double e = find_row(s, formats[f], formats[f], algorithm).error[length_index][k];
-                rows.back().push_back(std::isnan(e) ? nan : std::isinf(e) ? 1e3 : std::max(e, floor));
+                // NaN too at 1e3, as the title says: gnuplot skips a NaN point, which would hide a collapse
+                rows.back().push_back(!std::isfinite(e) ? 1e3 : std::max(e, floor));
             }
             rows.back().push_back(kappa2 * units[f]);
             rows.back().push_back(std::sqrt(kappa2) * units[f]);

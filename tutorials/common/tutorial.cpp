@@ -317,10 +317,12 @@ std::string commit_stamp() {
 bool gnuplot(const std::string& script, const std::string& png_path, int width, int height, const std::string& seeds) {
     const std::string base = png_path.substr(0, png_path.rfind('.'));
     const std::string gp_path = base + ".gp";
-    // The stamp: a small grey label in the lower right corner of the whole canvas.
+    // The stamp: a small grey label in the lower right corner of the whole canvas. A bottom margin
+    // of 5 lines (the automatic one is about 3 with an x label) leaves it a strip of its own under
+    // the x labels: in the corner it covered the last panel's x label.
     const std::string stamp = fmt::format("seeds {} | commit {}", seeds.empty() ? "none (fixed inputs)" : seeds, commit_stamp());
-    const std::string body = fmt::format("# seeds: {}\nset label 9999 \"{}\" at screen 0.995, screen 0.012 right font \",9\" "
-                                         "textcolor rgb \"#808080\"\n{}\n",
+    const std::string body = fmt::format("# seeds: {}\nset bmargin 5\nset label 9999 \"{}\" at screen 0.995, screen 0.012 right "
+                                         "font \",9\" textcolor rgb \"#808080\"\n{}\n",
                                          seeds.empty() ? "none (fixed inputs)" : seeds, stamp, script);
     auto write = [&](const char* terminal) {
         std::ofstream out(gp_path);

@@ -6,6 +6,20 @@
 
 namespace xg::tutorial::runner {
 
+/// One "=>" conclusion as printed, with the claim it speaks to and what it says of it.
+struct Verdict {
+    std::string id;                  ///< the claim ID it names ("A0.5"), else its section's ("A0.5 / A4.3"), else "-"
+    std::vector<std::string> lines;  ///< its lines: the first without "=> ", the wrapped ones without their indent
+    std::string status;              ///< verdict_status() of its text
+    std::string text() const;        ///< the lines joined by spaces
+};
+
+/// What a verdict says of its claim, from the first of these words in it: "cannot decide"
+/// ("cannot decide", "cannot tell"), "partly" ("partly", "half of it"), "not shown" ("not
+/// shown", "does not hold", "not at this scale", "no sign", ...), "holds" ("holds", "held
+/// there", "reproduced"); "stated" when it has none (a result shown, no claim weighed).
+std::string verdict_status(const std::string& text);
+
 /// One program of the list: what its --help says about it and what its run printed.
 struct TutorialRun {
     std::string name;                 ///< "01_layernorm_by_hand"
@@ -17,8 +31,10 @@ struct TutorialRun {
     int exit_code = 0;
     bool ran = false;                 ///< false: no output file was found (report mode)
 
-    /// The "=>" conclusions, without the arrow.
+    /// The "=>" conclusions, without the arrow, each on one line.
     std::vector<std::string> verdicts() const;
+    /// The same, line by line, each labelled with its claim ID and status.
+    std::vector<Verdict> verdict_blocks() const;
     /// The article notes ("Article:", "Exact:", "Note:" lines), as printed.
     std::vector<std::string> notes() const;
 };

@@ -112,15 +112,31 @@ void describe(TutorialRun& r, const std::string& program) {
     }
 }
 
-// Progress bars redraw with '\r': the line keeps what the last redraw showed.
+// Progress bars redraw with '\r' (and clear the rest of the line with ESC [K): the line keeps what
+// the last redraw showed, without the terminal's control sequences.
 std::vector<std::string> lines_of(const std::string& text) {
     std::vector<std::string> lines;
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);) {
         if (const auto cr = line.find_last_of('\r'); cr != std::string::npos) line = line.substr(cr + 1);
+        for (std::size_t esc; (esc = line.find('\033')) != std::string::npos;) {
+            std::size_t end = esc + 1;
+            if (end < line.size() && line[end] == '[') {
+                while (++end < line.size() && !(line[end] >= '@' && line[end] <= '~')) {
+                }
+            }
+            line.erase(esc, std::min(end + 1, line.size()) - esc);
+        }
         lines.push_back(line);
     }
     return lines;
+}
+
+// The output as saved: what the terminal finally showed, one line each (no redraws).
+std::string saved_text(const std::vector<std::string>& lines) {
+    std::string s;
+    for (const auto& line : lines) s += line + "\n";
+    return s;
 }
 
 // What the terminal shows of a program's output: its sections, verdicts and article notes.
@@ -189,8 +205,13 @@ void run_one(TutorialRun& r, const std::string& program, const std::string& args
     r.seconds = now_seconds() - start;
     r.output = lines_of(text);
     r.ran = true;
-    std::ofstream(fs::path(o.out) / (r.name + ".txt")) << text;
-    std::ofstream(fs::path(o.out) / (r.name + ".run")) << fmt::format("{:.3f} {}\n", r.seconds, r.exit_code);
+    std::ofstream(fs::path(o.out) / (r.name + ".txt")) << saved_text(r.output);
+    // The kernel settings it ran under: the guide-drift tests reuse this output only under the same.
+    const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+    const char* reference = std::getenv("XGRAD_REFERENCE_KERNELS");
+    std::ofstream(fs::path(o.out) / (r.name + ".run"))
+        << fmt::format("{:.3f} {}\nkernels OPENBLAS_CORETYPE={} XGRAD_REFERENCE_KERNELS={}\n", r.seconds, r.exit_code,
+                       coretype ? coretype : "", reference ? reference : "");
     if (r.exit_code != 0) {
         fmt::print("  FAILED (exit {}); its last lines:\n", r.exit_code);
         const std::size_t from = r.output.size() > 30 ? r.output.size() - 30 : 0;
