@@ -229,8 +229,25 @@ void training(Tutorial& tut, std::size_t steps) {
     tut.step("from steps 101-300 to steps 1001-3000 (after the first descent, which both share)");
     tut.say("LayerNorm: " + change(ln));
     tut.say("none:      " + change(plain));
-    tut.conclude("with LayerNorm |W| keeps growing and the angular step falls with lr/|W|^2;");
-    tut.conclude("without it |W| does not grow and the angular step stays where it is");
+    // The verdict, from the same two windows: |W| "grows" by 10 % or more, the angle per step "falls"
+    // to 0.8 of its value or less, and it "falls with lr/|W|^2" when its ratio is within 25 % of
+    // that of lr/|W|^2; the LayerNorm run must also keep the gradient orthogonal to W (Step 6).
+    struct Change {
+        double w_ratio, angle_ratio;
+    };
+    const auto ratios = [&](const Trajectory& t) {
+        return Change{t.w_norm[steps] / t.w_norm[300], mean(t.angle, 1000, steps) / mean(t.angle, 100, 300)};
+    };
+    const Change c_ln = ratios(ln), c_plain = ratios(plain);
+    const double lr_ratio = 1 / (c_ln.w_ratio * c_ln.w_ratio);  // lr/|W|^2 at the end over its value at step 300
+    const bool ln_shows = c_ln.w_ratio >= 1.1 && c_ln.angle_ratio <= 0.8 && std::fabs(c_ln.angle_ratio / lr_ratio - 1) < 0.25 &&
+                          ln.max_cosine < 1e-4;
+    const bool plain_neither = c_plain.w_ratio < 1.1 && c_plain.angle_ratio > 0.8;
+    tut.conclude(ln_shows ? std::string(plain_neither ? "holds" : "partly") +
+                                ": with LayerNorm |W| keeps growing and the angular step falls with lr/|W|^2;"
+                          : "not shown: with LayerNorm |W| does not grow, or the angular step does not follow lr/|W|^2;");
+    tut.say(plain_neither ? "   without it |W| does not grow and the angular step stays where it is"
+                          : "   without it |W| grows or the angular step falls as well");
 
     std::vector<std::vector<double>> csv;
     for (std::size_t s = 0; s < steps; ++s) {
