@@ -287,9 +287,10 @@ int main(int argc, char** argv) {
                     {"after", sci(co.max_rel_err_after, 2), sci(co.mean_rel_err_after, 2)}}));
     tut.say(fmt::format("the two orders differ in {} % of the outputs, by at most {} bfloat16 ulp",
                         num(100 * co.fraction_differ, 1), num(co.max_diff_ulps, 0)));
-    tut.conclude(fmt::format("{}: two roundings (before), one (after): max error {} against {} (u 3.9e-03)",
-                             co.fraction_differ > 0 ? "they differ" : "NO difference", sci(co.max_rel_err_before, 1),
-                             sci(co.max_rel_err_after, 1)));
+    // P10.4 holds when any output of the two orders differs.
+    tut.conclude(fmt::format("{}: 2 roundings (before), 1 (after): max error {} vs {} (u 3.9e-03)",
+                             co.fraction_differ > 0 ? "holds, they differ" : "not shown, NO difference",
+                             sci(co.max_rel_err_before, 1), sci(co.max_rel_err_after, 1)));
 
     // ---- 5 ----
     tut.section("P10.5", "dgamma = sum over rows of g xhat: the accumulator decides its error");
@@ -305,7 +306,11 @@ int main(int argc, char** argv) {
     tut.show(table(d));
     plot_dgamma(tut, dg);
     const auto& last = dg.back();
-    tut.conclude(fmt::format("at {} rows: float16 {}, bfloat16 {}, float32 {}, float64 {}:", last.rows,
+    // P10.5 holds when both half-precision accumulators end 100 times or more worse than float32,
+    // whose error stays below 1e-3: the accumulator's dtype, not the bfloat16 storage, decides.
+    const bool half_fails = !(last.err_f16 < 100 * last.err_f32) && !(last.err_bf16 < 100 * last.err_f32);
+    tut.conclude(fmt::format("{} at {} rows: float16 {}, bfloat16 {}, float32 {}, float64 {}:",
+                             half_fails && last.err_f32 < 1e-3 ? "holds" : "not shown", last.rows,
                              error_text(last.err_f16), error_text(last.err_bf16), error_text(last.err_f32),
                              error_text(last.err_f64)));
     tut.say(fmt::format("   a half-precision running sum stalls once its spacing passes the terms{}; weight",
