@@ -1,29 +1,26 @@
 // conv2d as the sum it is (docs/derivations/conv2d.md, "Forward"), and its backward as the same
 // loops read backwards: each product W[o, c, i, j] x[n, c, r, q] in y sends g W to dx and g x to dW.
-// The fast tier computes the same sums as one GEMM per sample and group (im2col); these loops are
-// ~6x slower (docs/performance.md) and much shorter.
+// The loops run over one weight W[o, c, i, j] at a time and the whole output plane under it, so
+// every y still adds its products in the order (c, i, j). The fast tier computes the same sums as
+// one GEMM per sample and group (im2col).
 #include "nn/reference/conv.hpp"
 
 namespace xg::nn::reference {
 
 namespace {
 
-// Calls f(y index, x index, W index) for every product W[o, c, i, j] x[n, c, r, q] of the sum of
-// y[n, o, oh, ow] whose input position (r, q) lies inside the image (the padding reads 0).
+// Calls f(k, xk) for every output position k = oh OW + ow of a plane whose input position
+// (r, q) = (oh s_h - p_h + i d_h, ow s_w - p_w + j d_w) under kernel tap (i, j) lies inside the
+// image, with xk = r W + q its place in an input plane (the padding reads 0: it adds nothing).
 template <class F>
-void for_each_product(const detail::ConvDims& d, std::size_t n, std::size_t o, std::size_t oh, std::size_t ow, F&& f) {
-    const detail::Window2d& win = d.win;
-    const std::size_t g = o / d.Og;  // o's group
-    for (std::size_t c = 0; c < d.Cg; ++c) {
-        const std::size_t x_channel = g * d.Cg + c;
-        for (std::size_t i = 0; i < win.kh; ++i) {
-            for (std::size_t j = 0; j < win.kw; ++j) {
-                const long r = win.row(oh, i), q = win.col(ow, j);  // r = oh s_h - p_h + i d_h, q likewise
-                if (!win.inside(r, q)) continue;
-                const std::size_t xk = ((n * d.C + x_channel) * win.H + static_cast<std::size_t>(r)) * win.W + static_cast<std::size_t>(q);
-                const std::size_t wk = ((o * d.Cg + c) * win.kh + i) * win.kw + j;
-                f(xk, wk);
-            }
+void for_each_position(const detail::Window2d& win, std::size_t i, std::size_t j, F&& f) {
+    for (std::size_t oh = 0; oh < win.OH; ++oh) {
+        const long r = win.row(oh, i);
+        if (r < 0 || r >= static_cast<long>(win.H)) continue;  // a row of the padding
+        for (std::size_t ow = 0; ow < win.OW; ++ow) {
+            const long q = win.col(ow, j);
+            if (!win.inside(r, q)) continue;
+            f(oh * win.OW + ow, static_cast<std::size_t>(r) * win.W + static_cast<std::size_t>(q));
         }
     }
 }
@@ -31,13 +28,19 @@ void for_each_product(const detail::ConvDims& d, std::size_t n, std::size_t o, s
 }  // namespace
 
 void conv2d_forward(const double* x, const double* w, const double* b, double* y, const detail::ConvDims& d) {
+    const detail::Window2d& win = d.win;
     for (std::size_t n = 0; n < d.N; ++n) {
         for (std::size_t o = 0; o < d.O; ++o) {
-            for (std::size_t oh = 0; oh < d.win.OH; ++oh) {
-                for (std::size_t ow = 0; ow < d.win.OW; ++ow) {
-                    double sum = b == nullptr ? 0.0 : b[o];  // y = b_o + sum W x
-                    for_each_product(d, n, o, oh, ow, [&](std::size_t xk, std::size_t wk) { sum += w[wk] * x[xk]; });
-                    y[((n * d.O + o) * d.win.OH + oh) * d.win.OW + ow] = sum;
+            double* y_no = y + (n * d.O + o) * win.out_area();
+            for (std::size_t k = 0; k < win.out_area(); ++k) y_no[k] = b == nullptr ? 0.0 : b[o];  // y = b_o + sum W x
+            const std::size_t g = o / d.Og;  // o's group
+            for (std::size_t c = 0; c < d.Cg; ++c) {
+                const double* x_nc = x + (n * d.C + g * d.Cg + c) * win.H * win.W;
+                for (std::size_t i = 0; i < win.kh; ++i) {
+                    for (std::size_t j = 0; j < win.kw; ++j) {
+                        const double w_ocij = w[((o * d.Cg + c) * win.kh + i) * win.kw + j];
+                        for_each_position(win, i, j, [&](std::size_t k, std::size_t xk) { y_no[k] += w_ocij * x_nc[xk]; });
+                    }
                 }
             }
         }
@@ -46,16 +49,28 @@ void conv2d_forward(const double* x, const double* w, const double* b, double* y
 
 void conv2d_backward(const double* x, const double* w, const double* g, double* dx, double* dw, double* db,
                      const detail::ConvDims& d) {
+    const detail::Window2d& win = d.win;
     for (std::size_t n = 0; n < d.N; ++n) {
         for (std::size_t o = 0; o < d.O; ++o) {
-            for (std::size_t oh = 0; oh < d.win.OH; ++oh) {
-                for (std::size_t ow = 0; ow < d.win.OW; ++ow) {
-                    const double gy = g[((n * d.O + o) * d.win.OH + oh) * d.win.OW + ow];
-                    if (db != nullptr) db[o] += gy;  // dL/db_o = sum g
-                    for_each_product(d, n, o, oh, ow, [&](std::size_t xk, std::size_t wk) {
-                        if (dx != nullptr) dx[xk] += w[wk] * gy;  // dL/dx[n, c, r, q] += W[o, c, i, j] g
-                        if (dw != nullptr) dw[wk] += x[xk] * gy;  // dL/dW[o, c, i, j] += x[n, c, r, q] g
-                    });
+            const double* g_no = g + (n * d.O + o) * win.out_area();
+            if (db != nullptr) {
+                for (std::size_t k = 0; k < win.out_area(); ++k) db[o] += g_no[k];  // dL/db_o = sum g
+            }
+            const std::size_t group = o / d.Og;
+            for (std::size_t c = 0; c < d.Cg; ++c) {
+                const std::size_t x_plane = (n * d.C + group * d.Cg + c) * win.H * win.W;
+                for (std::size_t i = 0; i < win.kh; ++i) {
+                    for (std::size_t j = 0; j < win.kw; ++j) {
+                        const std::size_t wk = ((o * d.Cg + c) * win.kh + i) * win.kw + j;
+                        if (dx != nullptr) {  // dL/dx[n, c, r, q] += W[o, c, i, j] g
+                            for_each_position(win, i, j, [&](std::size_t k, std::size_t xk) { dx[x_plane + xk] += w[wk] * g_no[k]; });
+                        }
+                        if (dw != nullptr) {  // dL/dW[o, c, i, j] += x[n, c, r, q] g
+                            double dw_ocij = dw[wk];
+                            for_each_position(win, i, j, [&](std::size_t k, std::size_t xk) { dw_ocij += x[x_plane + xk] * g_no[k]; });
+                            dw[wk] = dw_ocij;
+                        }
+                    }
                 }
             }
         }
