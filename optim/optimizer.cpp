@@ -10,14 +10,6 @@ namespace xg::optim {
 
 namespace {
 
-Array scalar_array(double v) {
-    Array a = Array::from_shape(Shape{});
-    a() = v;
-    return a;
-}
-
-Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
-
 // A saved 0-d (or one-element) value; anything else is a corrupt state_dict.
 double read_scalar(const std::map<std::string, const Array*>& entries, const std::string& key, const char* op) {
     const auto it = entries.find(key);

@@ -120,8 +120,6 @@ void require_same_layout(const std::string& layout, const char* op, const char* 
 
 void require_same_shape(const Shape& shape, const char* op) { require_same_layout(shape_str(shape), op, "shape"); }
 
-Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
-
 // The first value of chunk c when n values are cut into `world` chunks.
 std::size_t chunk_begin(std::size_t n, int world, int c) {
     return n * static_cast<std::size_t>(c) / static_cast<std::size_t>(world);

@@ -15,7 +15,7 @@ namespace xg {
 namespace {
 
 std::atomic<KernelTier> g_tier{KernelTier::fast};
-std::once_flag g_resolved;
+std::once_flag g_tier_resolved;
 
 }  // namespace
 
@@ -37,12 +37,12 @@ KernelTier parse_kernel_tier(const char* text) {
 KernelTier kernel_tier() {
     // A bad value throws out of call_once, which leaves the tier unresolved: every later call
     // throws the same error, until set_kernel_tier resolves it.
-    std::call_once(g_resolved, [] { g_tier.store(detail::parse_kernel_tier(std::getenv("XGRAD_REFERENCE_KERNELS"))); });
+    std::call_once(g_tier_resolved, [] { g_tier.store(detail::parse_kernel_tier(std::getenv("XGRAD_REFERENCE_KERNELS"))); });
     return g_tier.load(std::memory_order_relaxed);
 }
 
 void set_kernel_tier(KernelTier tier) {
-    std::call_once(g_resolved, [] {});  // a later kernel_tier must not reset it from the environment
+    std::call_once(g_tier_resolved, [] {});  // a later kernel_tier must not reset it from the environment
     g_tier.store(tier, std::memory_order_relaxed);
 }
 

@@ -160,7 +160,7 @@ void convert_storage(Node& n, Dtype dtype) {
     n.dtype = dtype;
 }
 
-std::string shape_of(const Node& n) {
+std::string shape_text(const Node& n) {
     return shape_str(Shape(n.dims().begin(), n.dims().end()));
 }
 
@@ -205,7 +205,7 @@ namespace {
 
 // "a leaf of shape (3,)" / "the output of 'exp', shape (2, 2)": how an error names a tensor.
 std::string describe(const Node& n) {
-    return n.is_leaf() ? "a leaf of shape " + shape_of(n) : fmt::format("the output of '{}', shape {}", n.op, shape_of(n));
+    return n.is_leaf() ? "a leaf of shape " + shape_text(n) : fmt::format("the output of '{}', shape {}", n.op, shape_text(n));
 }
 
 [[noreturn]] void modified_in_place(const Node& node, const std::string& which) {
@@ -221,7 +221,7 @@ std::string describe(const Node& n) {
 
 const Array& GradContext::output() const {
     if (node_.version > node_.recorded_at) {
-        modified_in_place(node_, fmt::format("the output of '{}' (shape {})", node_.op, shape_of(node_)));
+        modified_in_place(node_, fmt::format("the output of '{}' (shape {})", node_.op, shape_text(node_)));
     }
     return float64_values(node_);
 }
@@ -251,7 +251,7 @@ FloatArray GradContext::take_grad32() const {
 const FloatArray& GradContext::output32() const {
     if (node_.dtype != Dtype::Float32) not_float32(node_, "the output");
     if (node_.version > node_.recorded_at) {
-        modified_in_place(node_, fmt::format("the output of '{}' (shape {})", node_.op, shape_of(node_)));
+        modified_in_place(node_, fmt::format("the output of '{}' (shape {})", node_.op, shape_text(node_)));
     }
     settle(node_);
     return node_.value32;
@@ -354,7 +354,7 @@ constexpr Dtype dtype_of() {
 void check_storage(const Node& n, Dtype wanted, const char* what) {
     if (n.dtype != wanted) {
         fail(what, fmt::format("asked for {} storage of a {} tensor of shape {} (use value() for float64 values of any "
-                               "dtype, or to({}))", dtype_name(wanted), dtype_name(n.dtype), shape_of(n), dtype_name(wanted)));
+                               "dtype, or to({}))", dtype_name(wanted), dtype_name(n.dtype), shape_text(n), dtype_name(wanted)));
     }
 }
 
@@ -525,7 +525,7 @@ void Tensor::set_grad(const Array& g) {
     checked(node_);
     if (g.shape() != node_->dims()) {
         fail("set_grad", fmt::format("gradient of shape {} for a tensor of shape {}",
-                                     shape_str(Shape(g.shape().begin(), g.shape().end())), shape_of(*node_)));
+                                     shape_str(Shape(g.shape().begin(), g.shape().end())), shape_text(*node_)));
     }
     node_->grad_graph.reset();
     if (node_->dtype == Dtype::Float32) {
@@ -621,7 +621,7 @@ std::vector<const NodePtr*> topological_order(const std::vector<NodePtr>& roots)
 
 [[noreturn]] void wrong_shape(const std::string& op, std::size_t i, const Shape& got, const Node& input) {
     fail(op + " backward", fmt::format("gradient for input {} has shape {} but the input has shape {}", i, shape_str(got),
-                                       shape_of(input)));
+                                       shape_text(input)));
 }
 
 // The gradient after node's hooks, in registration order; a defined result replaces it.
@@ -665,7 +665,7 @@ void add_into(xt::xarray<T>& dst, const xt::xarray<T>& src) {
 }
 
 [[noreturn]] void wrong_grad_shape(const Node& node, const Shape& got, const std::string& from_op) {
-    fail(from_op + " backward", fmt::format("produced a gradient of shape {} for an input of shape {}", shape_str(got), shape_of(node)));
+    fail(from_op + " backward", fmt::format("produced a gradient of shape {} for an input of shape {}", shape_str(got), shape_text(node)));
 }
 
 // Adds g to node's .grad (a leaf, or a retain_grad node), in the node's dtype.
@@ -1051,7 +1051,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 
 Tensor BackwardContext::output() const {
     if (node_->version > node_->recorded_at) {
-        modified_in_place(*node_, fmt::format("the output of '{}' (shape {})", node_->op, shape_of(*node_)));
+        modified_in_place(*node_, fmt::format("the output of '{}' (shape {})", node_->op, shape_text(*node_)));
     }
     return Tensor(node_);
 }

@@ -31,6 +31,15 @@ using FloatArray = xt::xarray<float>;
 /// A tensor shape, outermost axis first.
 using Shape = std::vector<std::size_t>;
 
+/// a's shape as a Shape.
+inline Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
+/// A 0-d array holding v (how a saved scalar is stored: a step count, a learning rate).
+inline Array scalar_array(double v) {
+    Array a = Array::from_shape(Shape{});
+    a() = v;
+    return a;
+}
+
 /// The one exception type xgrad throws for bad input; the message names the operation and the
 /// shapes or values involved.
 class Error : public std::invalid_argument {

@@ -24,7 +24,7 @@ namespace xg {
 namespace {
 
 std::atomic<int> g_threads{0};  // 0: not resolved yet
-std::once_flag g_resolved;
+std::once_flag g_thread_count_resolved;
 
 // OMP_NUM_THREADS belongs to libgomp, which has its own rules (a list per nesting level, "2,1")
 // and warns about a value it cannot read; xgrad takes the first entry when it is a valid count.
@@ -83,14 +83,14 @@ void set_num_threads(int n) {
     if (n < 1 || n > kMaxThreads) {
         fail("set_num_threads", fmt::format("the number of threads must be from 1 to {}, got {}", kMaxThreads, n));
     }
-    std::call_once(g_resolved, [] {});  // a later get_num_threads must not reset it from the environment
+    std::call_once(g_thread_count_resolved, [] {});  // a later get_num_threads must not reset it from the environment
     apply(n);
 }
 
 int get_num_threads() {
     // A bad XGRAD_NUM_THREADS throws out of call_once, which leaves the count unresolved: every
     // later call throws the same error, until set_num_threads resolves it.
-    std::call_once(g_resolved, [] { apply(detail::thread_count_from_environment()); });
+    std::call_once(g_thread_count_resolved, [] { apply(detail::thread_count_from_environment()); });
     return g_threads.load(std::memory_order_relaxed);
 }
 

@@ -14,8 +14,6 @@ namespace xg {
 
 namespace {
 
-Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
-
 // 2^63 is the first double past the int64 range; every double below it in magnitude is exact.
 constexpr double kInt64Limit = 9223372036854775808.0;
 

@@ -18,8 +18,6 @@ namespace xg::nn {
 
 namespace {
 
-Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
-
 std::string join(const std::vector<std::string>& items) {
     std::string s;
     for (std::size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];

@@ -16,14 +16,6 @@ namespace {
 constexpr double kFormat = 1.0;
 const char* const kOp = "load_checkpoint";
 
-Array scalar_array(double v) {
-    Array a = Array::from_shape(Shape{});
-    a() = v;
-    return a;
-}
-
-Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
-
 void append_prefixed(NamedArrays& out, const std::string& prefix, const NamedArrays& entries) {
     for (const auto& [key, value] : entries) out.emplace_back(prefix + key, value);
 }

@@ -11,12 +11,6 @@
 
 namespace xg::optim {
 
-namespace {
-
-Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
-
-}  // namespace
-
 // ---- TensorDataset ------------------------------------------------------------------------
 
 TensorDataset::TensorDataset(Array features, IndexArray labels)
