@@ -10,7 +10,8 @@
 #                           sanitizer run below (skip it with XGRAD_SANITIZE_TESTS=0)
 #   scripts/setup.sh sanitize  only the sanitizer run: the test executables built with
 #                           AddressSanitizer + UBSan (-O1 -g1) in build-asan (SANITIZE_DIR), and the
-#                           whole ctest suite run under them except the install/consumer tests
+#                           ctest suite run under them, one process per area, except the tests that
+#                           run_sanitized_suite (below) leaves out and says why
 #   scripts/setup.sh build  install what is missing and build only
 #   scripts/setup.sh docs   as build, plus Doxygen/Graphviz and the API reference (target `docs`)
 #   scripts/setup.sh debug  a Debug build (-O0 -g) in build-debug, to step through a tutorial in gdb:
