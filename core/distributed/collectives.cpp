@@ -139,6 +139,51 @@ void combine(const double* from, double* into, std::size_t n, ReduceOp op) {
     }
 }
 
+// The ring all-reduce's chunks and steps, as rank `me` of `world` sees them (reduce_in_place).
+// Step s = 0 .. world - 2 reduce-scatters, s = world - 1 .. 2 world - 3 all-gathers.
+struct Ring {
+    std::size_t n;
+    int world, me;
+    int chunk(int c) const { return ((c % world) + world) % world; }
+    std::size_t begin_of(int c) const { return chunk_begin(n, world, chunk(c)); }
+    std::size_t size_of(int c) const { return chunk_begin(n, world, chunk(c) + 1) - begin_of(c); }
+    int right() const { return (me + 1) % world; }
+    int left() const { return (me + world - 1) % world; }
+    int steps() const { return 2 * (world - 1); }
+    bool reduces(int step) const { return step < world - 1; }
+    int send_chunk(int step) const { return reduces(step) ? me - step : me + 1 - (step - (world - 1)); }
+    int receive_chunk(int step) const { return reduces(step) ? me - step - 1 : me - (step - (world - 1)); }
+    std::size_t largest_chunk() const { return chunk_begin(n, world, world) - chunk_begin(n, world, world - 1); }
+};
+
+bool exchanges(std::size_t n, int world) { return n * sizeof(double) * static_cast<std::size_t>(world - 1) <= kExchangeBytes; }
+
+// After the exchange's all-gather of every rank's n values into `received` (rank order): their
+// combination in rank order into `data`, divided for AVG. `received` is scratch.
+void finish_exchange(double* received, double* data, std::size_t n, int world, ReduceOp op) {
+    // the running result moves through the ranks' copies: x_r becomes (... + x_{r-1}) + x_r
+    for (int r = 1; r < world; ++r) {
+        combine(received + static_cast<std::size_t>(r - 1) * n, received + static_cast<std::size_t>(r) * n, n, op);
+    }
+    std::copy(received + static_cast<std::size_t>(world - 1) * n, received + static_cast<std::size_t>(world) * n, data);
+    if (op == ReduceOp::AVG) {
+        for (std::size_t i = 0; i < n; ++i) data[i] /= static_cast<double>(world);
+    }
+}
+
+// After ring step `step` received chunk `receive_chunk(step)` into `received`: its part of the sum,
+// and after the last reduce-scatter step, AVG's division of the chunk this rank finished.
+void finish_ring_step(const Ring& ring, int step, const double* received, double* data, ReduceOp op) {
+    if (!ring.reduces(step)) return;  // an all-gather step received straight into data
+    const int chunk = ring.receive_chunk(step);
+    combine(received, data + ring.begin_of(chunk), ring.size_of(chunk), op);
+    if (op == ReduceOp::AVG && step == ring.world - 2) {
+        double* values = data + ring.begin_of(ring.me + 1);
+        const double ranks = static_cast<double>(ring.world);
+        for (std::size_t i = 0; i < ring.size_of(ring.me + 1); ++i) values[i] /= ranks;
+    }
+}
+
 // Reduces n doubles over the ranks in place, with no check (the callers have made sure every rank
 // passes the same n); docs/distributed.md, "Determinism". Every value is reduced in one fixed
 // order, on one rank or identically on all, so every rank gets the same bits, every run, on any MPI.
@@ -154,6 +199,7 @@ void combine(const double* from, double* into, std::size_t n, ReduceOp op) {
 // (r - s - 1) it receives from rank r - 1 into its own values, so chunk c is summed along the
 // ring from rank c, (((x_c + x_{c+1}) + x_{c+2}) + ... + x_{c-1}), on rank c - 1 alone, which
 // then divides it for AVG. All-gather: world - 1 more steps hand each finished chunk around.
+// Bucket::start_all_reduce runs the same steps with nonblocking calls.
 //
 // The scratch buffer (one chunk, or every rank's small payload) is kept between calls.
 void reduce_in_place(double* data, std::size_t n, ReduceOp op, const char* name) {
@@ -161,41 +207,21 @@ void reduce_in_place(double* data, std::size_t n, ReduceOp op, const char* name)
     g_bytes_sent += n * sizeof(double);
     if (world == 1 || n == 0) return;
     static std::vector<double> received;
-    if (n * sizeof(double) * static_cast<std::size_t>(world - 1) <= kExchangeBytes) {
+    if (exchanges(n, world)) {
         if (received.size() < n * static_cast<std::size_t>(world)) received.resize(n * static_cast<std::size_t>(world));
         MPI_Allgather(data, as_count(n, name), MPI_DOUBLE, received.data(), as_count(n, name), MPI_DOUBLE, MPI_COMM_WORLD);
-        // the running result moves through the ranks' copies: x_r becomes (... + x_{r-1}) + x_r
-        for (int r = 1; r < world; ++r) {
-            combine(received.data() + static_cast<std::size_t>(r - 1) * n, received.data() + static_cast<std::size_t>(r) * n, n, op);
-        }
-        std::copy(received.data() + static_cast<std::size_t>(world - 1) * n, received.data() + static_cast<std::size_t>(world) * n, data);
-        if (op == ReduceOp::AVG) {
-            for (std::size_t i = 0; i < n; ++i) data[i] /= static_cast<double>(world);
-        }
+        finish_exchange(received.data(), data, n, world, op);
         return;
     }
-    const std::size_t largest_chunk = chunk_begin(n, world, world) - chunk_begin(n, world, world - 1);
-    if (received.size() < largest_chunk) received.resize(largest_chunk);
-    const int me = rank(), right = (me + 1) % world, left = (me + world - 1) % world;
-    auto chunk = [world](int c) { return ((c % world) + world) % world; };
-    auto begin_of = [&](int c) { return chunk_begin(n, world, chunk(c)); };
-    auto size_of = [&](int c) { return as_count(chunk_begin(n, world, chunk(c) + 1) - chunk_begin(n, world, chunk(c)), name); };
-    for (int step = 0; step + 1 < world; ++step) {
-        const int send = me - step, receive = me - step - 1;
-        MPI_Sendrecv(data + begin_of(send), size_of(send), MPI_DOUBLE, right, 0, received.data(), size_of(receive),
-                     MPI_DOUBLE, left, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        combine(received.data(), data + begin_of(receive), static_cast<std::size_t>(size_of(receive)), op);
-    }
-    if (op == ReduceOp::AVG) {
-        const int owned = me + 1;
-        double* values = data + begin_of(owned);
-        const double ranks = static_cast<double>(world);
-        for (int i = 0; i < size_of(owned); ++i) values[i] /= ranks;
-    }
-    for (int step = 0; step + 1 < world; ++step) {
-        const int send = me + 1 - step, receive = me - step;
-        MPI_Sendrecv(data + begin_of(send), size_of(send), MPI_DOUBLE, right, 1, data + begin_of(receive), size_of(receive),
-                     MPI_DOUBLE, left, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    const Ring ring{n, world, rank()};
+    if (received.size() < ring.largest_chunk()) received.resize(ring.largest_chunk());
+    for (int step = 0; step < ring.steps(); ++step) {
+        const int send = ring.send_chunk(step), receive = ring.receive_chunk(step);
+        double* into = ring.reduces(step) ? received.data() : data + ring.begin_of(receive);
+        const int tag = ring.reduces(step) ? 0 : 1;
+        MPI_Sendrecv(data + ring.begin_of(send), as_count(ring.size_of(send), name), MPI_DOUBLE, ring.right(), tag, into,
+                     as_count(ring.size_of(receive), name), MPI_DOUBLE, ring.left(), tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        finish_ring_step(ring, step, received.data(), data, op);
     }
 }
 
@@ -248,15 +274,123 @@ void all_reduce(Tensor& tensor, ReduceOp op) {
     all_reduce(tensor.mutable_value(), op);
 }
 
+namespace {
+// Each bucket's messages get their own two tags (the blocking ring uses 0 and 1), so that
+// buckets in flight together never take each other's messages. Buckets are made in the same
+// order on every rank (the constructor is a collective), so the counter agrees between ranks.
+int g_buckets_made = 0;
+constexpr int kBucketTags = 16000;  // MPI guarantees tags up to 32767
+}  // namespace
+
 Bucket::Bucket(std::size_t size, const std::string& layout) {
     constexpr const char* kOp = "distributed.Bucket";
     require_init(kOp);
     as_count(size, kOp);
     require_same_layout(fmt::format("{} values ({})", size, layout), kOp, "bucket layout");
     values_.assign(size, 0.0);
+    tag_ = 2 + 2 * (g_buckets_made++ % kBucketTags);
 }
 
-void Bucket::all_reduce(ReduceOp op) { reduce_in_place(values_.data(), values_.size(), op, "distributed.Bucket.all_reduce"); }
+// A bucket's all-reduce in flight: reduce_in_place's exchange or ring, one step at a time with
+// MPI_Isend/MPI_Irecv only. No collective call: a bucket started at another point on one rank
+// than on the others (say after a SyncBatchNorm's all_reduce there, before it here) cannot be
+// matched with the wrong collective; its messages carry the bucket's own tags. Kept between calls
+// (no allocation per all-reduce).
+struct Bucket::Transfer {
+    bool active = false;   // started and not finished
+    bool posted = false;   // the current step's requests are out
+    bool exchange = false;
+    ReduceOp op = ReduceOp::SUM;
+    Ring ring{0, 1, 0};
+    int step = 0;
+    std::vector<double> received;
+    std::vector<MPI_Request> requests;
+};
+
+Bucket::Bucket(Bucket&&) noexcept = default;
+Bucket& Bucket::operator=(Bucket&&) noexcept = default;
+Bucket::~Bucket() {
+    if (in_flight() && mpi_running()) wait();
+}
+
+bool Bucket::in_flight() const { return transfer_ && transfer_->active; }
+
+void Bucket::all_reduce(ReduceOp op) {
+    constexpr const char* kOp = "distributed.Bucket.all_reduce";
+    if (in_flight()) fail(kOp, "this bucket's start_all_reduce() has not finished: call wait() first");
+    reduce_in_place(values_.data(), values_.size(), op, kOp);
+}
+
+void Bucket::start_all_reduce(ReduceOp op) {
+    constexpr const char* kOp = "distributed.Bucket.start_all_reduce";
+    if (in_flight()) fail(kOp, "this bucket's previous all-reduce has not finished: call wait() first");
+    const int world = world_size();
+    const std::size_t n = values_.size();
+    g_bytes_sent += n * sizeof(double);
+    if (world == 1 || n == 0) return;
+    if (!transfer_) transfer_ = std::make_unique<Transfer>();
+    Transfer& t = *transfer_;
+    t.exchange = exchanges(n, world);
+    t.op = op;
+    t.ring = Ring{n, world, rank()};
+    t.step = 0;
+    const std::size_t scratch = t.exchange ? n * static_cast<std::size_t>(world) : t.ring.largest_chunk();
+    if (t.received.size() < scratch) t.received.resize(scratch);
+    t.requests.assign(t.exchange ? 2 * static_cast<std::size_t>(world - 1) : 2, MPI_REQUEST_NULL);
+    t.active = true;
+    t.posted = false;
+    test();  // posts the first step
+}
+
+bool Bucket::test() {
+    if (!transfer_ || !transfer_->active) return true;
+    Transfer& t = *transfer_;
+    const int steps = t.exchange ? 1 : t.ring.steps();
+    double* data = values_.data();
+    const std::size_t n = values_.size();
+    while (true) {
+        if (t.posted) {
+            int done = 0;
+            MPI_Testall(static_cast<int>(t.requests.size()), t.requests.data(), &done, MPI_STATUSES_IGNORE);
+            if (!done) return false;
+            t.posted = false;
+            if (t.exchange) finish_exchange(t.received.data(), data, n, t.ring.world, t.op);
+            else finish_ring_step(t.ring, t.step, t.received.data(), data, t.op);
+            if (++t.step == steps) {
+                t.active = false;
+                return true;
+            }
+        }
+        constexpr const char* kOp = "distributed.Bucket.start_all_reduce";
+        if (t.exchange) {  // every rank's values to every rank, as MPI_Allgather
+            const int me = t.ring.me;
+            std::copy(data, data + n, t.received.data() + static_cast<std::size_t>(me) * n);
+            MPI_Request* request = t.requests.data();
+            for (int r = 0; r < t.ring.world; ++r) {
+                if (r == me) continue;
+                MPI_Irecv(t.received.data() + static_cast<std::size_t>(r) * n, as_count(n, kOp), MPI_DOUBLE, r, tag_, MPI_COMM_WORLD,
+                          request++);
+                MPI_Isend(data, as_count(n, kOp), MPI_DOUBLE, r, tag_, MPI_COMM_WORLD, request++);
+            }
+        } else {
+            const Ring& ring = t.ring;
+            const int send = ring.send_chunk(t.step), receive = ring.receive_chunk(t.step);
+            double* into = ring.reduces(t.step) ? t.received.data() : data + ring.begin_of(receive);
+            const int tag = tag_ + (ring.reduces(t.step) ? 0 : 1);
+            MPI_Irecv(into, as_count(ring.size_of(receive), kOp), MPI_DOUBLE, ring.left(), tag, MPI_COMM_WORLD, &t.requests[0]);
+            MPI_Isend(data + ring.begin_of(send), as_count(ring.size_of(send), kOp), MPI_DOUBLE, ring.right(), tag, MPI_COMM_WORLD,
+                      &t.requests[1]);
+        }
+        t.posted = true;
+    }
+}
+
+void Bucket::wait() {
+    while (!test()) {
+        std::vector<MPI_Request>& requests = transfer_->requests;  // then test() finds the step done
+        MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    }
+}
 
 void Bucket::broadcast(int src) {
     constexpr const char* kOp = "distributed.Bucket.broadcast";

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ void all_reduce(Array& values, ReduceOp op = ReduceOp::SUM);
 class Bucket {
 public:
     Bucket(std::size_t size, const std::string& layout);
+    Bucket(Bucket&&) noexcept;
+    Bucket& operator=(Bucket&&) noexcept;
+    ~Bucket();  ///< waits for an all-reduce still in flight
     double* data() { return values_.data(); }
     const double* data() const { return values_.data(); }
     std::size_t size() const { return values_.size(); }
@@ -68,8 +72,28 @@ public:
     /// Copies rank `src`'s values to every rank, as broadcast(Array&), without its shape check.
     void broadcast(int src = 0);
 
+    /// Starts all_reduce(op) and returns at once (MPI's nonblocking point-to-point calls, with
+    /// this bucket's own message tags): the same exchange or ring, the same sums in the same
+    /// order, so the result has all_reduce(op)'s bits. Until
+    /// wait() returns, the values must be neither read nor written. MPI moves a transfer on only
+    /// inside MPI calls: call test() now and then (DistributedDataParallel does, from its gradient
+    /// hooks), then wait(). Several buckets may be in flight at once, and collectives may run
+    /// meanwhile (a started bucket makes no collective call). Throws xg::Error when this bucket's
+    /// all-reduce is already in flight.
+    void start_all_reduce(ReduceOp op = ReduceOp::SUM);
+    /// Moves the all-reduce in flight on without blocking; true once it has finished (or when none
+    /// was started).
+    bool test();
+    /// Finishes the all-reduce in flight (nothing when none is).
+    void wait();
+    /// Whether an all-reduce was started and has not finished yet.
+    bool in_flight() const;
+
 private:
+    struct Transfer;  // a started all-reduce: its MPI requests, step and scratch (collectives.cpp)
     std::vector<double> values_;
+    std::unique_ptr<Transfer> transfer_;
+    int tag_ = 0;  // the message tags of this bucket's ring (the same on every rank)
 };
 
 /// Every rank's `tensor`, in rank order; the shapes may differ between ranks.

@@ -570,17 +570,12 @@ Tensor Tensor::to(Dtype dtype) const {
     return out;
 }
 
-RemovableHandle Tensor::register_hook(GradHook hook) const {
-    const Node& n = checked(node_);
-    if (!n.requires_grad) {
-        fail("register_hook", "cannot register a hook on a tensor that does not require grad (" + describe(n) + ")");
-    }
-    if (!hook) fail("register_hook", "the hook is empty");
-    const std::uint64_t id = g_hook_ids.fetch_add(1, std::memory_order_relaxed) + 1;
-    node_->hooks.emplace_back(id, std::move(hook));
-    return RemovableHandle([weak = std::weak_ptr<Node>(node_), id] {
-        if (NodePtr node = weak.lock()) {
-            auto& hooks = node->hooks;
+// A handle that erases entry `id` of node->*list, if the node is still alive.
+template <class Hook>
+RemovableHandle removal_of(const NodePtr& node, std::vector<std::pair<std::uint64_t, Hook>> Node::*list, std::uint64_t id) {
+    return RemovableHandle([weak = std::weak_ptr<Node>(node), list, id] {
+        if (NodePtr alive = weak.lock()) {
+            auto& hooks = (*alive).*list;
             for (auto it = hooks.begin(); it != hooks.end(); ++it) {
                 if (it->first == id) {
                     hooks.erase(it);
@@ -589,6 +584,28 @@ RemovableHandle Tensor::register_hook(GradHook hook) const {
             }
         }
     });
+}
+
+RemovableHandle Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const {
+    const Node& n = checked(node_);
+    if (!n.requires_grad || !n.is_leaf()) {
+        fail("register_post_accumulate_grad_hook", "needs a leaf that requires grad, got " + describe(n));
+    }
+    if (!hook) fail("register_post_accumulate_grad_hook", "the hook is empty");
+    const std::uint64_t id = g_hook_ids.fetch_add(1, std::memory_order_relaxed) + 1;
+    node_->post_accumulate_hooks.emplace_back(id, std::move(hook));
+    return removal_of(node_, &Node::post_accumulate_hooks, id);
+}
+
+RemovableHandle Tensor::register_hook(GradHook hook) const {
+    const Node& n = checked(node_);
+    if (!n.requires_grad) {
+        fail("register_hook", "cannot register a hook on a tensor that does not require grad (" + describe(n) + ")");
+    }
+    if (!hook) fail("register_hook", "the hook is empty");
+    const std::uint64_t id = g_hook_ids.fetch_add(1, std::memory_order_relaxed) + 1;
+    node_->hooks.emplace_back(id, std::move(hook));
+    return removal_of(node_, &Node::hooks, id);
 }
 
 // ---- the graph walk -----------------------------------------------------------------------
@@ -683,6 +700,14 @@ void accumulate(Node& node, Tensor&& g, const std::string& from_op) {
     if (!node.grad32) node.grad32 = std::move(a);
     else add_into(*node.grad32, a);  // a second backward adds to .grad: a float32 sum, as PyTorch's
     if (node.grad_mirror != Node::Mirror::None) node.grad_mirror = Node::Mirror::Stale;
+}
+
+// A leaf's post-accumulate hooks, in registration order, once its .grad holds this walk's part.
+void run_post_accumulate_hooks(const NodePtr& leaf) {
+    if (leaf->post_accumulate_hooks.empty()) return;
+    const auto hooks = leaf->post_accumulate_hooks;  // a copy: a hook may remove itself while running
+    const Tensor tensor(leaf);
+    for (const auto& entry : hooks) entry.second(tensor);
 }
 
 // The walk's gradients of the nodes it has not reached yet, each in its node's dtype: float64
@@ -818,6 +843,7 @@ void run_backward(const std::vector<NodePtr>& roots, const std::vector<Tensor>& 
         } else {
             if (node->is_leaf()) {
                 accumulate(*node, summed ? std::move(g) : g.detach(), node->op);  // a leaf is the end of the line
+                run_post_accumulate_hooks(self);
                 continue;
             }
             if (node->retains_grad) accumulate(*node, g.detach(), node->op);
@@ -941,6 +967,7 @@ void run_backward_graph(const std::vector<NodePtr>& roots, const std::vector<Ten
         } else {
             if (node->is_leaf()) {
                 accumulate_in_graph(*node, g);
+                run_post_accumulate_hooks(self);
                 continue;
             }
             // A retained gradient is differentiable under create_graph, as a leaf's is (PyTorch's

@@ -209,6 +209,9 @@ private:
 /// A gradient hook (Tensor::register_hook): sees dLoss/dTensor once it is fully accumulated and
 /// returns a replacement of the same shape, or an undefined Tensor to keep it.
 using GradHook = std::function<Tensor(const Tensor&)>;
+/// A hook on a leaf (Tensor::register_post_accumulate_grad_hook): called with the leaf once
+/// backward has added its gradient to .grad.
+using PostAccumulateGradHook = std::function<void(const Tensor&)>;
 
 /// A vertex of the autograd graph. Users hold it through xg::Tensor.
 ///
@@ -268,6 +271,8 @@ struct Node {
     std::vector<SavedInfo> saved;  ///< extra tensors the closure keeps (beyond inputs/output)
     /// Gradient hooks with their ids, in registration order (empty: the walk skips them).
     std::vector<std::pair<std::uint64_t, GradHook>> hooks;
+    /// A leaf's hooks run after its .grad was updated, with their ids, in registration order.
+    std::vector<std::pair<std::uint64_t, PostAccumulateGradHook>> post_accumulate_hooks;
 
     /// True for tensors not made by an op (inputs, parameters).
     bool is_leaf() const { return op == "leaf"; }
@@ -434,6 +439,14 @@ public:
             return Tensor();
         }));
     }
+
+    /// Registers `hook` on a leaf that requires grad (PyTorch's
+    /// Tensor.register_post_accumulate_grad_hook): every backward that reaches the leaf calls
+    /// `hook(leaf)` right after adding the gradient to .grad, while the walk goes on to the rest
+    /// of the graph (DistributedDataParallel starts reducing a bucket from there). xg::grad,
+    /// which writes no .grad, does not call it. Throws xg::Error on a non-leaf or a tensor that
+    /// does not require grad.
+    RemovableHandle register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const;
 
     /// A new leaf sharing nothing with the graph (value copied, same dtype, requires_grad false).
     Tensor detach() const;

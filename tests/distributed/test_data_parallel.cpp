@@ -101,6 +101,7 @@ TEST_CASE("data-parallel training equals one process on the full batch (SyncBatc
 TEST_CASE("LayerNorm sends no statistics: only the gradient all-reduce crosses between ranks", "[distributed][ddp]") {
     for (bool batch_norm : {true, false}) {
         auto ddp = std::make_shared<nn::DistributedDataParallel>(nn::convert_sync_batchnorm(make_model(batch_norm)), 25.0, false);
+        ddp->overlap = false;  // the gradients' bytes counted in reduce_gradients(), not during backward
         const Tensor x(xg::test::global_randn({4, kIn}, 3));
         distributed::reset_bytes_sent();
         mean(ddp->forward(x)).backward();
@@ -213,6 +214,103 @@ TEST_CASE("Bucket: the ranks agree on its layout once, then all_reduce and broad
                               Catch::Contains("rank 1: 5 values (gradients)"));
         CHECK_THROWS_WITH(distributed::Bucket(5, me == 0 ? "(5,)" : "(1, 5)"),
                           Catch::Contains("rank 0: 5 values ((5,))") && Catch::Contains("rank 1: 5 values ((1, 5))"));
+    }
+}
+
+TEST_CASE("Bucket::start_all_reduce: all_reduce's bits, several buckets in flight at once", "[distributed][ddp]") {
+    const int me = distributed::rank();
+    // 1001 values go by the exchange, 10001 by the ring (distributed::kExchangeBytes)
+    const std::vector<std::size_t> sizes = {0, 1, 1001, 10001, 20001};
+    for (distributed::ReduceOp op : {distributed::ReduceOp::SUM, distributed::ReduceOp::AVG, distributed::ReduceOp::MAX}) {
+        std::vector<distributed::Bucket> started, blocking;
+        for (std::size_t n : sizes) {
+            started.emplace_back(n, "values");
+            blocking.emplace_back(n, "values");
+            const Array mine = xg::test::global_randn({n}, 70 + n + static_cast<std::uint64_t>(me), 1e3, 0.1);
+            std::copy(mine.begin(), mine.end(), started.back().data());
+            std::copy(mine.begin(), mine.end(), blocking.back().data());
+        }
+        for (distributed::Bucket& b : blocking) b.all_reduce(op);
+        for (distributed::Bucket& b : started) b.start_all_reduce(op);  // all in flight together
+        for (distributed::Bucket& b : started) b.test();
+        if (started[3].in_flight()) {  // (it may have finished already when the other ranks were ahead)
+            CHECK_THROWS_WITH(started[3].all_reduce(op), Catch::Contains("Bucket.all_reduce") && Catch::Contains("wait()"));
+            CHECK_THROWS_WITH(started[3].start_all_reduce(op), Catch::Contains("Bucket.start_all_reduce") && Catch::Contains("wait()"));
+        }
+        for (auto it = started.rbegin(); it != started.rend(); ++it) it->wait();  // any order of waiting
+        for (std::size_t k = 0; k < sizes.size(); ++k) {
+            INFO(sizes[k] << " values, op " << static_cast<int>(op));
+            CHECK_FALSE(started[k].in_flight());
+            Array a = Array::from_shape({sizes[k]}), b = Array::from_shape({sizes[k]});
+            std::copy(started[k].data(), started[k].data() + sizes[k], a.begin());
+            std::copy(blocking[k].data(), blocking[k].data() + sizes[k], b.begin());
+            CHECK(max_diff_all_ranks(a, b) == 0.0);
+        }
+    }
+}
+
+namespace {
+
+// Three SGD steps of the LayerNorm model under DDP with a bucket per parameter, each rank on its
+// own rows; `micro_batches` backwards per step (gradient accumulation), the first ones under
+// no_sync() when `no_sync`. The state_dict, and the last step's timeline.
+std::pair<NamedArrays, nn::DistributedDataParallel::Timeline> train_ddp(bool overlap, int micro_batches, bool no_sync) {
+    const int me = distributed::rank();
+    auto ddp = std::make_shared<nn::DistributedDataParallel>(make_model(false), 1e-6);
+    ddp->overlap = overlap;
+    optim::SGD sgd(ddp->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    for (int step = 0; step < 3; ++step) {
+        sgd.zero_grad();
+        for (int m = 0; m < micro_batches; ++m) {
+            const std::uint64_t seed = 100 + 10 * static_cast<std::uint64_t>(step) + static_cast<std::uint64_t>(m);
+            const Tensor x(xg::test::rows(xg::test::global_randn({8, kIn}, seed), 4 * me % 8, 4 * me % 8 + 4));
+            const Tensor loss = mean(ddp->forward(x));
+            if (no_sync && m + 1 < micro_batches) {
+                auto guard = ddp->no_sync();
+                loss.backward();
+            } else {
+                loss.backward();
+            }
+        }
+        ddp->reduce_gradients();
+        sgd.step();
+    }
+    return {ddp->state_dict(), ddp->last_timeline()};
+}
+
+}  // namespace
+
+TEST_CASE("DistributedDataParallel starts each bucket during backward, with the bits of reducing after it",
+          "[distributed][ddp]") {
+    const auto [after, after_timeline] = train_ddp(false, 1, false);
+    const auto [during, during_timeline] = train_ddp(true, 1, false);
+    REQUIRE(after.size() == during.size());
+    for (std::size_t i = 0; i < after.size(); ++i) {
+        INFO(after[i].first);
+        CHECK(max_diff_all_ranks(during[i].second, after[i].second) == 0.0);
+    }
+    // the overlap: with it, every bucket started during backward (the last one from the hook of the
+    // last gradient), before reduce_gradients(); without it, none did
+    const std::size_t buckets = during_timeline.started_ms.size();
+    REQUIRE(buckets == 6);  // two Linear, one LayerNorm: a bucket per parameter
+    std::size_t started_during = 0;
+    for (std::size_t k = 0; k < buckets; ++k) {
+        started_during += during_timeline.started_ms[k] < during_timeline.reduce_entered_ms;
+        CHECK(after_timeline.started_ms[k] >= after_timeline.reduce_entered_ms);
+        CHECK(during_timeline.finished_ms[k] >= during_timeline.started_ms[k]);
+        CHECK(during_timeline.finished_ms[k] <= during_timeline.reduce_returned_ms);
+    }
+    CHECK(started_during == buckets);
+
+    // gradient accumulation over two micro-batches: under no_sync(), or without it (reduced again
+    // after backward), the same bits as reducing after backward
+    const NamedArrays accumulated = train_ddp(false, 2, false).first;
+    for (bool no_sync : {true, false}) {
+        const NamedArrays overlapped = train_ddp(true, 2, no_sync).first;
+        for (std::size_t i = 0; i < accumulated.size(); ++i) {
+            INFO(accumulated[i].first << (no_sync ? ", first micro-batch under no_sync()" : ", no no_sync()"));
+            CHECK(max_diff_all_ranks(overlapped[i].second, accumulated[i].second) == 0.0);
+        }
     }
 }
 

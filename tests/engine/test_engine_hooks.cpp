@@ -124,6 +124,41 @@ TEST_CASE("a hook that removes itself while running runs once", "[hooks]") {
     CHECK(x.grad()(0) == 4.0);
 }
 
+TEST_CASE("a post-accumulate hook sees the leaf with its .grad updated, while backward goes on", "[hooks]") {
+    Tensor w({1.0, 2.0}), b({0.5, 0.5});
+    w.requires_grad_();
+    b.requires_grad_();
+    std::vector<std::string> events;
+    std::vector<double> seen;
+    auto handle = w.register_post_accumulate_grad_hook([&](const Tensor& leaf) {
+        events.push_back("w");
+        seen.push_back(leaf.grad()(1));
+    });
+    b.register_post_accumulate_grad_hook([&](const Tensor&) { events.push_back("b"); });
+    // b's gradient is complete before the walk reaches w (b is used after w): its hook runs first
+    const Tensor h = w * 3.0;
+    h.register_hook([&](const Tensor&) { events.push_back("h"); });
+    const Tensor loss = xg::sum(h + b);
+    loss.backward(true);
+    CHECK(events == std::vector<std::string>{"b", "h", "w"});
+    loss.backward();  // a second backward adds to .grad: the hook sees the sum
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[0] == 3.0);
+    CHECK(seen[1] == 6.0);
+    handle.remove();
+    xg::sum(w * 1.0).backward();
+    CHECK(seen.size() == 2);
+    // xg::grad stores no .grad and calls no post-accumulate hook
+    b.register_post_accumulate_grad_hook([&](const Tensor&) { events.push_back("b again"); });
+    const std::size_t before = events.size();
+    xg::grad({xg::sum(b * 2.0)}, {b});
+    CHECK(events.size() == before);
+    CHECK_THROWS_WITH(h.register_post_accumulate_grad_hook([](const Tensor&) {}),
+                      Catch::Contains("register_post_accumulate_grad_hook") && Catch::Contains("leaf"));
+    CHECK_THROWS_WITH(Tensor({1.0}).register_post_accumulate_grad_hook([](const Tensor&) {}),
+                      Catch::Contains("register_post_accumulate_grad_hook"));
+}
+
 TEST_CASE("register_hook errors name the op, the tensor and the shapes", "[hooks][errors]") {
     const Tensor constant({1.0, 2.0});
     CHECK_THROWS_WITH(constant.register_hook([](const Tensor&) {}),
