@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,41 +63,62 @@ IndexArray mlp_targets(std::size_t batch) {
     return targets;
 }
 
-// Median time of one step (ms) over `reps`, each rank timing the same steps, the slowest rank's;
-// and the median of the slowest rank's reduce_gradients() within it. `overlap`: DDP's buckets
-// start during backward (else all in reduce_gradients()).
-StepTimes step_ms(bool batch_norm, std::size_t global_batch, int reps, bool overlap = true) {
-    const int world = distributed::world_size();
-    const std::size_t batch = global_batch / static_cast<std::size_t>(world);
-    auto model = mlp(batch_norm);
-    nn::DistributedDataParallel ddp(model);
-    ddp.overlap = overlap;
-    optim::Adam adam(model->parameters(), optim::AdamOptions(1e-3));
-    Generator gen(11 + static_cast<std::uint64_t>(distributed::rank()));
-    const Tensor x = randn({batch, 784}, gen);
-    const IndexArray targets = mlp_targets(batch);
+// One DDP-wrapped model and what its steps need.
+struct DdpRun {
+    std::shared_ptr<nn::Sequential> model;
+    std::unique_ptr<nn::DistributedDataParallel> ddp;
+    std::unique_ptr<optim::Adam> adam;
+    Tensor x;
+    IndexArray targets;
     std::vector<double> times, reduce_times;
     std::vector<nn::DistributedDataParallel::Timeline> timelines;
-    for (int r = -5; r < reps; ++r) {
+
+    DdpRun(bool batch_norm, std::size_t global_batch, bool overlap) : model(mlp(batch_norm)) {
+        const std::size_t batch = global_batch / static_cast<std::size_t>(distributed::world_size());
+        ddp = std::make_unique<nn::DistributedDataParallel>(model);
+        ddp->overlap = overlap;
+        adam = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions(1e-3));
+        Generator gen(11 + static_cast<std::uint64_t>(distributed::rank()));
+        x = randn({batch, 784}, gen);
+        targets = mlp_targets(batch);
+    }
+    // One step, timed on every rank; the slowest rank's times are kept when `keep`.
+    void step(bool keep) {
         distributed::barrier();
         const double start = seconds();
-        adam.zero_grad();
-        nn::cross_entropy(ddp.forward(x), targets).backward();
+        adam->zero_grad();
+        nn::cross_entropy(ddp->forward(x), targets).backward();
         const double reduce_start = seconds();
-        ddp.reduce_gradients();
+        ddp->reduce_gradients();
         const double reduce_end = seconds();
-        adam.step();
+        adam->step();
         Array t = Array({seconds() - start, reduce_end - reduce_start});
         distributed::all_reduce(t, distributed::ReduceOp::MAX);
-        if (r >= 0) {
-            times.push_back(t(0) * 1e3);
-            reduce_times.push_back(t(1) * 1e3);
-            timelines.push_back(ddp.last_timeline());
-        }
+        if (!keep) return;
+        times.push_back(t(0) * 1e3);
+        reduce_times.push_back(t(1) * 1e3);
+        timelines.push_back(ddp->last_timeline());
     }
-    const double step = median(times);
-    const std::size_t at = static_cast<std::size_t>(std::find(times.begin(), times.end(), step) - times.begin());
-    return {step, median(reduce_times), timelines[at]};
+    StepTimes result() const {
+        const double step = median(times);
+        const std::size_t at = static_cast<std::size_t>(std::find(times.begin(), times.end(), step) - times.begin());
+        return {step, median(reduce_times), timelines[at]};
+    }
+};
+
+// Median time of one step (ms) over `reps`, each rank timing the same steps, the slowest rank's;
+// and the median of the slowest rank's reduce_gradients() within it. Several runs take turns step
+// by step (so that the machine's load hits each alike).
+std::vector<StepTimes> step_ms(const std::vector<std::pair<bool, bool>>& batch_norm_and_overlap, std::size_t global_batch,
+                               int reps) {
+    std::vector<std::unique_ptr<DdpRun>> runs;
+    for (const auto& [batch_norm, overlap] : batch_norm_and_overlap) runs.push_back(std::make_unique<DdpRun>(batch_norm, global_batch, overlap));
+    for (int r = -5; r < reps; ++r) {
+        for (auto& run : runs) run->step(r >= 0);
+    }
+    std::vector<StepTimes> out;
+    for (const auto& run : runs) out.push_back(run->result());
+    return out;
 }
 
 // The same step (LayerNorm) on this process alone, no DDP, on the whole global batch: median ms.
@@ -123,8 +145,9 @@ double one_process_step_ms(std::size_t global_batch, int reps) {
 void print_ddp_overlap_rows(int reps) {
     const int world = distributed::world_size();
     const bool speak = distributed::rank() == 0;
-    const StepTimes during = step_ms(false, 64, reps, true);
-    const StepTimes after = step_ms(false, 64, reps, false);
+    const std::vector<StepTimes> both = step_ms({{false, true}, {false, false}}, 64, reps);
+    const StepTimes& during = both[0];
+    const StepTimes& after = both[1];
     double single = 0.0;
     distributed::barrier();
     if (speak) single = one_process_step_ms(64, reps);  // the other ranks wait, idle
@@ -223,8 +246,9 @@ int main(int argc, char** argv) {
     const int reps = argc > 1 ? std::atoi(argv[1]) : 50;
     const int world = distributed::world_size();
     const bool speak = distributed::rank() == 0;
+    const std::vector<StepTimes> steps = step_ms({{false, true}, {true, true}}, 64, reps);
     for (bool batch_norm : {false, true}) {
-        const StepTimes ms = step_ms(batch_norm, 64, reps);
+        const StepTimes& ms = steps[batch_norm ? 1 : 0];
         if (speak) {
             std::printf("xgrad  %d rank%s  MLP step 784-256-256-10 %s+GELU, global b64 (%d per rank): %.3f ms, of which reduce_gradients %.3f ms\n",
                         world, world > 1 ? "s" : " ", batch_norm ? "SyncBN" : "LN", 64 / world, ms.step_ms, ms.reduce_gradients_ms);
