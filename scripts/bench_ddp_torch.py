@@ -75,6 +75,7 @@ def worker(rank, world, reps):
         if rank == 0:
             print("torch  %d rank%s  all_reduce %2d MiB (gloo): %.3f ms, algorithm bandwidth %.2f GB/s, bus %.2f GB/s"
                   % (world, "s" if world > 1 else " ", mb, ms, nbytes / (ms * 1e-3) / 1e9, bus))
+    dist.barrier()  # no rank tears gloo down while another still talks to it (a rank was left spinning)
     dist.destroy_process_group()
 
 
