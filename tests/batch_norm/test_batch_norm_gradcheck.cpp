@@ -21,18 +21,7 @@ namespace F = xg::nn::functional;
 using xg::Shape;
 using xg::Tensor;
 constexpr auto check = xg::test::check_gradient;
-
-namespace {
-
-// Parameters near 1 (weights) or 0 (biases) but not exactly, so every term of the backward matters.
-Tensor around(double centre, const Shape& shape, xg::Generator& gen) {
-    Tensor t = xg::randn(shape, gen);
-    t.mutable_value() = centre + 0.5 * t.value();
-    t.requires_grad_();
-    return t;
-}
-
-}  // namespace
+constexpr auto around = xg::test::parameter_around;
 
 TEST_CASE("gradcheck batch_norm and batch_norm_composed, train and eval", "[gradcheck][fused]") {
     xg::Generator gen(15);

@@ -1,8 +1,7 @@
-// Finite-difference checks of layer_norm and its composed twin w.r.t. the input and both
-// parameters, on 2-D and 3-D inputs and a joint normalized_shape.
-// Finite-difference checks of the LayerNorm and RMSNorm modules w.r.t. the input and every
-// parameter (2-D, 3-D, joint normalized_shape). A module's forward reads its parameters from
-// members; f() puts gradcheck's own input tensors in their place (Module::replace_parameter).
+// Finite-difference checks of layer_norm and its composed twin, and of the LayerNorm and RMSNorm
+// modules, w.r.t. the input and every parameter, on 2-D and 3-D inputs and a joint normalized_shape.
+// A module's forward reads its parameters from members; f() puts gradcheck's own input tensors in
+// their place (Module::replace_parameter).
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -24,17 +23,7 @@ using xg::Shape;
 using xg::Tensor;
 constexpr auto check = xg::test::check_gradient;
 
-namespace {
-
-// Parameters near 1 (weights) or 0 (biases) but not exactly, so every term of the backward matters.
-Tensor around(double centre, const Shape& shape, xg::Generator& gen) {
-    Tensor t = xg::randn(shape, gen);
-    t.mutable_value() = centre + 0.5 * t.value();
-    t.requires_grad_();
-    return t;
-}
-
-}  // namespace
+constexpr auto around = xg::test::parameter_around;
 
 TEST_CASE("gradcheck layer_norm and layer_norm_composed", "[gradcheck][fused]") {
     xg::Generator gen(13);

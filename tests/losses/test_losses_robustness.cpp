@@ -13,6 +13,7 @@
 #include "core/engine/random.hpp"
 #include "core/ops/ops.hpp"
 #include "nn/nn.hpp"
+#include "tests/support/op_runs.hpp"
 
 namespace xg_test_losses_robustness {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -23,25 +24,9 @@ using xg::Tensor;
 
 namespace {
 
-using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
-
-// Output and input gradients of f(inputs) for upstream gradient `g`, on fresh leaf copies.
-std::vector<Array> run(const Fn& f, const std::vector<Array>& inputs, const Array& g) {
-    std::vector<Tensor> leaves;
-    for (const Array& a : inputs) leaves.emplace_back(a, true);
-    const Tensor y = f(leaves);
-    y.backward(Tensor(g));
-    std::vector<Array> out{y.value()};
-    for (const Tensor& t : leaves) out.push_back(t.grad_value());
-    return out;
-}
-
-bool all_finite(const std::vector<Array>& arrays) {
-    for (const Array& a : arrays) {
-        if (!std::all_of(a.begin(), a.end(), [](double v) { return std::isfinite(v); })) return false;
-    }
-    return true;
-}
+using Fn = xg::test::OpOfLeaves;
+using xg::test::all_finite;
+using xg::test::run;
 
 }  // namespace
 

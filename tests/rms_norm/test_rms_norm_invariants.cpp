@@ -14,6 +14,7 @@
 #include "nn/fast/kernel_primitives.hpp"
 #include "nn/functional/functional.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/op_runs.hpp"
 
 namespace xg_test_rms_norm_invariants {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -25,18 +26,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
-
-// Output and input gradients of f(inputs) for upstream gradient `g`, on fresh leaf copies.
-std::vector<Array> run(const Fn& f, const std::vector<Array>& inputs, const Array& g) {
-    std::vector<Tensor> leaves;
-    for (const Array& a : inputs) leaves.emplace_back(a, true);
-    Tensor y = f(leaves);
-    y.backward(Tensor(g));
-    std::vector<Array> out{y.value()};
-    for (const Tensor& t : leaves) out.push_back(t.grad_value());
-    return out;
-}
+using Fn = xg::test::OpOfLeaves;
+using xg::test::all_finite;
+using xg::test::run;
 
 Array randn(const Shape& s) { return xg::randn(s).value(); }
 

@@ -33,4 +33,13 @@ inline void check_gradient(const SingleFunction& f, const std::vector<Tensor>& i
     expect_passed(gradcheck(f, inputs, {name}));
 }
 
+/// A parameter leaf near `centre` (1 for weights, 0 for biases) but not at it, so that every
+/// term of a backward matters: centre + 0.5 N(0, 1) per value.
+inline Tensor parameter_around(double centre, const Shape& shape, Generator& gen) {
+    Tensor t = randn(shape, gen);
+    t.mutable_value() = centre + 0.5 * t.value();
+    t.requires_grad_();
+    return t;
+}
+
 }  // namespace xg::test

@@ -150,24 +150,19 @@ std::string gap_text(double gap) { return gap == 0 ? "0" : sci(gap, 0); }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    Tutorial tut(argc, argv,
-                 {"17 Norm placement: Curse of Depth, Peri-LN, DeepNorm, scale invariance, geometry",
-                  "P4.1, P5.1, P6.1, P7.1, P8.1", "docs/tutorials/17-norm-placement.md", "about 12 s of CPU (one thread)",
-                  "depths 6, 12 and 24, 300 steps per model (about 2 minutes of CPU)",
-                  "17_norm_placement_depth<L>.csv/.png (per block: residual variance, gradient norms at init and "
-                  "after training, loss without the block; mean and band over the seeds)"});
-    keep_heap_mapped();
+namespace {
+
+// The config of both runs. Both train the same small model (d 16, 2 heads, context 16, batches of
+// 8): on the shared 2-core machine tutorial 16's width (d 32, context 32, batches of 16) at 24
+// blocks would take most of an hour for the 45 models of --full. --full goes deeper and trains longer.
+tv::PlacementConfig placement_config(bool full) {
     tv::PlacementConfig cfg;
-    // Both runs train the same small model (d 16, 2 heads, context 16, batches of 8): on the shared
-    // 2-core machine tutorial 16's width (d 32, context 32, batches of 16) at 24 blocks would take
-    // most of an hour for the 45 models of --full. --full goes deeper and trains longer.
     cfg.d_model = 16;
     cfg.n_heads = 2;
     cfg.context = 16;
     cfg.batch = 8;
     cfg.heldout_windows = 32;
-    if (tut.full()) {
+    if (full) {
         cfg.depths = {6, 12, 24};
         cfg.steps = 300;
         cfg.warmup = 30;
@@ -176,6 +171,11 @@ int main(int argc, char** argv) {
         cfg.steps = 100;
         cfg.warmup = 10;
     }
+    return cfg;
+}
+
+// P4.1-P6.1's study: the placements' gradchecks, then per depth the tables and the figure.
+tv::PlacementStudy run_placement_study(Tutorial& tut, const tv::PlacementConfig& cfg) {
     std::string seeds;
     for (std::uint64_t s : cfg.seeds) seeds += (seeds.empty() ? "" : ", ") + std::to_string(s);
 
@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
     tut.say("DeepNorm: alpha = (2L)^(1/4) on the residual, beta = (8L)^(-1/4) on the FFN, value and output");
     tut.say("projections' initial weights; Pre-LN+LNS: block l's norms output LN(x) / sqrt(l)");
 
-    const tv::PlacementStudy s = tv::placement_study(cfg);
+    tv::PlacementStudy s = tv::placement_study(cfg);
     tut.step(fmt::format("char GPT (d {}, {} heads, context {}), depths {}; the last {} characters held out", cfg.d_model,
                          cfg.n_heads, cfg.context,
                          fmt::format("{}", fmt::join(cfg.depths, ", ")), s.heldout_chars));
@@ -215,13 +215,13 @@ int main(int argc, char** argv) {
         tut.show(table(b, "    "));
         plot_layers(tut, s, depth, cfg.placements, cfg.seeds);
     }
-    const std::size_t deep = cfg.depths.back();
+    return s;
+}
+
+// P4.1 (Sun et al.) at the deepest depth: Pre-LN's deep blocks, and LayerNorm Scaling.
+void conclude_curse_of_depth(Tutorial& tut, const tv::PlacementStudy& s, std::size_t deep) {
     const auto& pre = cell_of(s, deep, NormPlacement::pre);
     const auto& lns = cell_of(s, deep, NormPlacement::pre_lns);
-    const auto& peri = cell_of(s, deep, NormPlacement::peri);
-    const auto& post = cell_of(s, deep, NormPlacement::post);
-    const auto& dn = cell_of(s, deep, NormPlacement::deepnorm);
-
     tut.step(fmt::format("P4.1 at {} blocks: Pre-LN's deep blocks, and LayerNorm Scaling", deep));
     const tv::PairedDifference pre_deep_vs_early =
         tv::paired_difference(per_seed(pre, removal_early), per_seed(pre, removal_deep));
@@ -241,6 +241,13 @@ int main(int argc, char** argv) {
         {lns_var.significant && lns_var.mean < 0, "LNS slows the growth"},
         {lns_deep.significant && lns_deep.mean > 0, "LNS's deep blocks matter more than Pre-LN's"}};
     conclude_wrapped(tut, "P4.1 " + verdict(p41));  // three claims share the section: each verdict names its own
+}
+
+// P5.1 (Kim et al.) at the deepest depth: Peri-LN against Pre-LN and Post-LN.
+void conclude_peri_ln(Tutorial& tut, const tv::PlacementStudy& s, std::size_t deep) {
+    const auto& pre = cell_of(s, deep, NormPlacement::pre);
+    const auto& peri = cell_of(s, deep, NormPlacement::peri);
+    const auto& post = cell_of(s, deep, NormPlacement::post);
     tut.step(fmt::format("P5.1 at {} blocks: Peri-LN against Pre-LN and Post-LN", deep));
     const tv::PairedDifference peri_act = tv::paired_difference(per_seed(pre, max_act), per_seed(peri, max_act));
     const tv::PairedDifference peri_loss_pre = tv::paired_difference(per_seed(pre, heldout_of), per_seed(peri, heldout_of));
@@ -254,6 +261,12 @@ int main(int argc, char** argv) {
         {peri_loss_pre.significant && peri_loss_pre.mean < 0, "its held-out loss is lower than Pre-LN's"},
         {peri_loss_post.significant && peri_loss_post.mean < 0, "its held-out loss is lower than Post-LN's"}};
     conclude_wrapped(tut, "P5.1 " + verdict(p51));  // three claims share the section: each verdict names its own
+}
+
+// P6.1 (Wang et al.) at the deepest depth: DeepNorm against Post-LN.
+void conclude_deepnorm(Tutorial& tut, const tv::PlacementStudy& s, std::size_t deep, std::size_t seeds) {
+    const auto& post = cell_of(s, deep, NormPlacement::post);
+    const auto& dn = cell_of(s, deep, NormPlacement::deepnorm);
     tut.step(fmt::format("P6.1 at {} blocks: DeepNorm against Post-LN", deep));
     const tv::PairedDifference dn_loss = tv::paired_difference(per_seed(post, heldout_of), per_seed(dn, heldout_of));
     const tv::PairedDifference dn_grad = tv::paired_difference(per_seed(post, grad_spread_init), per_seed(dn, grad_spread_init));
@@ -262,13 +275,17 @@ int main(int argc, char** argv) {
     std::size_t post_div = 0, dn_div = 0;
     for (const auto& r : post.runs) post_div += r.diverged;
     for (const auto& r : dn.runs) dn_div += r.diverged;
-    tut.say(fmt::format("diverged runs: Post-LN {}, DeepNorm {} of {}", post_div, dn_div, cfg.seeds.size()));
+    tut.say(fmt::format("diverged runs: Post-LN {}, DeepNorm {} of {}", post_div, dn_div, seeds));
     // Wang et al.: DeepNorm keeps the deep Post-LN stack trainable and better than plain Post-LN.
     const std::vector<std::pair<bool, std::string>> p61{
         {dn_div <= post_div, "DeepNorm diverges no more often than Post-LN"},
         {dn_loss.significant && dn_loss.mean < 0, "its held-out loss is lower than Post-LN's"}};
     conclude_wrapped(tut, "P6.1 " + verdict(p61));  // three claims share the section: each verdict names its own
 
+}
+
+// P7.1 (Li and Arora 2020): weight decay on a scale-invariant loss as a growing learning rate.
+void show_scale_invariance(Tutorial& tut) {
     tut.section("P7.1", "weight decay on a scale-invariant loss = a growing learning rate (Li and Arora 2020)");
     const tv::ScaleInvarianceConfig li;
     tut.step(fmt::format("LN(X W^T) V, W ({}, {}) trained, V fixed; {} samples, {} classes, full-batch GD", li.d_hidden,
@@ -298,6 +315,10 @@ int main(int argc, char** argv) {
                      ? "holds: with eps = 0 the runs agree to rounding; eps = 1e-5 parts them slightly"
                      : "does not hold: the runs part beyond rounding even with eps = 0");
 
+}
+
+// P8.1 (Brody et al. 2023): LayerNorm's projection and scaling, on the majority task.
+void show_geometry(Tutorial& tut) {
     tut.section("P8.1", "LayerNorm = projection orthogonal to (1, ..., 1) + scaling to sqrt(d) (Brody et al. 2023)");
     const tv::MajorityConfig mc;
     tut.step(fmt::format("majority task: {} tokens from a vocabulary of {}, predict the most frequent one", mc.length, mc.vocab));
@@ -327,6 +348,26 @@ int main(int argc, char** argv) {
          "with the scaling every key is selectable"},
         {acc_proj.significant && acc_proj.mean > 0, "the projection alone lifts the accuracy over no norm"}};
     conclude_wrapped(tut, verdict(p81));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Tutorial tut(argc, argv,
+                 {"17 Norm placement: Curse of Depth, Peri-LN, DeepNorm, scale invariance, geometry",
+                  "P4.1, P5.1, P6.1, P7.1, P8.1", "docs/tutorials/17-norm-placement.md", "about 12 s of CPU (one thread)",
+                  "depths 6, 12 and 24, 300 steps per model (about 2 minutes of CPU)",
+                  "17_norm_placement_depth<L>.csv/.png (per block: residual variance, gradient norms at init and "
+                  "after training, loss without the block; mean and band over the seeds)"});
+    keep_heap_mapped();
+    const tv::PlacementConfig cfg = placement_config(tut.full());
+    const tv::PlacementStudy s = run_placement_study(tut, cfg);
+    const std::size_t deep = cfg.depths.back();
+    conclude_curse_of_depth(tut, s, deep);
+    conclude_peri_ln(tut, s, deep);
+    conclude_deepnorm(tut, s, deep, cfg.seeds.size());
+    show_scale_invariance(tut);
+    show_geometry(tut);
     return 0;
 }
 
