@@ -17,15 +17,15 @@
 
 #include <mpi.h>
 
-#include "core/distributed/collectives.hpp"
+#include "distributed/collectives.hpp"
 #include "core/engine/random.hpp"
 #include "core/engine/threads.hpp"
 #include "nn/modules/activation.hpp"
-#include "nn/modules/distributed_data_parallel.hpp"
+#include "distributed/data_parallel.hpp"
 #include "nn/modules/layers.hpp"
 #include "nn/functional/losses.hpp"
 #include "nn/modules/norm_layers.hpp"
-#include "nn/modules/sync_batchnorm.hpp"
+#include "distributed/sync_batchnorm.hpp"
 #include "optim/adam.hpp"
 
 using namespace xg;

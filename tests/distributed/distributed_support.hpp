@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "core/distributed/collectives.hpp"
+#include "distributed/collectives.hpp"
 #include "core/engine/random.hpp"
 #include "core/engine/tensor.hpp"
 

@@ -1,7 +1,7 @@
 # The `distributed.<scenario>` tests: the job's behaviour when a rank fails, and checkpoints.
 #   cmake -DSCENARIO=... -DMPIEXEC=mpiexec -DPROGRAM=xgrad_distributed_faults -DWORK_DIR=... -P faults.cmake
 # throwing_rank: one rank throws (bad input on that rank only): the job stops within seconds, with
-#   that rank's message, never a hang (the terminate handler of core/distributed/collectives.cpp: MPI_Abort).
+#   that rank's message, never a hang (the terminate handler of distributed/collectives.cpp: MPI_Abort).
 # killed_rank: one rank dies of SIGKILL while the others wait in an all_reduce: mpirun stops the job.
 # resume: a run checkpointed by rank 0 at step 3 on 2 ranks, resumed on 3 ranks and on 1, ends
 #   where the uninterrupted 2-rank run ends (within 1e-10).

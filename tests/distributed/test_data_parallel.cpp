@@ -4,13 +4,13 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/distributed/collectives.hpp"
-#include "nn/modules/distributed_data_parallel.hpp"
+#include "distributed/collectives.hpp"
+#include "distributed/data_parallel.hpp"
 #include "nn/modules/activation.hpp"
 #include "nn/modules/layers.hpp"
 #include "nn/functional/losses.hpp"
 #include "nn/modules/norm_layers.hpp"
-#include "nn/modules/sync_batchnorm.hpp"
+#include "distributed/sync_batchnorm.hpp"
 #include "optim/sgd.hpp"
 #include "optim/training/distributed_sampler.hpp"
 #include "tests/distributed/distributed_support.hpp"

@@ -11,11 +11,11 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/distributed/collectives.hpp"
-#include "nn/modules/distributed_data_parallel.hpp"
+#include "distributed/collectives.hpp"
+#include "distributed/data_parallel.hpp"
 #include "nn/modules/activation.hpp"
 #include "nn/modules/layers.hpp"
-#include "nn/modules/sync_batchnorm.hpp"
+#include "distributed/sync_batchnorm.hpp"
 #include "tests/distributed/distributed_support.hpp"
 
 namespace xg_test_distributed_gradcheck {

@@ -5,11 +5,11 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/distributed/collectives.hpp"
+#include "distributed/collectives.hpp"
 #include "nn/modules/image_norm.hpp"
 #include "nn/modules/layers.hpp"
 #include "nn/modules/norm_layers.hpp"
-#include "nn/modules/sync_batchnorm.hpp"
+#include "distributed/sync_batchnorm.hpp"
 #include "optim/sgd.hpp"
 #include "tests/distributed/distributed_support.hpp"
 #include "tests/support/float32_nn_twins.hpp"

@@ -382,7 +382,7 @@ std::set<std::string> recorded_op_names(std::vector<std::string>& unknown_sites)
     static const std::regex literal(R"re("(\w+)")re"), only_literals(R"re(^("\w+"|[\w.]+ \? "\w+" : "\w+")$)re");
     static const std::regex flat_gather(R"re(FlatGather\{"(\w+)")re");
     std::set<std::string> names;
-    for (const char* folder : {"core", "nn"}) {
+    for (const char* folder : {"core", "nn", "distributed"}) {
         for (const auto& entry : fs::recursive_directory_iterator(fs::path(XGRAD_SOURCE_DIR) / folder)) {
             if (entry.path().extension() != ".cpp") continue;
             const std::string file = fs::relative(entry.path(), fs::path(XGRAD_SOURCE_DIR)).generic_string();
@@ -442,7 +442,7 @@ TEST_CASE("create_graph: the comparison reaches every op the library records", "
 
     std::set<std::string> reached;
     for (const Case& c : all_cases()) compare_routes(c, reached);
-    // Ops this program cannot run. sync_batch_norm (nn/modules/sync_batchnorm.cpp, built only with MPI)
+    // Ops this program cannot run. sync_batch_norm (distributed/sync_batchnorm.cpp, built only with MPI)
     // needs an mpirun launch; it has no create_graph path of its own (its gradients join the graph
     // as numeric nodes that refuse a second differentiation), and ctest -L distributed compares
     // its gradients with BatchNorm's on the concatenated batch.

@@ -1,5 +1,7 @@
 # The `layout.dependencies_one_way` test: the libraries' includes point one way,
-# core <- nn <- optim, and nothing in them includes the umbrella xgrad/xgrad.hpp or tutorials/.
+# core <- nn <- optim <- distributed, and nothing in them includes the umbrella xgrad/xgrad.hpp or
+# tutorials/. distributed/ (the files that talk MPI, built only with MPI) uses core/ and nn/;
+# nothing else in the libraries includes it, so they build and run without MPI.
 # optim/ reaches into nn/ in one place only: checkpoints save and load an nn::Module.
 # The library's tests do not include tutorial code either: only the tests of the tutorials
 # themselves (tests/tutorials/) may include tutorials/.
@@ -10,13 +12,14 @@ if(NOT DEFINED SOURCE_DIR)
 endif()
 
 # folder -> the project folders its files may not include
-set(forbidden_core nn optim tutorials xgrad)
-set(forbidden_nn optim tutorials xgrad)
-set(forbidden_optim tutorials xgrad)
+set(forbidden_core nn optim distributed tutorials xgrad)
+set(forbidden_nn optim distributed tutorials xgrad)
+set(forbidden_optim distributed tutorials xgrad)
+set(forbidden_distributed tutorials xgrad)
 set(nn_users_in_optim optim/training/checkpoint.hpp optim/training/checkpoint.cpp)
 
 set(problems "")
-foreach(dir IN ITEMS core nn optim)
+foreach(dir IN ITEMS core nn optim distributed)
   file(GLOB_RECURSE files RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/${dir}/*.hpp ${SOURCE_DIR}/${dir}/*.cpp)
   foreach(file IN LISTS files)
     file(STRINGS ${SOURCE_DIR}/${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]")

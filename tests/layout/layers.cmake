@@ -1,9 +1,9 @@
 # The `layout.layers_one_way` test: inside core/ and nn/ each subfolder is a layer, and a file
 # includes only from its own folder and the layers below it (docs/architecture.md, "Layers
 # inside core/ and nn/"), headers and sources alike. Lowest first:
-#   core/: engine <- reference <- fast <- ops, distributed <- tools, io
+#   core/: engine <- reference <- fast <- ops <- tools, io
 #   nn/:   reference <- fast <- functional <- modules
-# Folders side by side in one layer (ops and distributed, tools and io) do not include each other.
+# Folders side by side in one layer (tools and io) do not include each other.
 # A file directly in core/ or nn/ (the umbrella nn/nn.hpp) may include every layer of its area.
 # Between the areas, dependencies.cmake checks core <- nn <- optim.
 #   cmake -DSOURCE_DIR=<xgrad source> -P layers.cmake
@@ -13,7 +13,7 @@ if(NOT DEFINED SOURCE_DIR)
 endif()
 
 # One entry per layer, lowest first; folders side by side in a layer are joined by '|'.
-set(layers_core engine reference fast ops|distributed tools|io)
+set(layers_core engine reference fast ops tools|io)
 set(layers_nn reference fast functional modules)
 
 # The one include allowed to point up, "<file> -> <included file>", and why: the create_graph walk
@@ -79,5 +79,5 @@ endforeach()
 if(problems)
   message(FATAL_ERROR "includes inside core/ and nn/ must point down the layers (docs/architecture.md):\n${problems}")
 endif()
-message(STATUS "core/ engine <- reference <- fast <- ops, distributed <- tools, io and nn/ reference <- fast <- functional "
+message(STATUS "core/ engine <- reference <- fast <- ops <- tools, io and nn/ reference <- fast <- functional "
                "<- modules: every include points down (one allowed: ${allowed_upward})")

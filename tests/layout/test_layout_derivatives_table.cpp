@@ -85,11 +85,13 @@ TEST_CASE("derivatives table: every op and module has a row with code and a grad
     CHECK(duplicates.empty());
 
     std::set<std::string> ops = declared_ops(kSource / "core/ops/ops.hpp"), modules;
-    for (const auto& entry : fs::recursive_directory_iterator(kSource / "nn")) {
-        // nn/modules/init.hpp's initialisers overwrite storage outside the graph: nothing to differentiate.
-        if (entry.path().extension() != ".hpp" || entry.path().filename() == "init.hpp") continue;
-        ops.merge(declared_ops(entry.path()));
-        modules.merge(module_classes(entry.path()));
+    for (const char* folder : {"nn", "distributed"}) {
+        for (const auto& entry : fs::recursive_directory_iterator(kSource / folder)) {
+            // nn/modules/init.hpp's initialisers overwrite storage outside the graph: nothing to differentiate.
+            if (entry.path().extension() != ".hpp" || entry.path().filename() == "init.hpp") continue;
+            ops.merge(declared_ops(entry.path()));
+            modules.merge(module_classes(entry.path()));
+        }
     }
     REQUIRE(ops.count("add") == 1);         // the parser sees core ops,
     REQUIRE(ops.count("layer_norm") == 1);  // fused ops
@@ -98,7 +100,7 @@ TEST_CASE("derivatives table: every op and module has a row with code and a grad
     std::set<std::string> declared = ops;
     declared.insert(modules.begin(), modules.end());
     for (const std::string& name : declared) {
-        INFO("'" << name << "' is declared in core/ops/ops.hpp or nn/**/*.hpp but has no row in docs/derivatives.md");
+        INFO("'" << name << "' is declared in core/ops/ops.hpp, nn/**/*.hpp or distributed/*.hpp but has no row in docs/derivatives.md");
         CHECK(rows.count(name) == 1);
     }
 

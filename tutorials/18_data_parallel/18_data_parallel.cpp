@@ -17,12 +17,12 @@
 
 #include <fmt/format.h>
 
-#include "core/distributed/collectives.hpp"
+#include "distributed/collectives.hpp"
 #include "core/ops/ops.hpp"
 #include "core/engine/random.hpp"
-#include "nn/modules/distributed_data_parallel.hpp"
+#include "distributed/data_parallel.hpp"
 #include "nn/nn.hpp"
-#include "nn/modules/sync_batchnorm.hpp"
+#include "distributed/sync_batchnorm.hpp"
 #include "optim/sgd.hpp"
 #include "optim/training/data.hpp"
 #include "optim/training/distributed_sampler.hpp"

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <memory>
 
-#include <xgrad/core/distributed/collectives.hpp>
-#include <xgrad/nn/modules/distributed_data_parallel.hpp>
+#include <xgrad/distributed/collectives.hpp>
+#include <xgrad/distributed/data_parallel.hpp>
 #include <xgrad/xgrad.hpp>
 
 int main() {

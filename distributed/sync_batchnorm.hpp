@@ -1,5 +1,5 @@
 // SyncBatchNorm: BatchNorm whose statistics span the batch of every rank of an MPI job, as
-// torch.nn.SyncBatchNorm. Part of xgrad::distributed (built only with MPI; core/distributed/collectives.hpp).
+// torch.nn.SyncBatchNorm. Part of xgrad::distributed (built only with MPI; distributed/collectives.hpp).
 // The derivation of its forward and backward, and what crosses between ranks, is in
 // docs/derivations/sync_batchnorm.md.
 #pragma once

@@ -1,5 +1,5 @@
-// The collectives of core/distributed/collectives.hpp over Open MPI's C API. Only this file includes mpi.h.
-#include "core/distributed/collectives.hpp"
+// The collectives of distributed/collectives.hpp over Open MPI's C API. Only this file includes mpi.h.
+#include "distributed/collectives.hpp"
 
 #include <mpi.h>
 

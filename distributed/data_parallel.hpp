@@ -1,13 +1,13 @@
 // DistributedDataParallel: one model replicated on every rank of an MPI job, each rank training on
 // its share of the batch, as torch.nn.parallel.DistributedDataParallel. Part of
-// xgrad::distributed (built only with MPI; core/distributed/collectives.hpp).
+// xgrad::distributed (built only with MPI; distributed/collectives.hpp).
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <vector>
 
-#include "core/distributed/collectives.hpp"
+#include "distributed/collectives.hpp"
 #include "nn/modules/module.hpp"
 
 namespace xg::nn {

@@ -3,7 +3,7 @@
 // global statistics, g = dL/dy on this rank's rows. The loops are batch_norm's kernels
 // (nn/reference/batch_norm.cpp, nn/fast/batch_norm.cpp): only the statistics and the two sums of
 // the backward cross between ranks.
-#include "nn/modules/sync_batchnorm.hpp"
+#include "distributed/sync_batchnorm.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "core/distributed/collectives.hpp"
+#include "distributed/collectives.hpp"
 #include "nn/fast/batch_norm.hpp"
 #include "nn/functional/affine.hpp"
 #include "nn/functional/tier.hpp"

@@ -1,4 +1,4 @@
-#include "nn/modules/distributed_data_parallel.hpp"
+#include "distributed/data_parallel.hpp"
 
 #include <algorithm>
 #include <chrono>
