@@ -8,13 +8,6 @@
 
 namespace xg::fast {
 
-template <class T>
-void softmax_forward(const T* x, T* s, std::size_t outer, std::size_t len, std::size_t inner);
-template <class T>
-void softmax_backward(const T* s, const T* g, T* dx, std::size_t outer, std::size_t len, std::size_t inner);
-template <class T>
-void log_softmax_forward(const T* x, T* l, std::size_t outer, std::size_t len, std::size_t inner);
-template <class T>
-void log_softmax_backward(const T* l, const T* g, T* dx, std::size_t outer, std::size_t len, std::size_t inner);
+#include "core/reference/softmax_signatures.inc"  // the signatures, shared by both tiers
 
 }  // namespace xg::fast

@@ -12,17 +12,6 @@
 
 namespace xg::reference {
 
-/// s_j = e^(x_j - M) / sum_k e^(x_k - M) per row, M the row's maximum.
-template <class T>
-void softmax_forward(const T* x, T* s, std::size_t outer, std::size_t len, std::size_t inner);
-/// dx_j = s_j (g_j - sum_i g_i s_i) per row.
-template <class T>
-void softmax_backward(const T* s, const T* g, T* dx, std::size_t outer, std::size_t len, std::size_t inner);
-/// l_j = (x_j - M) - log sum_k e^(x_k - M) per row.
-template <class T>
-void log_softmax_forward(const T* x, T* l, std::size_t outer, std::size_t len, std::size_t inner);
-/// dx_j = g_j - e^(l_j) sum_i g_i per row.
-template <class T>
-void log_softmax_backward(const T* l, const T* g, T* dx, std::size_t outer, std::size_t len, std::size_t inner);
+#include "core/reference/softmax_signatures.inc"  // the signatures, shared by both tiers
 
 }  // namespace xg::reference

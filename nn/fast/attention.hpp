@@ -8,20 +8,6 @@
 
 namespace xg::nn::fast {
 
-template <class T>
-double self_attention_forward(const T* qkv, T* P, T* out, std::size_t B, std::size_t L, std::size_t H, std::size_t D,
-                              double scale, bool causal);
-template <class T>
-void self_attention_backward(const T* qkv, const T* P, const T* g, T* dqkv, std::size_t B, std::size_t L, std::size_t H,
-                             std::size_t D, double scale);
-
-extern template double self_attention_forward<double>(const double*, double*, double*, std::size_t, std::size_t, std::size_t,
-                                                      std::size_t, double, bool);
-extern template double self_attention_forward<float>(const float*, float*, float*, std::size_t, std::size_t, std::size_t,
-                                                     std::size_t, double, bool);
-extern template void self_attention_backward<double>(const double*, const double*, const double*, double*, std::size_t,
-                                                     std::size_t, std::size_t, std::size_t, double);
-extern template void self_attention_backward<float>(const float*, const float*, const float*, float*, std::size_t,
-                                                    std::size_t, std::size_t, std::size_t, double);
+#include "nn/reference/attention_signatures.inc"  // the signatures, shared by both tiers
 
 }  // namespace xg::nn::fast

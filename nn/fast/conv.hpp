@@ -7,8 +7,6 @@
 
 namespace xg::nn::fast {
 
-void conv2d_forward(const double* x, const double* w, const double* b, double* y, const detail::ConvDims& d);
-void conv2d_backward(const double* x, const double* w, const double* g, double* dx, double* dw, double* db,
-                     const detail::ConvDims& d);
+#include "nn/reference/conv_signatures.inc"  // the signatures, shared by both tiers
 
 }  // namespace xg::nn::fast

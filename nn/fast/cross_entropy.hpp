@@ -8,9 +8,6 @@
 
 namespace xg::nn::fast {
 
-void cross_entropy_forward(const double* z, const std::int64_t* t, const double* w, double s, std::int64_t ignore_index,
-                           std::size_t n, std::size_t C, double* l, double* loss);
-void cross_entropy_backward(const double* l, const std::int64_t* t, const double* w, double s, std::int64_t ignore_index,
-                            const double* g, std::size_t n, std::size_t C, double* dz);
+#include "nn/reference/cross_entropy_signatures.inc"  // the signatures, shared by both tiers
 
 }  // namespace xg::nn::fast

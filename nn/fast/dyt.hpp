@@ -7,8 +7,6 @@
 
 namespace xg::nn::fast {
 
-void dyt_forward(const double* x, double a, const double* w, const double* b, double* y, std::size_t rows, std::size_t width);
-void dyt_backward(const double* x, const double* g, double a, const double* w, double* dx, double& da, double* dw, double* db,
-                  std::size_t rows, std::size_t width);
+#include "nn/reference/dyt_signatures.inc"  // the signatures, shared by both tiers
 
 }  // namespace xg::nn::fast

@@ -10,13 +10,6 @@
 
 namespace xg::nn::fast {
 
-
-void max_pool2d_forward(const double* x, std::size_t planes, const detail::Window2d& w, double* y, std::int64_t* a);
-
-void max_pool2d_backward(const std::int64_t* a, const double* g, std::size_t planes, const detail::Window2d& w, double* dx);
-
-void avg_pool2d_forward(const double* x, std::size_t planes, const detail::Window2d& w, bool count_include_pad, double* y);
-
-void avg_pool2d_backward(const double* g, std::size_t planes, const detail::Window2d& w, bool count_include_pad, double* dx);
+#include "nn/reference/pool_signatures.inc"  // the signatures, shared by both tiers
 
 }  // namespace xg::nn::fast

@@ -8,13 +8,6 @@
 
 namespace xg::nn::reference {
 
-/// y[n, o, oh, ow] = b_o + sum over the group's c and the taps (i, j) of W[o, c, i, j] x[n, c, r, q];
-/// b null: no bias.
-void conv2d_forward(const double* x, const double* w, const double* b, double* y, const detail::ConvDims& d);
-
-/// Adds dL/dx into dx, dL/dW into dw and dL/db into db (each skipped when null) from g = dL/dy.
-/// x is read only for dw, w only for dx.
-void conv2d_backward(const double* x, const double* w, const double* g, double* dx, double* dw, double* db,
-                     const detail::ConvDims& d);
+#include "nn/reference/conv_signatures.inc"  // the signatures, shared by both tiers
 
 }  // namespace xg::nn::reference

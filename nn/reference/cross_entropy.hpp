@@ -8,15 +8,6 @@
 
 namespace xg::nn::reference {
 
-/// Per row n: l[n, :] = log_softmax(z[n, :]) and
-/// loss_n = -(1 - s) w[t_n] l[n, t_n] - (s / C) sum_j w_j l[n, j]; both 0 on a row whose target
-/// t_n is ignore_index. w null: every class weighs 1. s = label_smoothing.
-void cross_entropy_forward(const double* z, const std::int64_t* t, const double* w, double s, std::int64_t ignore_index,
-                           std::size_t n, std::size_t C, double* l, double* loss);
-
-/// dz[n, j] = g_n (((1 - s) w[t_n] + (s / C) sum_k w_k) p[n, j] - (1 - s) w[t_n] [j = t_n] - (s / C) w_j),
-/// p = e^l; 0 on ignored rows. g holds each row's upstream gradient (already scaled for mean).
-void cross_entropy_backward(const double* l, const std::int64_t* t, const double* w, double s, std::int64_t ignore_index,
-                            const double* g, std::size_t n, std::size_t C, double* dz);
+#include "nn/reference/cross_entropy_signatures.inc"  // the signatures, shared by both tiers
 
 }  // namespace xg::nn::reference

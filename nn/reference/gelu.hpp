@@ -10,18 +10,6 @@
 
 namespace xg::nn::reference {
 
-/// y = gelu(x): exact, x Phi(x); else PyTorch's tanh approximation (functional::GeluApproximate::tanh).
-template <class T>
-void gelu_forward(const T* x, T* y, std::size_t n, bool exact);
-
-/// dx = dy gelu'(x). y is the forward's output: the fast exact kernel reads Phi(x) = y / x from it,
-/// the reference recomputes Phi(x) from x.
-template <class T>
-void gelu_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t n, bool exact);
-
-extern template void gelu_forward<double>(const double*, double*, std::size_t, bool);
-extern template void gelu_forward<float>(const float*, float*, std::size_t, bool);
-extern template void gelu_backward<double>(const double*, const double*, const double*, double*, std::size_t, bool);
-extern template void gelu_backward<float>(const float*, const float*, const float*, float*, std::size_t, bool);
+#include "nn/reference/gelu_signatures.inc"  // the signatures, shared by both tiers
 
 }  // namespace xg::nn::reference

@@ -9,12 +9,6 @@
 
 namespace xg::nn::reference {
 
-/// Per row: mean, var (biased), rstd = 1 / sqrt(var + eps); y = xhat w_c + b_c, xhat = (x - mean) rstd.
-void group_norm_forward(const double* x, const double* w, const double* b, double* y, double* mean, double* rstd, double* var,
-                        std::size_t N, std::size_t C, std::size_t G, std::size_t S, double eps);
-
-/// dx (skipped when null) and dw_c += sum g xhat, db_c += sum g over N and S (zeros on entry).
-void group_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd, double* dx,
-                         double* dw, double* db, std::size_t N, std::size_t C, std::size_t G, std::size_t S);
+#include "nn/reference/group_norm_signatures.inc"  // the signatures, shared by both tiers
 
 }  // namespace xg::nn::reference
