@@ -5,9 +5,12 @@
 
 #include "nn/functional/activation.hpp"     // gelu, relu, softmax, log_softmax
 #include "nn/functional/attention.hpp"      // self_attention
-#include "nn/functional/conv.hpp"           // conv2d, conv1d, unfold, pad, the poolings
+#include "nn/functional/conv.hpp"           // conv2d, conv1d, unfold, pad
+#include "nn/functional/dropout.hpp"        // dropout
 #include "nn/functional/dyt.hpp"            // dyt
-#include "nn/functional/linear.hpp"         // linear, embedding, dropout
+#include "nn/functional/embedding.hpp"      // embedding
+#include "nn/functional/linear.hpp"         // linear
 #include "nn/functional/losses.hpp"         // cross_entropy, mse_loss
 #include "nn/functional/normalization.hpp"  // layer_norm, batch_norm, group_norm, instance_norm, rms_norm
+#include "nn/functional/pool.hpp"           // max_pool2d, avg_pool2d, adaptive_avg_pool2d
 #include "nn/functional/recurrent.hpp"      // lstm_cell, gru_cell and their parts

@@ -12,6 +12,7 @@
 #include "core/ops/composed_backward.hpp"
 #include "core/ops/linear_map.hpp"
 #include "nn/fast/pool.hpp"
+#include "nn/functional/pool.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/functional/window.hpp"
 #include "nn/reference/pool.hpp"

@@ -9,6 +9,7 @@
 
 #include "core/ops/ops.hpp"
 #include "nn/functional/conv.hpp"
+#include "nn/functional/pool.hpp"
 #include "nn/modules/module.hpp"
 
 namespace xg::nn {

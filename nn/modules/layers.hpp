@@ -9,6 +9,8 @@
 
 #include "core/ops/ops.hpp"
 #include "core/engine/random.hpp"
+#include "nn/functional/dropout.hpp"
+#include "nn/functional/embedding.hpp"
 #include "nn/functional/linear.hpp"
 #include "nn/modules/module.hpp"
 
