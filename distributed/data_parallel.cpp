@@ -133,8 +133,9 @@ void DistributedDataParallel::on_gradient_ready(std::size_t i) {
     test_started();  // MPI moves the buckets in flight on only inside MPI calls
 }
 
-// Starts the buckets whose gradients are all in, in bucket order (every rank starts them in the
-// same order, as MPI requires): a bucket waits for the ones before it.
+// Starts the buckets whose gradients are all in, in bucket order, as PyTorch's DDP does: a bucket
+// waits for the ones before it. (MPI would not need the order: each bucket's messages carry its
+// own tags.)
 void DistributedDataParallel::start_ready_buckets() {
     while (next_bucket_ < buckets.size() && ready_in_bucket_[next_bucket_] == needed_in_bucket_[next_bucket_]) start(next_bucket_++);
 }
