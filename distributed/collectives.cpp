@@ -184,45 +184,115 @@ void finish_ring_step(const Ring& ring, int step, const double* received, double
     }
 }
 
-// Reduces n doubles over the ranks in place, with no check (the callers have made sure every rank
-// passes the same n); docs/distributed.md, "Determinism". Every value is reduced in one fixed
+// Reduces n doubles over the ranks in place, one step at a time over MPI's nonblocking
+// point-to-point calls (docs/distributed.md, "Determinism"). Every value is reduced in one fixed
 // order, on one rank or identically on all, so every rank gets the same bits, every run, on any MPI.
 //
 // Small payloads (n 8 (world - 1) <= kExchangeBytes), where the cost is the number of messages:
-// one MPI_Allgather, after which every rank combines the ranks' values in rank order,
-// ((x_0 + x_1) + x_2) + ... + x_{world-1}.
+// one exchange (every rank's values to every rank, as MPI_Allgather), after which every rank
+// combines the ranks' values in rank order, ((x_0 + x_1) + x_2) + ... + x_{world-1}.
 //
-// Larger ones: a ring all-reduce over MPI_Sendrecv, the algorithm Open MPI and NCCL use for large
-// messages, written out so that its order of operations is ours, not a library's choice. The
-// values are cut into `world` chunks, chunk c = [n c / world, n (c + 1) / world). Reduce-scatter:
-// in step s = 0 .. world - 2, rank r sends chunk (r - s) to rank r + 1 and adds the chunk
-// (r - s - 1) it receives from rank r - 1 into its own values, so chunk c is summed along the
-// ring from rank c, (((x_c + x_{c+1}) + x_{c+2}) + ... + x_{c-1}), on rank c - 1 alone, which
-// then divides it for AVG. All-gather: world - 1 more steps hand each finished chunk around.
-// Bucket::start_all_reduce runs the same steps with nonblocking calls.
+// Larger ones: a ring all-reduce, the algorithm Open MPI and NCCL use for large messages, written
+// out so that its order of operations is ours, not a library's choice. The values are cut into
+// `world` chunks, chunk c = [n c / world, n (c + 1) / world). Reduce-scatter: in step
+// s = 0 .. world - 2, rank r sends chunk (r - s) to rank r + 1 and adds the chunk (r - s - 1) it
+// receives from rank r - 1 into its own values, so chunk c is summed along the ring from rank c,
+// (((x_c + x_{c+1}) + x_{c+2}) + ... + x_{c-1}), on rank c - 1 alone, which then divides it for
+// AVG. All-gather: world - 1 more steps hand each finished chunk around.
 //
-// The scratch buffer (one chunk, or every rank's small payload) is kept between calls.
+// One mechanism for both callers: all_reduce starts a reduction and waits for it; a Bucket starts
+// one and lets DistributedDataParallel's hooks move it on (test) while backward runs. A reduction
+// makes no collective call, so one in flight cannot be matched with a collective that another
+// rank reached first (a SyncBatchNorm's); its messages carry its own two tags. The scratch and the
+// requests are kept between calls (no allocation per all-reduce).
+struct Reduction {
+    bool active = false;  // started and not finished
+    bool posted = false;  // the current step's requests are out
+    bool exchange = false;
+    ReduceOp op = ReduceOp::SUM;
+    Ring ring{0, 1, 0};
+    int step = 0;
+    int tag = 0;  // the exchange's and the reduce-scatter's; the all-gather's is tag + 1
+    double* data = nullptr;
+    std::vector<double> received;
+    std::vector<MPI_Request> requests;
+
+    // Starts reducing the n values at `values` and posts the first step; the values must be
+    // neither read nor written until test() returns true or wait() returns.
+    void start(double* values, std::size_t n, ReduceOp how, int first_tag, const char* name) {
+        const int world = world_size();
+        g_bytes_sent += n * sizeof(double);
+        if (world == 1 || n == 0) return;
+        exchange = exchanges(n, world);
+        op = how;
+        ring = Ring{n, world, rank()};
+        step = 0;
+        tag = first_tag;
+        data = values;
+        const std::size_t scratch = exchange ? n * static_cast<std::size_t>(world) : ring.largest_chunk();
+        if (received.size() < scratch) received.resize(scratch);
+        requests.assign(exchange ? 2 * static_cast<std::size_t>(world - 1) : 2, MPI_REQUEST_NULL);
+        active = true;
+        posted = false;
+        test(name);
+    }
+
+    // Moves the reduction on without blocking: finishes the steps whose messages have arrived and
+    // posts the next. True once the last step has finished (or when none was started).
+    bool test(const char* name) {
+        if (!active) return true;
+        const std::size_t n = ring.n;
+        const int steps = exchange ? 1 : ring.steps();
+        while (true) {
+            if (posted) {
+                int done = 0;
+                MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+                if (!done) return false;
+                posted = false;
+                if (exchange) finish_exchange(received.data(), data, n, ring.world, op);
+                else finish_ring_step(ring, step, received.data(), data, op);
+                if (++step == steps) {
+                    active = false;
+                    return true;
+                }
+            }
+            if (exchange) {
+                const int me = ring.me;
+                std::copy(data, data + n, received.data() + static_cast<std::size_t>(me) * n);
+                MPI_Request* request = requests.data();
+                for (int r = 0; r < ring.world; ++r) {
+                    if (r == me) continue;
+                    MPI_Irecv(received.data() + static_cast<std::size_t>(r) * n, as_count(n, name), MPI_DOUBLE, r, tag, MPI_COMM_WORLD,
+                              request++);
+                    MPI_Isend(data, as_count(n, name), MPI_DOUBLE, r, tag, MPI_COMM_WORLD, request++);
+                }
+            } else {
+                const int send = ring.send_chunk(step), receive = ring.receive_chunk(step);
+                double* into = ring.reduces(step) ? received.data() : data + ring.begin_of(receive);
+                const int step_tag = tag + (ring.reduces(step) ? 0 : 1);
+                MPI_Irecv(into, as_count(ring.size_of(receive), name), MPI_DOUBLE, ring.left(), step_tag, MPI_COMM_WORLD, &requests[0]);
+                MPI_Isend(data + ring.begin_of(send), as_count(ring.size_of(send), name), MPI_DOUBLE, ring.right(), step_tag,
+                          MPI_COMM_WORLD, &requests[1]);
+            }
+            posted = true;
+        }
+    }
+
+    // Finishes the reduction (nothing when none is in flight).
+    void wait(const char* name) {
+        while (!test(name)) MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    }
+};
+
+// all_reduce's tags; each Bucket has two of its own above them.
+constexpr int kBlockingTag = 0;
+
+// Reduces n doubles over the ranks in place and returns when done, with no check (the callers have
+// made sure every rank passes the same n).
 void reduce_in_place(double* data, std::size_t n, ReduceOp op, const char* name) {
-    const int world = world_size();
-    g_bytes_sent += n * sizeof(double);
-    if (world == 1 || n == 0) return;
-    static std::vector<double> received;
-    if (exchanges(n, world)) {
-        if (received.size() < n * static_cast<std::size_t>(world)) received.resize(n * static_cast<std::size_t>(world));
-        MPI_Allgather(data, as_count(n, name), MPI_DOUBLE, received.data(), as_count(n, name), MPI_DOUBLE, MPI_COMM_WORLD);
-        finish_exchange(received.data(), data, n, world, op);
-        return;
-    }
-    const Ring ring{n, world, rank()};
-    if (received.size() < ring.largest_chunk()) received.resize(ring.largest_chunk());
-    for (int step = 0; step < ring.steps(); ++step) {
-        const int send = ring.send_chunk(step), receive = ring.receive_chunk(step);
-        double* into = ring.reduces(step) ? received.data() : data + ring.begin_of(receive);
-        const int tag = ring.reduces(step) ? 0 : 1;
-        MPI_Sendrecv(data + ring.begin_of(send), as_count(ring.size_of(send), name), MPI_DOUBLE, ring.right(), tag, into,
-                     as_count(ring.size_of(receive), name), MPI_DOUBLE, ring.left(), tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        finish_ring_step(ring, step, received.data(), data, op);
-    }
+    static Reduction reduction;
+    reduction.start(data, n, op, kBlockingTag, name);
+    reduction.wait(name);
 }
 
 // Rank src's n doubles to every rank, in place, with no check.
@@ -275,9 +345,9 @@ void all_reduce(Tensor& tensor, ReduceOp op) {
 }
 
 namespace {
-// Each bucket's messages get their own two tags (the blocking ring uses 0 and 1), so that
-// buckets in flight together never take each other's messages. Buckets are made in the same
-// order on every rank (the constructor is a collective), so the counter agrees between ranks.
+// Each bucket's messages get their own two tags (all_reduce's are 0 and 1), so that buckets in
+// flight together never take each other's messages. Buckets are made in the same order on every
+// rank (the constructor is a collective), so the counter agrees between ranks.
 int g_buckets_made = 0;
 constexpr int kBucketTags = 16000;  // MPI guarantees tags up to 32767
 }  // namespace
@@ -288,23 +358,12 @@ Bucket::Bucket(std::size_t size, const std::string& layout) {
     as_count(size, kOp);
     require_same_layout(fmt::format("{} values ({})", size, layout), kOp, "bucket layout");
     values_.assign(size, 0.0);
-    tag_ = 2 + 2 * (g_buckets_made++ % kBucketTags);
+    tag_ = kBlockingTag + 2 + 2 * (g_buckets_made++ % kBucketTags);
 }
 
-// A bucket's all-reduce in flight: reduce_in_place's exchange or ring, one step at a time with
-// MPI_Isend/MPI_Irecv only. No collective call: a bucket started at another point on one rank
-// than on the others (say after a SyncBatchNorm's all_reduce there, before it here) cannot be
-// matched with the wrong collective; its messages carry the bucket's own tags. Kept between calls
-// (no allocation per all-reduce).
+// A bucket's reduction (started or not), kept between all-reduces.
 struct Bucket::Transfer {
-    bool active = false;   // started and not finished
-    bool posted = false;   // the current step's requests are out
-    bool exchange = false;
-    ReduceOp op = ReduceOp::SUM;
-    Ring ring{0, 1, 0};
-    int step = 0;
-    std::vector<double> received;
-    std::vector<MPI_Request> requests;
+    Reduction reduction;
 };
 
 Bucket::Bucket(Bucket&&) noexcept = default;
@@ -313,83 +372,26 @@ Bucket::~Bucket() {
     if (in_flight() && mpi_running()) wait();
 }
 
-bool Bucket::in_flight() const { return transfer_ && transfer_->active; }
+bool Bucket::in_flight() const { return transfer_ && transfer_->reduction.active; }
 
 void Bucket::all_reduce(ReduceOp op) {
     constexpr const char* kOp = "distributed.Bucket.all_reduce";
     if (in_flight()) fail(kOp, "this bucket's start_all_reduce() has not finished: call wait() first");
-    reduce_in_place(values_.data(), values_.size(), op, kOp);
+    start_all_reduce(op);
+    wait();
 }
 
 void Bucket::start_all_reduce(ReduceOp op) {
     constexpr const char* kOp = "distributed.Bucket.start_all_reduce";
     if (in_flight()) fail(kOp, "this bucket's previous all-reduce has not finished: call wait() first");
-    const int world = world_size();
-    const std::size_t n = values_.size();
-    g_bytes_sent += n * sizeof(double);
-    if (world == 1 || n == 0) return;
     if (!transfer_) transfer_ = std::make_unique<Transfer>();
-    Transfer& t = *transfer_;
-    t.exchange = exchanges(n, world);
-    t.op = op;
-    t.ring = Ring{n, world, rank()};
-    t.step = 0;
-    const std::size_t scratch = t.exchange ? n * static_cast<std::size_t>(world) : t.ring.largest_chunk();
-    if (t.received.size() < scratch) t.received.resize(scratch);
-    t.requests.assign(t.exchange ? 2 * static_cast<std::size_t>(world - 1) : 2, MPI_REQUEST_NULL);
-    t.active = true;
-    t.posted = false;
-    test();  // posts the first step
+    transfer_->reduction.start(values_.data(), values_.size(), op, tag_, kOp);
 }
 
-bool Bucket::test() {
-    if (!transfer_ || !transfer_->active) return true;
-    Transfer& t = *transfer_;
-    const int steps = t.exchange ? 1 : t.ring.steps();
-    double* data = values_.data();
-    const std::size_t n = values_.size();
-    while (true) {
-        if (t.posted) {
-            int done = 0;
-            MPI_Testall(static_cast<int>(t.requests.size()), t.requests.data(), &done, MPI_STATUSES_IGNORE);
-            if (!done) return false;
-            t.posted = false;
-            if (t.exchange) finish_exchange(t.received.data(), data, n, t.ring.world, t.op);
-            else finish_ring_step(t.ring, t.step, t.received.data(), data, t.op);
-            if (++t.step == steps) {
-                t.active = false;
-                return true;
-            }
-        }
-        constexpr const char* kOp = "distributed.Bucket.start_all_reduce";
-        if (t.exchange) {  // every rank's values to every rank, as MPI_Allgather
-            const int me = t.ring.me;
-            std::copy(data, data + n, t.received.data() + static_cast<std::size_t>(me) * n);
-            MPI_Request* request = t.requests.data();
-            for (int r = 0; r < t.ring.world; ++r) {
-                if (r == me) continue;
-                MPI_Irecv(t.received.data() + static_cast<std::size_t>(r) * n, as_count(n, kOp), MPI_DOUBLE, r, tag_, MPI_COMM_WORLD,
-                          request++);
-                MPI_Isend(data, as_count(n, kOp), MPI_DOUBLE, r, tag_, MPI_COMM_WORLD, request++);
-            }
-        } else {
-            const Ring& ring = t.ring;
-            const int send = ring.send_chunk(t.step), receive = ring.receive_chunk(t.step);
-            double* into = ring.reduces(t.step) ? t.received.data() : data + ring.begin_of(receive);
-            const int tag = tag_ + (ring.reduces(t.step) ? 0 : 1);
-            MPI_Irecv(into, as_count(ring.size_of(receive), kOp), MPI_DOUBLE, ring.left(), tag, MPI_COMM_WORLD, &t.requests[0]);
-            MPI_Isend(data + ring.begin_of(send), as_count(ring.size_of(send), kOp), MPI_DOUBLE, ring.right(), tag, MPI_COMM_WORLD,
-                      &t.requests[1]);
-        }
-        t.posted = true;
-    }
-}
+bool Bucket::test() { return !transfer_ || transfer_->reduction.test("distributed.Bucket.test"); }
 
 void Bucket::wait() {
-    while (!test()) {
-        std::vector<MPI_Request>& requests = transfer_->requests;  // then test() finds the step done
-        MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-    }
+    if (transfer_) transfer_->reduction.wait("distributed.Bucket.wait");
 }
 
 void Bucket::broadcast(int src) {

@@ -7,9 +7,9 @@
 // it reads and writes values, never records a node.
 //
 // Determinism: all_reduce combines every value in one fixed, documented order (small payloads in
-// rank order on every rank, large ones by a ring written over MPI_Sendrecv: each chunk summed
-// along the ring on one rank, then handed to all), so every rank gets the same bits, and the same
-// launch gives the same bits every run, whatever MPI's own algorithm choices.
+// rank order on every rank, large ones by a ring written over MPI's point-to-point calls: each
+// chunk summed along the ring on one rank, then handed to all), so every rank gets the same bits,
+// and the same launch gives the same bits every run, whatever MPI's own algorithm choices.
 //
 // Faults: init() installs a terminate handler, so an exception that leaves main() on one rank
 // prints "rank r: <what()>" and calls MPI_Abort, which stops every rank of the job within seconds

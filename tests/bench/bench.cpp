@@ -186,8 +186,9 @@ std::vector<Workload> workloads() {
         {Kind::gelu, "GELU exact fwd+bwd (4096, 768), float32", {4096, 768}, 0.75, stream5(4096.0 * 768) / 2, true},
         {Kind::linear, "Linear fwd+bwd 64 x 784->256, float32", {64, 784, 256}, 1.05, 0.0, true},
         {Kind::linear, "Linear fwd+bwd 4096 x 256->256, float32", {4096, 256, 256}, 1.05, 0.0, true},
-        {Kind::mlp_layer_norm, "MLP step 784-256-256-10 LN+GELU, b64, float32", {64}, 1.0, 0.0, true},
-        {Kind::transformer_block, "Pre-LN block d128 h4 T64 B16 fwd+bwd, float32", {16, 64, 128, 4}, 1.0, 0.0, true},
+        // Issue 42: the float32 steps at 0.95 (at 2 threads the steps' 0.9 below applies).
+        {Kind::mlp_layer_norm, "MLP step 784-256-256-10 LN+GELU, b64, float32", {64}, 0.95, 0.0, true},
+        {Kind::transformer_block, "Pre-LN block d128 h4 T64 B16 fwd+bwd, float32", {16, 64, 128, 4}, 0.95, 0.0, true},
     };
 }
 
