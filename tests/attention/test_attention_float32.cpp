@@ -11,12 +11,8 @@
 
 namespace xg_test_attention_float32 {
 
-using xg::Tensor;
-using xg_test_support::NnTwinList;
-using xg_test_support::twin_leaf;
-using Inputs = std::vector<Tensor>;
+using namespace xg_test_support::nn_twin_names;  // Tensor, Inputs, NnTwinList, twin_leaf, module_nn_twin
 using xg::nn::MultiheadAttention;
-using xg::nn::MultiheadAttentionOptions;
 
 // The condition. q, k and v are Linear projections (7 each, tests/linear/test_linear_float32.cpp); the
 // scores q k^T / sqrt(D) then carry 7 + 7 = 14u relative, ~14u * 2 = 28u absolute for scores up to ~2;
@@ -31,7 +27,7 @@ constexpr double kQkNormCondition = 349;
 NnTwinList attention_twins() {
     xg::manual_seed(111);  // the modules' initial weights
     const auto mha = std::make_shared<MultiheadAttention>(8, 2);
-    const auto mha_qk = std::make_shared<MultiheadAttention>(MultiheadAttentionOptions(8, 2).qk_norm(true));
+    const auto mha_qk = std::make_shared<MultiheadAttention>(xg::nn::MultiheadAttentionOptions(8, 2).qk_norm(true));
     const auto self_causal = [](xg::nn::Module& m, const Tensor& x) {
         return Inputs{static_cast<MultiheadAttention&>(m).forward(x, x, x, true)};
     };
@@ -50,16 +46,13 @@ NnTwinList attention_twins() {
     return {
         // the packed route computes the same chain (one product for q, k and v; scores and context
         // as sgemm products, as matmul's): the same condition
-        {"MultiheadAttention(8, 2) self-attention, no mask (2, 5, 8)", xg_test_support::module_twin(mha, self_plain),
-         xg_test_support::module_twin_inputs(*mha, x), kAttentionCondition},
-        {"MultiheadAttention(8, 2) causal (2, 5, 8)", xg_test_support::module_twin(mha, self_causal),
-         xg_test_support::module_twin_inputs(*mha, x), kAttentionCondition},
-        {"MultiheadAttention(8, 2) key padding mask (2, 5, 8)", xg_test_support::module_twin(mha, self_padded),
-         xg_test_support::module_twin_inputs(*mha, x), kAttentionCondition},
+        module_nn_twin("MultiheadAttention(8, 2) self-attention, no mask (2, 5, 8)", mha, x, kAttentionCondition, self_plain),
+        module_nn_twin("MultiheadAttention(8, 2) causal (2, 5, 8)", mha, x, kAttentionCondition, self_causal),
+        module_nn_twin("MultiheadAttention(8, 2) key padding mask (2, 5, 8)", mha, x, kAttentionCondition, self_padded),
         // k_norm.bias's gradient is 0 in exact arithmetic (a bias common to every key moves all scores of
         // a row by the same q . b, which softmax ignores): both runs give only roundoff, not compared
-        {"MultiheadAttention(8, 2, qk_norm) causal (2, 5, 8)", xg_test_support::module_twin(mha_qk, self_causal),
-         xg_test_support::module_twin_inputs(*mha_qk, x, {"k_norm.bias"}), kQkNormCondition},
+        module_nn_twin("MultiheadAttention(8, 2, qk_norm) causal (2, 5, 8)", mha_qk, x, kQkNormCondition, self_causal,
+                       {"k_norm.bias"}),
     };
 }
 const xg_test_support::RegisterNnTwins registered("attention", &attention_twins);

@@ -2,41 +2,24 @@
 // evaluation draws the same masks) and of the attention weights it returns.
 #include <catch2/catch.hpp>
 
-#include "core/tools/gradcheck.hpp"
 #include "core/engine/random.hpp"
 #include "nn/modules/attention.hpp"
-#include "tests/support/gradcheck_support.hpp"
+#include "tests/support/gradcheck_cases.hpp"
 
 namespace xg_test_attention_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-using xg::Tensor;
-using Inputs = std::vector<Tensor>;
-namespace nn = xg::nn;
-
-using xg::test::randn_leaf;
-constexpr auto check = xg::test::check_gradient;
-
-namespace {
-
-// Parameters away from their init (zero biases) so every term matters.
-void perturb(nn::Module& m, std::uint64_t seed) {
-    xg::Generator gen(seed);
-    for (Tensor& p : m.parameters()) {
-        for (double& v : p.mutable_value()) v += 0.5 * gen.normal();
-    }
-}
-
-}  // namespace
+using namespace xg;
+using namespace xg::test::gradcheck_cases;
 
 TEST_CASE("gradcheck MultiheadAttention with dropout on the attention weights", "[gradcheck][nn]") {
     nn::MultiheadAttention mha(4, 2, true, 0.3);
-    perturb(mha, 71);
+    perturb(mha, 71);  // parameters away from their init (zero biases) so every term matters
     auto f = [&](const Inputs& in) {
         mha.replace_parameter("in_proj_weight", in[1]);
-        xg::manual_seed(7);  // the same dropout masks on every evaluation
+        manual_seed(7);  // the same dropout masks on every evaluation
         return mha.forward(in[0], in[0], in[0], true);
     };
-    check(f, {randn_leaf({2, 3, 4}, 72), Tensor(mha.in_proj_weight.value(), true)}, "MHA dropout 0.3 train, causal");
+    check_gradient(f, {randn_leaf({2, 3, 4}, 72), Tensor(mha.in_proj_weight.value(), true)}, "MHA dropout 0.3 train, causal");
 }
 
 TEST_CASE("gradcheck MultiheadAttention's returned attention weights", "[gradcheck][nn]") {
@@ -44,8 +27,8 @@ TEST_CASE("gradcheck MultiheadAttention's returned attention weights", "[gradche
     perturb(mha, 73);
     for (bool average : {true, false}) {
         auto f = [&](const Inputs& in) { return mha.forward_with_weights(in[0], in[1], in[1], nullptr, average).weights; };
-        check(f, {randn_leaf({2, 3, 4}, 74), randn_leaf({2, 5, 4}, 75)},
-              average ? "MHA weights averaged over heads" : "MHA weights per head");
+        check_gradient(f, {randn_leaf({2, 3, 4}, 74), randn_leaf({2, 5, 4}, 75)},
+                       average ? "MHA weights averaged over heads" : "MHA weights per head");
     }
 }
 

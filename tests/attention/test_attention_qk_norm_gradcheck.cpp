@@ -1,31 +1,16 @@
 // Finite-difference checks of MultiheadAttention with QK-norm (self causal, cross masked,
 // unbatched) w.r.t. the inputs and every parameter.
-#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 
-#include "core/tools/gradcheck.hpp"
 #include "nn/nn.hpp"
-#include "tests/support/gradcheck_support.hpp"
-#include "tests/support/module_gradcheck.hpp"
+#include "tests/support/gradcheck_cases.hpp"
 
 namespace xg_test_attention_qk_norm_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-namespace F = xg::nn::functional;
 using namespace xg;
-using Inputs = std::vector<Tensor>;
-using xg::test::check_gradient;
-using xg::test::randn_leaf;
-
-namespace {
-
-using xg::test::check_module;
-using xg::test::Slot;
-using xg::test::perturb;
-
-}  // namespace
+using namespace xg::test::gradcheck_cases;
 
 TEST_CASE("gradcheck MultiheadAttention with qk_norm (self causal, cross masked, unbatched)", "[gradcheck][nn]") {
     nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(4, 2).qk_norm(true));

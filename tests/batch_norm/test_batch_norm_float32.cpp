@@ -11,11 +11,7 @@
 
 namespace xg_test_batch_norm_float32 {
 
-namespace F = xg::nn::functional;
-using xg::Tensor;
-using xg_test_support::NnTwinList;
-using xg_test_support::twin_leaf;
-using Inputs = std::vector<Tensor>;
+using namespace xg_test_support::nn_twin_names;  // F, Tensor, Inputs, NnTwinList, twin_leaf, module_nn_twin
 
 // The conditions: LayerNorm's (tests/layer_norm/test_layer_norm_float32.cpp) with the statistics taken
 // per channel over N and the trailing axes instead of per row: y = w xhat + b moves by 3 kappa u from
@@ -40,19 +36,15 @@ NnTwinList batch_norm_twins() {
     const auto bn2d_eval = std::make_shared<xg::nn::BatchNorm2d>(3);
     bn2d_eval->running_mean.mutable_value() = twin_leaf({3}, 26, 0.1).value();
     bn2d_eval->eval();
-    const auto call = [](xg::nn::Module& m, const Tensor& x) { return Inputs{m(x)}; };
     return {
         {"batch_norm (8, 5) training", train, inputs({8, 5}), 13},
         {"batch_norm (4, 3, 6) training", train, inputs({4, 3, 6}), 13},
         {"batch_norm (4, 3, 6) evaluation", eval, inputs({4, 3, 6}), 13},
         // the composed twin rounds mean, x - mean, var, + eps, sqrt, the quotient, * w: 7 more, 20
         {"batch_norm_composed (4, 3, 6) training", train_composed, inputs({4, 3, 6}), 20},
-        {"BatchNorm1d(5) (6, 5, 3) training", xg_test_support::module_twin(bn1d, call),
-         xg_test_support::module_twin_inputs(*bn1d, twin_leaf({6, 5, 3}, 27)), 13},
-        {"BatchNorm2d(3) (2, 3, 4, 4) training", xg_test_support::module_twin(bn2d, call),
-         xg_test_support::module_twin_inputs(*bn2d, twin_leaf({2, 3, 4, 4}, 28)), 13},
-        {"BatchNorm2d(3) (2, 3, 4, 4) evaluation", xg_test_support::module_twin(bn2d_eval, call),
-         xg_test_support::module_twin_inputs(*bn2d_eval, twin_leaf({2, 3, 4, 4}, 29)), 13},
+        module_nn_twin("BatchNorm1d(5) (6, 5, 3) training", bn1d, twin_leaf({6, 5, 3}, 27), 13),
+        module_nn_twin("BatchNorm2d(3) (2, 3, 4, 4) training", bn2d, twin_leaf({2, 3, 4, 4}, 28), 13),
+        module_nn_twin("BatchNorm2d(3) (2, 3, 4, 4) evaluation", bn2d_eval, twin_leaf({2, 3, 4, 4}, 29), 13),
     };
 }
 const xg_test_support::RegisterNnTwins registered("batch_norm", &batch_norm_twins);

@@ -1,43 +1,25 @@
 // What batch_norm must satisfy: fused and composed update the running statistics identically,
 // and the training gradient sums to zero per channel, orthogonal to x-hat when eps = 0.
 #include <cmath>
-#include <functional>
-#include <limits>
-#include <numeric>
-#include <random>
-#include <string>
 
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 
 #include "core/engine/random.hpp"
-#include "nn/fast/gate_math.hpp"
-#include "nn/fast/kernel_primitives.hpp"
 #include "nn/functional/functional.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/norm_kit.hpp"
 #include "tests/support/op_runs.hpp"
 
 namespace xg_test_batch_norm_invariants {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
 using xg::Array;
-using xg::Shape;
 using xg::Tensor;
-using Catch::Matchers::Contains;
-
-namespace {
-
-using Fn = xg::test::OpOfLeaves;
-using xg::test::all_finite;
-using xg::test::run;
-
-Array randn(const Shape& s) { return xg::randn(s).value(); }
-
-}  // namespace
+using xg::test::randn_array;
 
 TEST_CASE("batch_norm fused and composed update running statistics identically", "[fused][invariants]") {
     xg::manual_seed(22);
-    Tensor x(randn({4, 3, 5}));
+    Tensor x(randn_array({4, 3, 5}));
     Tensor rm1 = xg::zeros({3}), rv1 = xg::ones({3}), rm2 = xg::zeros({3}), rv2 = xg::ones({3});
     F::batch_norm(x, rm1, rv1, Tensor(), Tensor(), true, 0.3);
     F::batch_norm_composed(x, rm2, rv2, Tensor(), Tensor(), true, 0.3);
@@ -48,9 +30,9 @@ TEST_CASE("batch_norm fused and composed update running statistics identically",
 TEST_CASE("batch_norm training gradient sums to zero per channel, orthogonal to x-hat when eps = 0",
           "[fused][invariants]") {
     xg::manual_seed(24);
-    const Array x = randn({5, 3, 4}) * 2.0 - 1.0, w = randn({3}), b = randn({3}), g = randn({5, 3, 4});
-    const Array dx = run([](auto& t) { return F::batch_norm(t[0], Tensor(), Tensor(), t[1], t[2], true, 0.1, 0.0); },
-                         {x, w, b}, g)[1];
+    const Array x = randn_array({5, 3, 4}) * 2.0 - 1.0, w = randn_array({3}), b = randn_array({3}), g = randn_array({5, 3, 4});
+    const Array dx =
+        xg::test::run([](auto& t) { return F::batch_norm(t[0], Tensor(), Tensor(), t[1], t[2], true, 0.1, 0.0); }, {x, w, b}, g)[1];
     for (std::size_t c = 0; c < 3; ++c) {
         double mean = 0, sum_dx = 0, dot = 0, scale = 0;
         for (std::size_t n = 0; n < 5; ++n)

@@ -1,45 +1,29 @@
 // batch_norm on hard inputs: mean 1e6, tiny variances, a single channel, two samples per channel.
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <string>
-#include <vector>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include "core/engine/random.hpp"
-#include "core/ops/ops.hpp"
-#include "nn/nn.hpp"
+#include "nn/functional/functional.hpp"
+#include "tests/support/norm_kit.hpp"
 #include "tests/support/op_runs.hpp"
 
 namespace xg_test_batch_norm_robustness {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
 using xg::Array;
-using xg::Shape;
 using xg::Tensor;
-
-namespace {
-
-using Fn = xg::test::OpOfLeaves;
 using xg::test::all_finite;
+using xg::test::randn_array;
 using xg::test::run;
-
-Array randn(const Shape& s) { return xg::randn(s).value(); }
 
 // Exact (long double) batch-norm output for channel k of a (N, C) array, biased variance.
 long double bn_exact(const Array& x, std::size_t n, std::size_t k, long double eps) {
-    const std::size_t N = x.shape()[0];
-    long double mean = 0, var = 0;
-    for (std::size_t i = 0; i < N; ++i) mean += static_cast<long double>(x(i, k)) / N;
-    for (std::size_t i = 0; i < N; ++i) var += (x(i, k) - mean) * (x(i, k) - mean) / N;
+    const auto [mean, var] = xg::test::exact_moments(x.shape()[0], [&](std::size_t i) { return x(i, k); });
     return (x(n, k) - mean) / std::sqrt(var + eps);
 }
-
-}  // namespace
 
 TEST_CASE("batch_norm at mean 1e6 and at tiny variances matches the exact result", "[robustness]") {
     xg::manual_seed(31);
@@ -52,8 +36,8 @@ TEST_CASE("batch_norm at mean 1e6 and at tiny variances matches the exact result
     for (const Case& c : {Case{"mean 1e6, unit spread", 1.0, 1e6, 1e-5, 1e-9},
                           Case{"spread 1e-6, eps 1e-8", 1e-6, 1.0, 1e-8, 1e-8},
                           Case{"spread 1e-6, eps 1e-5", 1e-6, 1.0, 1e-5, 1e-8}}) {
-        const Array x = randn({16, 3}) * c.scale + c.shift;
-        const Array g = randn({16, 3});
+        const Array x = randn_array({16, 3}) * c.scale + c.shift;
+        const Array g = randn_array({16, 3});
         const double eps = c.eps;
         for (bool composed : {false, true}) {
             const auto bn = composed ? F::batch_norm_composed : F::batch_norm;
@@ -78,9 +62,9 @@ TEST_CASE("batch_norm at mean 1e6 and at tiny variances matches the exact result
 
 TEST_CASE("batch_norm with a single channel and with two samples per channel", "[robustness]") {
     xg::manual_seed(32);
-    const Array x1 = randn({5, 1}), w = randn({1}), b = randn({1});
+    const Array x1 = randn_array({5, 1}), w = randn_array({1}), b = randn_array({1});
     const auto one = run([](auto& t) { return F::batch_norm(t[0], Tensor(), Tensor(), t[1], t[2], true); }, {x1, w, b},
-                         randn({5, 1}));
+                         randn_array({5, 1}));
     CHECK(all_finite(one));
     double s = 0;
     for (std::size_t n = 0; n < 5; ++n) s += one[1](n, 0);
@@ -88,7 +72,7 @@ TEST_CASE("batch_norm with a single channel and with two samples per channel", "
     // N = 2: x_hat = +-1 / sqrt(1 + eps / var), whatever the values.
     const Array x2 = {{3.0, -7.0}, {5.0, 1e6}};
     const auto two = run([](auto& t) { return F::batch_norm(t[0], Tensor(), Tensor(), Tensor(), Tensor(), true); }, {x2},
-                         randn({2, 2}));
+                         randn_array({2, 2}));
     CHECK(two[0](0, 0) == Approx(-1.0 / std::sqrt(1.0 + 1e-5 / 1.0)).epsilon(1e-14));
     CHECK(two[0](1, 1) == Approx(1.0).epsilon(1e-14));
     CHECK(all_finite(two));

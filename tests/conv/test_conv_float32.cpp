@@ -10,11 +10,7 @@
 
 namespace xg_test_conv_float32 {
 
-namespace F = xg::nn::functional;
-using xg::Tensor;
-using xg_test_support::NnTwinList;
-using xg_test_support::twin_leaf;
-using Inputs = std::vector<Tensor>;
+using namespace xg_test_support::nn_twin_names;  // F, Tensor, Inputs, NnTwinList, twin_leaf, module_nn_twin
 
 // A convolution is a product with K = C KH KW = 27 terms per output (tests/linear/test_linear_float32.cpp):
 // rounding x and W moves y by 2u sum |x||W| ~ 2u 0.25 sqrt(K) max |y| = 2.6u, 5.2u for the worst
@@ -35,7 +31,6 @@ NnTwinList conv_twins() {
     const Tensor image = twin_leaf({2, 2, 5, 6}, 74);
     const auto conv_module = std::make_shared<xg::nn::Conv2d>(2, 3, 3, 1, 1);
     const auto conv1d_module = std::make_shared<xg::nn::Conv1d>(2, 3, 3);
-    const auto call = [](xg::nn::Module& m, const Tensor& x) { return Inputs{m(x)}; };
     const auto model = std::make_shared<xg::nn::Sequential>(std::initializer_list<std::shared_ptr<xg::nn::Module>>{
         std::make_shared<xg::nn::MaxPool2d>(2, 1), std::make_shared<xg::nn::AvgPool2d>(2, 1, 1),
         std::make_shared<xg::nn::AdaptiveAvgPool2d>(xg::nn::Size2(2, 3)), std::make_shared<xg::nn::Flatten>()});
@@ -47,10 +42,8 @@ NnTwinList conv_twins() {
          {twin_leaf({2, 4, 5, 5}, 75), twin_leaf({4, 2, 3, 3}, 76)}, kConvCondition},
         {"conv1d (2, 3, 7) * (4, 3, 3) padding 1", conv1, {twin_leaf({2, 3, 7}, 77), twin_leaf({4, 3, 3}, 78), conv_inputs[2]},
          kConvCondition},
-        {"Conv2d(2, 3, 3, padding 1)", xg_test_support::module_twin(conv_module, call),
-         xg_test_support::module_twin_inputs(*conv_module, image), kConvCondition},
-        {"Conv1d(2, 3, 3)", xg_test_support::module_twin(conv1d_module, call),
-         xg_test_support::module_twin_inputs(*conv1d_module, twin_leaf({3, 2, 8}, 79)), kConvCondition},
+        module_nn_twin("Conv2d(2, 3, 3, padding 1)", conv_module, image, kConvCondition),
+        module_nn_twin("Conv1d(2, 3, 3)", conv1d_module, twin_leaf({3, 2, 8}, 79), kConvCondition),
         {"max_pool2d 3 stride 2 padding 1", [](const Inputs& in) { return Inputs{F::max_pool2d(in[0], 3, 2, 1)}; }, {image},
          kPoolCondition},
         {"max_pool2d_composed 3 stride 2 padding 1",
@@ -68,8 +61,7 @@ NnTwinList conv_twins() {
         {"unfold 2 x 3 padding 1 stride 2", [](const Inputs& in) { return Inputs{F::unfold(in[0], {2, 3}, 1, 1, 2)}; },
          {image}, kPoolCondition},
         // MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten in a row: three poolings' roundings, 3 * 5 = 15
-        {"MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten", xg_test_support::module_twin(model, call), {image},
-         3 * kPoolCondition},
+        module_nn_twin("MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten", model, image, 3 * kPoolCondition),
     };
 }
 const xg_test_support::RegisterNnTwins registered("conv", &conv_twins);

@@ -6,16 +6,12 @@
 #include <catch2/catch.hpp>
 
 #include "nn/modules/conv.hpp"
-#include "tests/support/gradcheck_support.hpp"
+#include "tests/support/gradcheck_cases.hpp"
 
 namespace xg_test_conv_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-namespace F = xg::nn::functional;
 using namespace xg;
-using Inputs = std::vector<Tensor>;
-using test::randn_leaf;
-
-constexpr auto check = test::check_gradient;
+using namespace xg::test::gradcheck_cases;
 
 TEST_CASE("gradcheck conv2d and conv2d_composed (stride, padding, dilation, groups, no bias)", "[gradcheck][conv]") {
     struct Case {
@@ -29,25 +25,26 @@ TEST_CASE("gradcheck conv2d and conv2d_composed (stride, padding, dilation, grou
                           Case{"1x1", {1, 3, 3, 3}, {2, 3, 1, 1}, 1, 0, 1, 1},
                           Case{"(2,2) dilation (2,1) pad (0,1)", {1, 2, 5, 4}, {2, 2, 2, 2}, 1, {0, 1}, {2, 1}, 1}}) {
         const Tensor x = randn_leaf(k.x, 1), w = randn_leaf(k.w, 2), b = randn_leaf({k.w[0]}, 3);
-        check([&](const Inputs& t) { return F::conv2d(t[0], t[1], t[2], k.stride, k.padding, k.dilation, k.groups); },
-              {x, w, b}, "conv2d " + k.name);
-        check([&](const Inputs& t) { return F::conv2d_composed(t[0], t[1], t[2], k.stride, k.padding, k.dilation, k.groups); },
-              {x, w, b}, "conv2d_composed " + k.name);
+        check_fused_and_composed("conv2d", " " + k.name,
+                                 [&](const Inputs& t) { return F::conv2d(t[0], t[1], t[2], k.stride, k.padding, k.dilation, k.groups); },
+                                 [&](const Inputs& t) {
+                                     return F::conv2d_composed(t[0], t[1], t[2], k.stride, k.padding, k.dilation, k.groups);
+                                 }, {x, w, b});
     }
-    check([](const Inputs& t) { return F::conv2d(t[0], t[1], Tensor(), 2, 1); }, {randn_leaf({2, 2, 5, 5}, 4), randn_leaf({3, 2, 3, 3}, 5)},
-          "conv2d no bias stride 2");
+    check_gradient([](const Inputs& t) { return F::conv2d(t[0], t[1], Tensor(), 2, 1); }, {randn_leaf({2, 2, 5, 5}, 4), randn_leaf({3, 2, 3, 3}, 5)},
+                   "conv2d no bias stride 2");
 }
 
 TEST_CASE("gradcheck conv1d, unfold and pad", "[gradcheck][conv]") {
-    check([](const Inputs& t) { return F::conv1d(t[0], t[1], t[2], 2, 1, 2, 2); },
-          {randn_leaf({2, 4, 9}, 6), randn_leaf({6, 2, 3}, 7), randn_leaf({6}, 8)}, "conv1d stride 2 pad 1 dilation 2 groups 2");
-    check([](const Inputs& t) { return F::unfold(t[0], {2, 3}, {1, 2}, 1, {2, 1}); }, {randn_leaf({2, 2, 4, 5}, 9)},
-          "unfold (2,3) dilation (1,2) pad 1 stride (2,1)");
+    check_gradient([](const Inputs& t) { return F::conv1d(t[0], t[1], t[2], 2, 1, 2, 2); },
+                   {randn_leaf({2, 4, 9}, 6), randn_leaf({6, 2, 3}, 7), randn_leaf({6}, 8)}, "conv1d stride 2 pad 1 dilation 2 groups 2");
+    check_gradient([](const Inputs& t) { return F::unfold(t[0], {2, 3}, {1, 2}, 1, {2, 1}); }, {randn_leaf({2, 2, 4, 5}, 9)},
+                   "unfold (2,3) dilation (1,2) pad 1 stride (2,1)");
     // a row dilation of 2 as well (the case above dilates the columns only)
-    check([](const Inputs& t) { return F::unfold(t[0], {3, 2}, {2, 1}, {0, 1}, {1, 2}); }, {randn_leaf({2, 2, 6, 4}, 12)},
-          "unfold (3,2) dilation (2,1) pad (0,1) stride (1,2)");
-    check([](const Inputs& t) { return F::unfold(t[0], 2, 2, 1); }, {randn_leaf({1, 3, 4, 5}, 13)}, "unfold 2x2 dilation 2 pad 1");
-    check([](const Inputs& t) { return F::pad(t[0], {1, 2, 0, 1}, 0.5); }, {randn_leaf({2, 3, 4}, 10)}, "pad last two axes");
+    check_gradient([](const Inputs& t) { return F::unfold(t[0], {3, 2}, {2, 1}, {0, 1}, {1, 2}); }, {randn_leaf({2, 2, 6, 4}, 12)},
+                   "unfold (3,2) dilation (2,1) pad (0,1) stride (1,2)");
+    check_gradient([](const Inputs& t) { return F::unfold(t[0], 2, 2, 1); }, {randn_leaf({1, 3, 4, 5}, 13)}, "unfold 2x2 dilation 2 pad 1");
+    check_gradient([](const Inputs& t) { return F::pad(t[0], {1, 2, 0, 1}, 0.5); }, {randn_leaf({2, 3, 4}, 10)}, "pad last two axes");
 }
 
 TEST_CASE("gradcheck max_pool2d and max_pool2d_composed (padding, dilation, ceil_mode)", "[gradcheck][conv]") {
@@ -60,11 +57,11 @@ TEST_CASE("gradcheck max_pool2d and max_pool2d_composed (padding, dilation, ceil
     for (const Case& k : {Case{"2x2", 2, 2, 0, 1, false}, Case{"3x3 stride 2 pad 1 ceil", 3, 2, 1, 1, true},
                           Case{"(2,3) stride (1,2) pad 1 dilation (2,1)", {2, 3}, {1, 2}, 1, {2, 1}, false}}) {
         const Tensor x = randn_leaf({2, 2, 7, 6}, 11);
-        check([&](const Inputs& t) { return F::max_pool2d(t[0], k.kernel, k.stride, k.padding, k.dilation, k.ceil_mode); },
-              {x}, "max_pool2d " + k.name);
-        check([&](const Inputs& t) {
-            return F::max_pool2d_composed(t[0], k.kernel, k.stride, k.padding, k.dilation, k.ceil_mode);
-        }, {x}, "max_pool2d_composed " + k.name);
+        check_fused_and_composed("max_pool2d", " " + k.name,
+                                 [&](const Inputs& t) { return F::max_pool2d(t[0], k.kernel, k.stride, k.padding, k.dilation, k.ceil_mode); },
+                                 [&](const Inputs& t) {
+                                     return F::max_pool2d_composed(t[0], k.kernel, k.stride, k.padding, k.dilation, k.ceil_mode);
+                                 }, {x});
     }
 }
 
@@ -73,41 +70,32 @@ TEST_CASE("gradcheck avg_pool2d and avg_pool2d_composed (count_include_pad, ceil
         for (bool ceil_mode : {false, true}) {
             const std::string name = std::string(include_pad ? "count_include_pad" : "exclude pad") + (ceil_mode ? " ceil" : "");
             const Tensor x = randn_leaf({2, 2, 7, 6}, 12);
-            check([&](const Inputs& t) { return F::avg_pool2d(t[0], 3, 2, 1, ceil_mode, include_pad); }, {x},
-                  "avg_pool2d 3x3 stride 2 pad 1 " + name);
-            check([&](const Inputs& t) { return F::avg_pool2d_composed(t[0], 3, 2, 1, ceil_mode, include_pad); }, {x},
-                  "avg_pool2d_composed 3x3 stride 2 pad 1 " + name);
+            check_fused_and_composed("avg_pool2d", " 3x3 stride 2 pad 1 " + name,
+                                     [&](const Inputs& t) { return F::avg_pool2d(t[0], 3, 2, 1, ceil_mode, include_pad); },
+                                     [&](const Inputs& t) { return F::avg_pool2d_composed(t[0], 3, 2, 1, ceil_mode, include_pad); }, {x});
         }
     }
 }
 
 TEST_CASE("gradcheck adaptive_avg_pool2d (global and uneven windows)", "[gradcheck][conv]") {
-    check([](const Inputs& t) { return F::adaptive_avg_pool2d(t[0], 1); }, {randn_leaf({2, 3, 4, 5}, 13)}, "adaptive_avg_pool2d (1,1)");
-    check([](const Inputs& t) { return F::adaptive_avg_pool2d(t[0], {3, 2}); }, {randn_leaf({2, 2, 7, 5}, 14)},
-          "adaptive_avg_pool2d (3,2)");
+    check_gradient([](const Inputs& t) { return F::adaptive_avg_pool2d(t[0], 1); }, {randn_leaf({2, 3, 4, 5}, 13)}, "adaptive_avg_pool2d (1,1)");
+    check_gradient([](const Inputs& t) { return F::adaptive_avg_pool2d(t[0], {3, 2}); }, {randn_leaf({2, 2, 7, 5}, 14)},
+                   "adaptive_avg_pool2d (3,2)");
 }
 
 TEST_CASE("gradcheck Conv2d, Conv1d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d and Flatten modules", "[gradcheck][conv]") {
     nn::Conv2d conv(2, 3, 3, 1, 1);
-    check([&](const Inputs& t) {
-        conv.replace_parameter("weight", t[1]);
-        conv.replace_parameter("bias", t[2]);
-        return conv.forward(t[0]);
-    }, {randn_leaf({2, 2, 4, 4}, 15), Tensor(conv.weight.value(), true), Tensor(conv.bias.value(), true)}, "Conv2d module");
+    check_forward("Conv2d module", conv, randn_leaf({2, 2, 4, 4}, 15), affine_slots(conv));
     nn::Conv1d conv1(2, 3, 3, 1, 1);
-    check([&](const Inputs& t) {
-        conv1.replace_parameter("weight", t[1]);
-        conv1.replace_parameter("bias", t[2]);
-        return conv1.forward(t[0]);
-    }, {randn_leaf({2, 2, 6}, 16), Tensor(conv1.weight.value(), true), Tensor(conv1.bias.value(), true)}, "Conv1d module");
+    check_forward("Conv1d module", conv1, randn_leaf({2, 2, 6}, 16), affine_slots(conv1));
     nn::MaxPool2d max_pool(2);
     nn::AvgPool2d avg_pool(2, 1, 1, false, false);
     nn::AdaptiveAvgPool2d global(1);
     nn::Flatten flatten;
     const Tensor x = randn_leaf({2, 2, 5, 4}, 17);
-    check([&](const Inputs& t) { return max_pool.forward(t[0]); }, {x}, "MaxPool2d module");
-    check([&](const Inputs& t) { return avg_pool.forward(t[0]); }, {x}, "AvgPool2d module");
-    check([&](const Inputs& t) { return flatten.forward(global.forward(t[0])); }, {x}, "AdaptiveAvgPool2d + Flatten modules");
+    check_forward("MaxPool2d module", max_pool, x, {});
+    check_forward("AvgPool2d module", avg_pool, x, {});
+    check_gradient([&](const Inputs& t) { return flatten.forward(global.forward(t[0])); }, {x}, "AdaptiveAvgPool2d + Flatten modules");
 }
 
 }  // namespace xg_test_conv_gradcheck

@@ -21,17 +21,15 @@
 
 namespace xg_test_conv_tiers {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-namespace F = xg::nn::functional;
 using xg::Array;
 using xg::Shape;
 using xg::Tensor;
-using xg::nn::Size2;
-using xg::test::kUnitRoundoff;
+namespace F = xg::nn::functional;
 
 struct ConvCase {
     Shape x, w;
     bool bias;
-    Size2 stride, padding, dilation;
+    xg::nn::Size2 stride, padding, dilation;
     std::int64_t groups;
 };
 
@@ -90,7 +88,7 @@ TEST_CASE("tiers: max_pool2d and avg_pool2d fast kernels match the reference bit
     x(1, 2, 3, 4) = std::numeric_limits<double>::quiet_NaN();
     struct PoolCase {
         bool max;
-        Size2 kernel, stride, padding, dilation;
+        xg::nn::Size2 kernel, stride, padding, dilation;
         bool ceil_mode, count_include_pad;
     };
     const PoolCase cases[] = {

@@ -9,11 +9,7 @@
 
 namespace xg_test_dyt_float32 {
 
-namespace F = xg::nn::functional;
-using xg::Tensor;
-using xg_test_support::NnTwinList;
-using xg_test_support::twin_leaf;
-using Inputs = std::vector<Tensor>;
+using namespace xg_test_support::nn_twin_names;  // F, Tensor, Inputs, NnTwinList, twin_leaf, module_nn_twin
 
 // The conditions. y = w tanh(alpha x) + b: rounding x and alpha moves alpha x by 2u |alpha x|, and
 // tanh by sech^2(z) 2u |z| <= 0.9 u (z sech^2 z <= 0.45); w, b and y add u each: 4. The gradients
@@ -32,8 +28,7 @@ NnTwinList dyt_twins() {
         {"dyt (3, 2, 8) no weight or bias", dyt_plain, {twin_leaf({3, 2, 8}, 55, 2.0), twin_leaf({1}, 52, 0.1, 0.5)}, 12},
         // the composed twin rounds alpha x, tanh and w tanh too: 3 more, 15
         {"dyt_composed (6, 16) weight and bias", dyt_composed, inputs, 15},
-        {"DyT(8) (4, 8)", xg_test_support::module_twin(module, [](xg::nn::Module& m, const Tensor& x) { return Inputs{m(x)}; }),
-         xg_test_support::module_twin_inputs(*module, twin_leaf({4, 8}, 56, 2.0)), 12},
+        module_nn_twin("DyT(8) (4, 8)", module, twin_leaf({4, 8}, 56, 2.0), 12),
     };
 }
 const xg_test_support::RegisterNnTwins registered("dyt", &dyt_twins);

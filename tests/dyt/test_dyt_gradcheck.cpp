@@ -7,49 +7,30 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/tools/gradcheck.hpp"
 #include "nn/nn.hpp"
-#include "tests/support/gradcheck_support.hpp"
-#include "tests/support/module_gradcheck.hpp"
+#include "tests/support/gradcheck_cases.hpp"
 
 namespace xg_test_dyt_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-namespace F = xg::nn::functional;
-
 using namespace xg;
-
-using Inputs = std::vector<Tensor>;
-
-using xg::test::check_gradient;
-
-using xg::test::randn_leaf;
-
-namespace {
-
-using xg::test::check_module;
-using xg::test::Slot;
-using xg::test::perturb;
-
-}  // namespace
+using namespace xg::test::gradcheck_cases;
 
 TEST_CASE("gradcheck dyt and dyt_composed (N = 1, H = 1, alpha = 0, joint axes, 0-D alpha, no affine)", "[gradcheck][fused]") {
     struct Case { Shape x, normalized; double alpha; };
     // x ~ 2 N(0, 1): with alpha near 1 some |alpha x| > 2, where tanh saturates.
     for (const Case& k : {Case{{3, 5}, {5}, 0.8}, Case{{2, 3, 4}, {4}, 0.5}, Case{{2, 3, 4}, {3, 4}, 1.3}, Case{{1, 4}, {4}, 0.5},
                           Case{{3, 1}, {1}, 0.5}, Case{{1, 1}, {1}, -0.7}, Case{{3, 5}, {5}, 0.0}}) {
-        const Tensor x = randn_leaf(k.x, 41, 2.0);
-        const Tensor w = randn_leaf(k.normalized, 42, 0.5, 1.0), b = randn_leaf(k.normalized, 43, 0.5);
+        const NormLeaves leaves = norm_leaves(k.x, k.normalized, 41, 2.0);
         const Tensor alpha = Tensor(full({1}, k.alpha).value(), true);
         const Shape ns = k.normalized;
-        const std::string dims = fmt::format("{} over {} alpha={}", shape_str(k.x), shape_str(ns), k.alpha);
-        check_gradient([ns](const Inputs& t) { return F::dyt(t[0], ns, t[1], t[2], t[3]); }, {x, alpha, w, b}, "dyt " + dims);
-        check_gradient([ns](const Inputs& t) { return F::dyt_composed(t[0], ns, t[1], t[2], t[3]); }, {x, alpha, w, b},
-                       "dyt_composed " + dims);
+        check_fused_and_composed("dyt", fmt::format(" {} over {} alpha={}", shape_str(k.x), shape_str(ns), k.alpha),
+                                 [ns](const Inputs& t) { return F::dyt(t[0], ns, t[1], t[2], t[3]); },
+                                 [ns](const Inputs& t) { return F::dyt_composed(t[0], ns, t[1], t[2], t[3]); },
+                                 {leaves.x, alpha, leaves.weight, leaves.bias});
     }
     const Tensor x = randn_leaf({2, 3}, 44, 2.0), alpha0d = Tensor(scalar(0.6).value(), true);
-    check_gradient([](const Inputs& t) { return F::dyt(t[0], {3}, t[1]); }, {x, alpha0d}, "dyt 0-D alpha, no affine");
-    check_gradient([](const Inputs& t) { return F::dyt_composed(t[0], {3}, t[1]); }, {x, alpha0d},
-                   "dyt_composed 0-D alpha, no affine");
+    check_fused_and_composed("dyt", " 0-D alpha, no affine", [](const Inputs& t) { return F::dyt(t[0], {3}, t[1]); },
+                             [](const Inputs& t) { return F::dyt_composed(t[0], {3}, t[1]); }, {x, alpha0d});
     const Tensor w = randn_leaf({3}, 45, 0.5, 1.0);
     check_gradient([](const Inputs& t) { return F::dyt(t[0], {3}, t[1], t[2]); }, {x, alpha0d, w}, "dyt weight only");
 }
@@ -58,12 +39,11 @@ TEST_CASE("gradcheck DyT module (2-D, 3-D, joint normalized_shape)", "[gradcheck
     nn::DyT dyt(5);
     perturb(dyt, 46);
     const std::vector<Slot> params{{&dyt, "alpha"}, {&dyt, "weight"}, {&dyt, "bias"}};
-    check_module("DyT 2-D", [&](const Inputs& in) { return dyt.forward(in[0]); }, {randn_leaf({3, 5}, 47, 2.0)}, params);
-    check_module("DyT 3-D", [&](const Inputs& in) { return dyt.forward(in[0]); }, {randn_leaf({2, 2, 5}, 48, 2.0)}, params);
+    check_forward("DyT 2-D", dyt, randn_leaf({3, 5}, 47, 2.0), params);
+    check_forward("DyT 3-D", dyt, randn_leaf({2, 2, 5}, 48, 2.0), params);
     nn::DyT joint(Shape{2, 3}, 0.3);
     perturb(joint, 49);
-    check_module("DyT (2,3)", [&](const Inputs& in) { return joint.forward(in[0]); }, {randn_leaf({2, 2, 3}, 50, 2.0)},
-                 {{&joint, "alpha"}, {&joint, "weight"}, {&joint, "bias"}});
+    check_forward("DyT (2,3)", joint, randn_leaf({2, 2, 3}, 50, 2.0), {{&joint, "alpha"}, {&joint, "weight"}, {&joint, "bias"}});
 }
 
 }  // namespace xg_test_dyt_gradcheck

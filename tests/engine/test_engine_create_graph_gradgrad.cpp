@@ -6,37 +6,22 @@
 // order and once more at second order (the gradient graph's own nodes, scatter nodes included).
 // The cases must reach every op name the library records: the last test reads the record() calls
 // in core/ and nn/ and fails on an op no case runs.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <functional>
-#include <map>
-#include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "core/ops/ops.hpp"
-#include "core/engine/random.hpp"
-#include "nn/modules/conv.hpp"
-#include "nn/modules/dyt.hpp"
-#include "nn/functional/functional.hpp"
-#include "nn/functional/losses.hpp"
-#include "nn/modules/recurrent.hpp"
-#include "tests/support/gradcheck_support.hpp"
+#include <catch2/catch.hpp>
+
+#include "tests/support/gradgrad_cases.hpp"
+#include "tests/support/recorded_op_names.hpp"
 
 namespace xg_test_engine_create_graph_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-using xg::Tensor;
-using Inputs = std::vector<Tensor>;
-using xg::test::randn_leaf;
-namespace F = xg::nn::functional;
-namespace fs = std::filesystem;
+using namespace xg::test::gradgrad;  // randn_leaf, constant, square, Inputs, F
 
 namespace {
 
@@ -48,14 +33,8 @@ struct Case {
     bool second_order = true;
 };
 
-Tensor square(const Tensor& t) { return t * t; }
-
 // Leaves away from 0, for log, sqrt, pow and div.
 Tensor positive_leaf(const xg::Shape& shape, std::uint64_t seed) { return randn_leaf(shape, seed, 0.2, 1.5); }
-
-Tensor constant(const xg::Shape& shape, std::uint64_t seed, double scale = 1.0, double shift = 0.0) {
-    return randn_leaf(shape, seed, scale, shift).detach();
-}
 
 std::vector<Case> core_cases() {
     const Inputs ab = {randn_leaf({2, 3, 1}, 1), randn_leaf({1, 4}, 2)};
@@ -333,42 +312,13 @@ Gaps compare_routes(const Case& c, std::set<std::string>& ops) {
     return gaps;
 }
 
-std::string read_text(const fs::path& path) {
-    std::ifstream in(path);
-    if (!in) FAIL("cannot read " << path.string());
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-// The first argument of every record( call in `text`: the op's name as the node will carry it.
-std::vector<std::string> record_first_arguments(const std::string& text) {
-    std::vector<std::string> args;
-    static const std::regex call(R"((^|[^\w])record\()");
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), call); it != std::sregex_iterator(); ++it) {
-        const std::size_t start = static_cast<std::size_t>(it->position(0) + it->length(0));
-        if (text.compare(start, 11, "std::string") == 0) continue;  // the declaration or definition
-        int depth = 0;
-        std::size_t end = start;
-        for (; end < text.size(); ++end) {
-            const char ch = text[end];
-            if (ch == '(') ++depth;
-            if ((ch == ',' || ch == ')') && depth == 0) break;
-            if (ch == ')') --depth;
-        }
-        std::string arg = std::regex_replace(text.substr(start, end - start), std::regex(R"(\s+)"), " ");
-        arg = std::regex_replace(arg, std::regex(R"(^ | $)"), "");
-        if (!arg.empty()) args.push_back(arg);  // empty: "record()" in a comment
-    }
-    return args;
-}
-
-// The op names the library records, from the source: string literals given to record() (both
-// branches of a `cond ? "a" : "b"`), the forward ops of the FlatGather maps (each recorded again
-// as "<op>_backward" by the scatter node), and the names passed where record() is given a variable.
-std::set<std::string> recorded_op_names(std::vector<std::string>& unknown_sites) {
+// The op names the library records (tests/support/recorded_op_names.hpp): string literals given to
+// record() (both branches of a `cond ? "a" : "b"`), the names passed where record() is given a
+// variable, and "<op>_backward" for the forward op of every FlatGather map (its scatter node).
+std::set<std::string> library_op_names(std::vector<std::string>& unknown_sites) {
+    const std::vector<std::string> folders = {"core", "nn", "distributed"};
     // record(op, ...) sites whose op comes from the caller: the names their callers pass.
-    const std::map<std::string, std::set<std::string>> names_from_callers = {
+    const xg_test_support::NamesFromCallers names_from_callers = {
         {"core/ops/elementwise.cpp: op", {"maximum", "minimum"}},
         {"core/ops/elementwise.cpp: name", {"add", "sub", "mul"}},  // the float32 kernels of add, sub, mul (binary32)
         {"core/ops/reduce.cpp: op", {"max", "min"}},
@@ -379,33 +329,8 @@ std::set<std::string> recorded_op_names(std::vector<std::string>& unknown_sites)
         // differentiated: no create_graph path of their own to compare
         {"core/engine/tensor.cpp: op + \"_backward\"", {}},
     };
-    static const std::regex literal(R"re("(\w+)")re"), only_literals(R"re(^("\w+"|[\w.]+ \? "\w+" : "\w+")$)re");
-    static const std::regex flat_gather(R"re(FlatGather\{"(\w+)")re");
-    std::set<std::string> names;
-    for (const char* folder : {"core", "nn", "distributed"}) {
-        for (const auto& entry : fs::recursive_directory_iterator(fs::path(XGRAD_SOURCE_DIR) / folder)) {
-            if (entry.path().extension() != ".cpp") continue;
-            const std::string file = fs::relative(entry.path(), fs::path(XGRAD_SOURCE_DIR)).generic_string();
-            const std::string text = read_text(entry.path());
-            for (const std::string& arg : record_first_arguments(text)) {
-                if (std::regex_match(arg, only_literals)) {
-                    for (auto m = std::sregex_iterator(arg.begin(), arg.end(), literal); m != std::sregex_iterator(); ++m) {
-                        names.insert((*m)[1]);
-                    }
-                    continue;
-                }
-                const auto known = names_from_callers.find(file + ": " + arg);
-                if (known == names_from_callers.end()) {
-                    unknown_sites.push_back(file + ": " + arg);
-                } else {
-                    names.insert(known->second.begin(), known->second.end());
-                }
-            }
-            for (auto m = std::sregex_iterator(text.begin(), text.end(), flat_gather); m != std::sregex_iterator(); ++m) {
-                names.insert(std::string((*m)[1]) + "_backward");
-            }
-        }
-    }
+    std::set<std::string> names = xg_test_support::recorded_op_names(folders, names_from_callers, unknown_sites);
+    for (const std::string& op : xg_test_support::flat_gather_op_names(folders)) names.insert(op + "_backward");
     return names;
 }
 
@@ -428,7 +353,7 @@ TEST_CASE("create_graph gradients equal the ordinary backward's for every op, to
 
 TEST_CASE("create_graph: the comparison reaches every op the library records", "[gradgradcheck][create_graph]") {
     std::vector<std::string> unknown_sites;
-    const std::set<std::string> recorded = recorded_op_names(unknown_sites);
+    const std::set<std::string> recorded = library_op_names(unknown_sites);
     {
         INFO("record() calls whose op name is neither a literal nor listed in names_from_callers: "
              << Catch::Detail::stringify(unknown_sites));

@@ -21,13 +21,8 @@
 
 namespace xg_test_engine_errors {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-namespace fs = std::filesystem;
 namespace F = xg::nn::functional;
 using namespace xg;
-
-namespace {
-
-}  // namespace
 
 TEST_CASE("tensor access and backward misuse", "[errors]") {
     REQUIRE_ERROR(zeros({1, 3}).item(), "item", "one-element", "(1, 3)");

@@ -5,17 +5,13 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "core/tools/gradcheck.hpp"
 #include "core/ops/ops.hpp"
 #include "core/engine/random.hpp"
-#include "tests/support/gradcheck_support.hpp"
+#include "tests/support/gradcheck_cases.hpp"
 
 namespace xg_test_engine_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-using xg::Tensor;
-using Inputs = std::vector<Tensor>;
-
-using xg::test::randn_leaf;
+using namespace xg::test::gradcheck_cases;
 
 namespace {
 

@@ -10,11 +10,7 @@
 
 namespace xg_test_gelu_float32 {
 
-namespace F = xg::nn::functional;
-using xg::Tensor;
-using xg_test_support::NnTwinList;
-using xg_test_support::twin_leaf;
-using Inputs = std::vector<Tensor>;
+using namespace xg_test_support::nn_twin_names;  // F, Tensor, Inputs, NnTwinList, twin_leaf, module_nn_twin
 
 // The conditions. y = x Phi(x): rounding x by u|x| moves y by |gelu'(x)| u |x| <= 1.13 u |x|, and for
 // x ~ 2 N(0, 1) the largest |x| is a positive one (y ~ x there) or a negative one whose y is ~0 but
@@ -32,7 +28,8 @@ using Inputs = std::vector<Tensor>;
 //          case of the documented bound; measured: 3.5 u, 0.021 of it).
 // So 18 (exact) and 165 (tanh) on the fast tier, each the larger of the two results' conditions, and
 // 2.3 + 3.4 + 2 roundings = 8 on the reference tier.
-NnTwinList gelu_twins(bool fast_tier) {
+NnTwinList gelu_twins(xg::KernelTier tier) {
+    const bool fast_tier = tier == xg::KernelTier::fast;
     const double exact_condition = fast_tier ? 18 : 8, tanh_condition = fast_tier ? 165 : 8;
     const auto exact = [](const Inputs& in) { return Inputs{F::gelu(in[0])}; };
     const auto tanh_form = [](const Inputs& in) { return Inputs{F::gelu(in[0], F::GeluApproximate::tanh)}; };
@@ -46,25 +43,17 @@ NnTwinList gelu_twins(bool fast_tier) {
         // and 7 (tanh) intermediates more: 12 and 15
         {"gelu_composed (9, 40)", exact_composed, {twin_leaf({9, 40}, 41, 2.0)}, 12},
         {"gelu_composed tanh (9, 40)", tanh_composed, {twin_leaf({9, 40}, 41, 2.0)}, 15},
-        {"GELU(tanh) (3, 5, 8)", xg_test_support::module_twin(module, [](xg::nn::Module& m, const Tensor& x) { return Inputs{m(x)}; }),
-         {twin_leaf({3, 5, 8}, 42, 2.0)}, tanh_condition},
+        module_nn_twin("GELU(tanh) (3, 5, 8)", module, twin_leaf({3, 5, 8}, 42, 2.0), tanh_condition),
     };
 }
-NnTwinList registered_gelu_twins() { return gelu_twins(true); }
+NnTwinList registered_gelu_twins() { return gelu_twins(xg::KernelTier::fast); }
 const xg_test_support::RegisterNnTwins registered("gelu", &registered_gelu_twins);
 
 TEST_CASE("float32 twin: gelu and GELU agree with float64", "[float32][gelu]") {
     for (const auto& leaf : {twin_leaf({9, 40}, 41, 2.0), twin_leaf({3, 5, 8}, 42, 2.0)}) {
         REQUIRE(xt::amax(xt::abs(leaf.value()))() <= 6.5);  // the premise of the fast tier's conditions above
     }
-    for (const xg::KernelTier tier : {xg::KernelTier::reference, xg::KernelTier::fast}) {
-        const xg::KernelTierGuard guard(tier);
-        const bool fast_tier = tier == xg::KernelTier::fast;
-        for (const xg_test_support::NnTwin& t : gelu_twins(fast_tier)) {
-            xg::test::check_float32_twin(t.name + (fast_tier ? " [fast]" : " [reference]"), t.f, t.inputs64, t.condition,
-                                         xg::test::TwinNorm::normwise);
-        }
-    }
+    xg_test_support::run_nn_twins_per_tier(&gelu_twins);
 }
 
 }  // namespace xg_test_gelu_float32

@@ -1,36 +1,16 @@
 // gelu, fused and composed, is finite and right at 0, +-1e-3, +-10, +-30.
 #include <cmath>
-#include <functional>
-#include <limits>
-#include <numeric>
-#include <random>
-#include <string>
 
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 
-#include "core/engine/random.hpp"
-#include "nn/fast/gate_math.hpp"
-#include "nn/fast/kernel_primitives.hpp"
 #include "nn/functional/functional.hpp"
-#include "tests/support/fixtures.hpp"
 #include "tests/support/op_runs.hpp"
 
 namespace xg_test_gelu_invariants {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
 using xg::Array;
-using xg::Shape;
-using xg::Tensor;
-using Catch::Matchers::Contains;
-
-namespace {
-
-using Fn = xg::test::OpOfLeaves;
-using xg::test::all_finite;
 using xg::test::run;
-
-}  // namespace
 
 TEST_CASE("gelu is finite and right at 0, +-1e-3, +-10, +-30", "[fused][invariants]") {
     const Array x = {0.0, 1e-3, -1e-3, 10.0, -10.0, 30.0, -30.0};

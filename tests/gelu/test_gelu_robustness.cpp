@@ -1,38 +1,20 @@
 // The composed gelu is finite and agrees with the fused one at 0, +-1e-3, +-10, +-30.
-#include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <string>
-#include <vector>
 
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 
-#include "core/engine/random.hpp"
-#include "core/ops/ops.hpp"
-#include "nn/nn.hpp"
+#include "nn/functional/functional.hpp"
 #include "tests/support/op_runs.hpp"
 
 namespace xg_test_gelu_robustness {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-using xg::Array;
-using xg::Shape;
-using xg::Tensor;
-
-namespace {
-
-using Fn = xg::test::OpOfLeaves;
 using xg::test::all_finite;
 using xg::test::run;
 
-}  // namespace
-
 TEST_CASE("composed gelu is finite and agrees with the fused one at 0, +-1e-3, +-10, +-30", "[robustness]") {
-    const Array x = {0.0, 1e-3, -1e-3, 10.0, -10.0, 30.0, -30.0};
-    const Array g = xt::ones<double>({7});
+    const xg::Array x = {0.0, 1e-3, -1e-3, 10.0, -10.0, 30.0, -30.0};
+    const xg::Array g = xt::ones<double>({7});
     for (auto approx : {F::GeluApproximate::none, F::GeluApproximate::tanh}) {
         const auto fused = run([approx](auto& t) { return F::gelu(t[0], approx); }, {x}, g);
         const auto composed = run([approx](auto& t) { return F::gelu_composed(t[0], approx); }, {x}, g);

@@ -10,11 +10,7 @@
 
 namespace xg_test_group_norm_float32 {
 
-namespace F = xg::nn::functional;
-using xg::Tensor;
-using xg_test_support::NnTwinList;
-using xg_test_support::twin_leaf;
-using Inputs = std::vector<Tensor>;
+using namespace xg_test_support::nn_twin_names;  // F, Tensor, Inputs, NnTwinList, twin_leaf, module_nn_twin
 
 // The conditions: LayerNorm's (tests/layer_norm/test_layer_norm_float32.cpp) over each sample's group
 // of channels: the input's rounding moves xhat by 3 kappa u (kappa ~ 1 for these zero-mean inputs),
@@ -35,7 +31,6 @@ NnTwinList group_norm_twins() {
                         twin_leaf({4}, 34, 0.1, 0.0, false), twin_leaf({4}, 35, 0.1, 1.0, false)};
     const auto gn_module = std::make_shared<xg::nn::GroupNorm>(2, 4);
     const auto in_module = std::make_shared<xg::nn::InstanceNorm2d>(4, 1e-5, 0.1, true, true);
-    const auto call = [](xg::nn::Module& m, const Tensor& x) { return Inputs{m(x)}; };
     return {
         {"group_norm (2, 4, 3, 3) 2 groups", gn, {inputs[0], inputs[1], inputs[2]}, 13},
         // the composed twin rounds its 7 intermediates (reshape, mean, x - mean, var, + eps, sqrt, /): 20
@@ -43,10 +38,8 @@ NnTwinList group_norm_twins() {
         {"instance_norm (2, 4, 3, 3) running stats", in_norm, inputs, 13},
         {"instance_norm_composed (2, 4, 3, 3) running stats", in_norm_composed, inputs, 20},
         {"instance_norm (2, 4, 3, 3) running stats, use_input_stats false", in_norm_eval, inputs, 13},
-        {"GroupNorm(2, 4) (3, 4, 5)", xg_test_support::module_twin(gn_module, call),
-         xg_test_support::module_twin_inputs(*gn_module, twin_leaf({3, 4, 5}, 36)), 13},
-        {"InstanceNorm2d(4, affine, running stats) (2, 4, 3, 3)", xg_test_support::module_twin(in_module, call),
-         xg_test_support::module_twin_inputs(*in_module, twin_leaf({2, 4, 3, 3}, 37)), 13},
+        module_nn_twin("GroupNorm(2, 4) (3, 4, 5)", gn_module, twin_leaf({3, 4, 5}, 36), 13),
+        module_nn_twin("InstanceNorm2d(4, affine, running stats) (2, 4, 3, 3)", in_module, twin_leaf({2, 4, 3, 3}, 37), 13),
     };
 }
 const xg_test_support::RegisterNnTwins registered("group_norm", &group_norm_twins);

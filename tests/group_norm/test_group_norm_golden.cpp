@@ -1,7 +1,6 @@
 // GroupNorm and InstanceNorm against PyTorch golden values (tests/fixtures/README.md), fused and
 // composed; and GroupNorm's two identities: one group is LayerNorm over (C, H, W), C groups are
 // InstanceNorm.
-#include <algorithm>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -10,30 +9,13 @@
 #include "core/engine/random.hpp"
 #include "nn/modules/image_norm.hpp"
 #include "nn/modules/norm_layers.hpp"
-#include "tests/support/fixtures.hpp"
+#include "tests/support/golden.hpp"
 
 namespace xg_test_group_norm_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
-
 using namespace xg;
-
-using xg::test::leaf;
-
-using xg::test::expect_close;
-
-using test::fixture;
-
-namespace {
-
-const char* twin(bool composed) { return composed ? " (composed)" : " (fused)"; }
-
-// Row `step` of a (steps, C) table of running statistics.
-void put_row(Array& table, std::size_t step, const Tensor& t) {
-    std::copy(t.value().begin(), t.value().end(), table.begin() + static_cast<long>(step * t.numel()));
-}
-
-}  // namespace
+using namespace xg::test::golden;  // twin, leaf, put_row, backward_from_fixture, expect_fixtures
 
 TEST_CASE("group_norm matches PyTorch: 2 groups on (N, C, H, W), 3 groups on (N, C, L)", "[norm][golden]") {
     for (const auto& [tag, groups] : {std::pair<std::string, std::int64_t>{"g2", 2}, std::pair<std::string, std::int64_t>{"g3_1d", 3}}) {
@@ -41,11 +23,9 @@ TEST_CASE("group_norm matches PyTorch: 2 groups on (N, C, H, W), 3 groups on (N,
             const std::string t = "_" + tag, name = "group_norm " + tag + twin(composed);
             Tensor x = leaf("group_norm", "x" + t), w = leaf("group_norm", "weight" + t), b = leaf("group_norm", "bias" + t);
             Tensor y = (composed ? F::group_norm_composed : F::group_norm)(x, groups, w, b, 1e-5);
-            y.backward(Tensor(fixture("group_norm", "grad_out" + t)));
-            expect_close(name + " out", y.value(), fixture("group_norm", "out" + t));
-            expect_close(name + " grad_x", x.grad_value(), fixture("group_norm", "grad_x" + t));
-            expect_close(name + " grad_weight", w.grad_value(), fixture("group_norm", "grad_weight" + t));
-            expect_close(name + " grad_bias", b.grad_value(), fixture("group_norm", "grad_bias" + t));
+            backward_from_fixture(y, "group_norm", "grad_out" + t);
+            expect_fixtures(name, "group_norm", {{"out", y.value()}, {"grad_x", x.grad_value()}, {"grad_weight", w.grad_value()},
+                                                 {"grad_bias", b.grad_value()}}, t);
         }
     }
     nn::GroupNorm gn(2, 6);
@@ -66,22 +46,18 @@ TEST_CASE("instance_norm matches PyTorch: affine with running stats (train, 3 st
             Tensor x = leaf(fx, fmt::format("x{}", step), step == 0);
             Tensor y = in(x, running_mean, running_var, w, b, true, 0.1, 1e-5);
             if (step == 0) {
-                y.backward(Tensor(fixture(fx, "grad_out")));
-                expect_close(name + " out", y.value(), fixture(fx, "out"));
-                expect_close(name + " grad_x", x.grad_value(), fixture(fx, "grad_x"));
-                expect_close(name + " grad_weight", w.grad_value(), fixture(fx, "grad_weight"));
-                expect_close(name + " grad_bias", b.grad_value(), fixture(fx, "grad_bias"));
+                backward_from_fixture(y, fx);
+                expect_fixtures(name, fx, {{"out", y.value()}, {"grad_x", x.grad_value()}, {"grad_weight", w.grad_value()},
+                                           {"grad_bias", b.grad_value()}});
             }
             put_row(means, step, running_mean);
             put_row(vars, step, running_var);
         }
-        expect_close(name + " running_mean", means, fixture(fx, "running_mean"));
-        expect_close(name + " running_var", vars, fixture(fx, "running_var"));
+        expect_fixtures(name, fx, {{"running_mean", means}, {"running_var", vars}});
         Tensor xe = leaf(fx, "x_eval");
         Tensor ye = in(xe, running_mean, running_var, w, b, false, 0.1, 1e-5);
-        ye.backward(Tensor(fixture(fx, "grad_out_eval")));
-        expect_close(name + " out_eval", ye.value(), fixture(fx, "out_eval"));
-        expect_close(name + " grad_x_eval", xe.grad_value(), fixture(fx, "grad_x_eval"));
+        backward_from_fixture(ye, fx, "grad_out_eval");
+        expect_fixtures(name, fx, {{"out_eval", ye.value()}, {"grad_x_eval", xe.grad_value()}});
     }
     // The module with its weights loaded, and PyTorch's default module (no affine, no running
     // statistics), which normalises with each instance's statistics even in eval mode.
@@ -93,9 +69,8 @@ TEST_CASE("instance_norm matches PyTorch: affine with running stats (train, 3 st
     plain.eval();
     Tensor x = leaf(fx, "x_plain");
     Tensor y = plain.forward(x);
-    y.backward(Tensor(fixture(fx, "grad_out_plain")));
-    expect_close("InstanceNorm2d default, eval out", y.value(), fixture(fx, "out_plain"));
-    expect_close("InstanceNorm2d default, eval grad_x", x.grad_value(), fixture(fx, "grad_x_plain"));
+    backward_from_fixture(y, fx, "grad_out_plain");
+    expect_fixtures("InstanceNorm2d default, eval", fx, {{"out", y.value()}, {"grad_x", x.grad_value()}}, "_plain");
 }
 
 TEST_CASE("GroupNorm with 1 group is LayerNorm over (C, H, W), with C groups it is InstanceNorm", "[norm]") {

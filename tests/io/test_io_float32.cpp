@@ -63,6 +63,21 @@ std::shared_ptr<nn::Sequential> small_net() {
         std::make_shared<nn::LayerNorm>(6), std::make_shared<nn::Linear>(6, 3)});
 }
 
+// small_net() converted by Module::to: the same initial values, rounded to float32.
+std::shared_ptr<nn::Sequential> small_net32() {
+    auto net = small_net();
+    net->to(kFloat32);
+    return net;
+}
+
+// Two state_dicts of the same module hold the same bits, entry by entry.
+void check_same_bits_state(const NamedArrays& got, const NamedArrays& want) {
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        CAPTURE(want[i].first);
+        CHECK(same_bits(got[i].second, want[i].second));
+    }
+}
+
 void train_steps(nn::Module& model, optim::Optimizer& opt, Dtype dtype, int steps, std::uint64_t seed) {
     Generator gen(seed);
     for (int s = 0; s < steps; ++s) {
@@ -163,8 +178,7 @@ TEST_CASE("npz: tensors keep their dtypes through save_npz_tensors and load_npz_
 TEST_CASE("Module::save keeps a float32 model float32 (int64 buffers int64), load converts into the module's dtype",
           "[io][float32][nn]") {
     TempDir dir;
-    auto net32 = small_net();
-    net32->to(kFloat32);
+    auto net32 = small_net32();
     optim::AdamW opt(net32->parameters(), optim::AdamWOptions(0.01));
     train_steps(*net32, opt, kFloat32, 3, 7);  // running statistics and num_batches_tracked move
     net32->save(dir.file("m32.npz"));
@@ -177,18 +191,14 @@ TEST_CASE("Module::save keeps a float32 model float32 (int64 buffers int64), loa
     CHECK(count_descr(dir.file("m32.npz"), "<f8") == 0);
 
     // float32 file -> float32 module: the same values and dtypes.
-    auto again32 = small_net();
-    again32->to(kFloat32);
+    auto again32 = small_net32();
     again32->load(dir.file("m32.npz"));
     for (const auto& [key, tensor] : again32->named_parameters()) {
         CAPTURE(key);
         CHECK(tensor.dtype() == kFloat32);
     }
     const NamedArrays want = net32->state_dict(), got32 = again32->state_dict();
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        CAPTURE(want[i].first);
-        CHECK(same_bits(got32[i].second, want[i].second));
-    }
+    check_same_bits_state(got32, want);
 
     // float32 file -> float64 module: the module stays float64, the values are the float32 ones exactly.
     auto net64 = small_net();
@@ -196,15 +206,14 @@ TEST_CASE("Module::save keeps a float32 model float32 (int64 buffers int64), loa
     CHECK(net64->float32_keys().empty());
     for (const auto& p : net64->parameters()) CHECK(p.dtype() == kFloat64);
     const NamedArrays got64 = net64->state_dict();
-    for (std::size_t i = 0; i < want.size(); ++i) CHECK(same_bits(got64[i].second, want[i].second));
+    check_same_bits_state(got64, want);
 
     // float64 file -> float32 module: rounded into float32, dtype kept.
     auto wide = small_net();  // float64 values that float32 cannot hold
     for (auto& p : wide->parameters()) p.mutable_value() += 1.0 / 3.0;
     wide->save(dir.file("m64.npz"));
     CHECK(count_descr(dir.file("m64.npz"), "<f4") == 0);
-    auto into32 = small_net();
-    into32->to(kFloat32);
+    auto into32 = small_net32();
     into32->load(dir.file("m64.npz"));
     const NamedArrays wide_state = wide->state_dict(), rounded = into32->state_dict();
     for (const auto& p : into32->parameters()) {
@@ -223,15 +232,13 @@ TEST_CASE("optimizer state of float32 parameters saves as float32, and a checkpo
           "[io][float32][optim]") {
     TempDir dir;
     // The uninterrupted run: 6 steps.
-    auto full = small_net();
-    full->to(kFloat32);
+    auto full = small_net32();
     optim::Adam full_opt(full->parameters(), optim::AdamOptions(0.01));
     train_steps(*full, full_opt, kFloat32, 3, 21);
     train_steps(*full, full_opt, kFloat32, 3, 22);
 
     // 3 steps, a checkpoint, then 3 more in a fresh model and optimizer restored from it.
-    auto first = small_net();
-    first->to(kFloat32);
+    auto first = small_net32();
     optim::Adam first_opt(first->parameters(), optim::AdamOptions(0.01));
     train_steps(*first, first_opt, kFloat32, 3, 21);
     const std::set<std::string> optim_f32 = first_opt.float32_keys();
@@ -245,16 +252,12 @@ TEST_CASE("optimizer state of float32 parameters saves as float32, and a checkpo
     CHECK(count_descr(dir.file("ckpt.npz"), "<f4") == (model_entries - 1) + optim_f32.size());
     CHECK(count_descr(dir.file("ckpt.npz"), "<i8") == 1);  // num_batches_tracked
 
-    auto resumed = small_net();
-    resumed->to(kFloat32);
+    auto resumed = small_net32();
     optim::Adam resumed_opt(resumed->parameters(), optim::AdamOptions(0.01));
     optim::Checkpoint(*resumed, resumed_opt).load(dir.file("ckpt.npz"));
     train_steps(*resumed, resumed_opt, kFloat32, 3, 22);
     const NamedArrays want = full->state_dict(), got = resumed->state_dict();
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        CAPTURE(want[i].first);
-        CHECK(same_bits(got[i].second, want[i].second));
-    }
+    check_same_bits_state(got, want);
     for (const auto& p : resumed->parameters()) CHECK(p.dtype() == kFloat32);
 
     // float64 optimizer state loaded for float32 parameters takes their dtype (rounded), as torch.optim's.
@@ -262,8 +265,7 @@ TEST_CASE("optimizer state of float32 parameters saves as float32, and a checkpo
     optim::Adam opt64(net64->parameters(), optim::AdamOptions(0.01));
     train_steps(*net64, opt64, kFloat64, 2, 5);
     CHECK(opt64.float32_keys().empty());
-    auto net32 = small_net();
-    net32->to(kFloat32);
+    auto net32 = small_net32();
     optim::Adam opt32(net32->parameters(), optim::AdamOptions(0.01));
     opt32.load_state_dict(opt64.state_dict());
     const NamedArrays state64 = opt64.state_dict(), state32 = opt32.state_dict();

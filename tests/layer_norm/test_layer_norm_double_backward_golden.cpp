@@ -1,6 +1,5 @@
 // layer_norm's second derivatives (fused and composed) against PyTorch's double backward
 // (tests/fixtures, scripts/make_fixtures.py).
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -8,16 +7,13 @@
 
 #include "core/ops/ops.hpp"
 #include "nn/functional/functional.hpp"
-#include "nn/functional/losses.hpp"
-#include "tests/support/fixtures.hpp"
+#include "tests/support/golden.hpp"
 
 namespace xg_test_layer_norm_double_backward_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-using xg::Tensor;
-using xg::test::fixture;
-using xg::test::fixture_index;
-using xg::test::max_rel_diff;
 namespace F = xg::nn::functional;
+using xg::Tensor;
+using namespace xg::test::golden;  // fixture, max_rel_diff
 
 TEST_CASE("layer_norm double backward matches PyTorch (fused and composed)", "[golden][higher-order]") {
     const std::string k = "layer_norm_double_backward";

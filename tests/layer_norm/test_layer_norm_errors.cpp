@@ -21,13 +21,8 @@
 
 namespace xg_test_layer_norm_errors {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-namespace fs = std::filesystem;
 namespace F = xg::nn::functional;
 using namespace xg;
-
-namespace {
-
-}  // namespace
 
 TEST_CASE("anomaly mode names the op behind the first NaN: LayerNorm with eps = 0", "[errors][anomaly]") {
     // A constant row has variance 0: with eps = 0, x_hat = 0 * (1 / sqrt(0)) = NaN.

@@ -5,16 +5,13 @@
 
 #include "nn/functional/functional.hpp"
 #include "nn/modules/norm_layers.hpp"
+#include "tests/support/float32_cases.hpp"
 #include "tests/support/float32_nn_twins.hpp"
 #include "tests/support/norm_tiers.hpp"
 
 namespace xg_test_layer_norm_float32 {
 
-namespace F = xg::nn::functional;
-using xg::Tensor;
-using xg_test_support::NnTwinList;
-using xg_test_support::twin_leaf;
-using Inputs = std::vector<Tensor>;
+using namespace xg_test_support::nn_twin_names;  // F, Tensor, Inputs, NnTwinList, twin_leaf, module_nn_twin
 
 // The conditions. y = w xhat + b, xhat = (x - mean) rstd. Rounding x by u|x| moves xhat by at most
 // u (|x| + mean|x| + |xhat| mean|xhat x|) / sigma ~ 3 kappa u, kappa = sqrt(1 + (mean/sigma)^2) the
@@ -41,9 +38,7 @@ NnTwinList layer_norm_twins() {
         // after the input's, each adding u to the relative error of what follows: 13 + 6 = 19
         {"layer_norm_composed (6, 32) affine", ln_composed, affine(0.0), 19},
         // the module: LayerNorm(16) with its weight and bias as inputs: as the first twin, 13
-        {"LayerNorm(16) (5, 16)",
-         xg_test_support::module_twin(module, [](xg::nn::Module& m, const Tensor& x) { return Inputs{m(x)}; }),
-         xg_test_support::module_twin_inputs(*module, twin_leaf({5, 16}, 5)), 13},
+        module_nn_twin("LayerNorm(16) (5, 16)", module, twin_leaf({5, 16}, 5), 13),
     };
 }
 const xg_test_support::RegisterNnTwins registered("layer_norm", &layer_norm_twins);
@@ -52,46 +47,22 @@ TEST_CASE("float32 twin: layer_norm and LayerNorm agree with float64", "[float32
     xg_test_support::run_nn_twins(layer_norm_twins());
 }
 
-// The native float32 node (issue 28 part 2): float32 x and parameters run the kernels on their
-// float32 storage, so no tensor gets a float64 mirror in the forward or the backward, and the
-// results are: on the reference tier, those of the float64 arithmetic on the same values, rounded
-// once (bit for bit: the reference kernels widen every value read and sum in double); on the fast
-// tier, within the bounds of the float arithmetic of the fast float32 kernels (float terms, double
-// sums: docs/precision.md "Accumulators"; the bounds: FloatArithmeticConditions, norm_tiers.hpp).
+// The native float32 node (issue 28 part 2, tests/support/float32_cases.hpp): no float64 mirror; the
+// float64 arithmetic's bits on the reference tier, the bounds of the fast kernels' float arithmetic
+// (FloatArithmeticConditions, norm_tiers.hpp) on the fast tier.
 TEST_CASE("float32 layer_norm is a native float32 node: no float64 mirror, the float64 arithmetic's bits or its float bound",
           "[float32][layer_norm]") {
-    for (int fast = 0; fast < 2; ++fast) {
-        const xg::KernelTierGuard tier(fast ? xg::KernelTier::fast : xg::KernelTier::reference);
-        const Tensor x = Tensor(xg_test_support::random_array({6, 4, 33}, 31, 2.0, 0.5), xg::kFloat32, true);
-        const Tensor w = Tensor(xg_test_support::random_array({4, 33}, 32), xg::kFloat32, true);
-        const Tensor b = Tensor(xg_test_support::random_array({4, 33}, 33), xg::kFloat32, true);
-        const Tensor g = Tensor(xg_test_support::random_array({6, 4, 33}, 34), xg::kFloat32);
-        const Tensor y = F::layer_norm(x, {4, 33}, w, b);
-        REQUIRE(y.dtype() == xg::kFloat32);
-        CHECK(y.node()->native32);
-        y.backward(g);
-        for (const Tensor* t : {&x, &w, &b, &y, &g}) {
-            CHECK(t->node()->value_mirror == xg::Node::Mirror::None);
-            CHECK(t->node()->grad_mirror == xg::Node::Mirror::None);
-        }
-        // the float64 route on the same (widened) values, rounded to float32 at the end
-        const Tensor x64(xg::to_float64_array(x.values<float>()), true);
-        const Tensor w64(xg::to_float64_array(w.values<float>()), true);
-        const Tensor b64(xg::to_float64_array(b.values<float>()), true);
-        const Tensor y64 = F::layer_norm(x64, {4, 33}, w64, b64);
-        y64.backward(Tensor(xg::to_float64_array(g.values<float>())));
-        if (!fast) {
-            CHECK(y.values<float>() == xg::to_float32_array(y64.value()));
-            CHECK(x.grad_values<float>() == xg::to_float32_array(x64.grad_value()));
-            CHECK(w.grad_values<float>() == xg::to_float32_array(w64.grad_value()));
-            CHECK(b.grad_values<float>() == xg::to_float32_array(b64.grad_value()));
-            continue;
-        }
+    const auto layer_norm = [](const Inputs& p) { return F::layer_norm(p[0], {4, 33}, p[1], p[2]); };
+    const xg::Array x_values = xg_test_support::random_array({6, 4, 33}, 31, 2.0, 0.5);
+    const xg::Array w_values = xg_test_support::random_array({4, 33}, 32), b_values = xg_test_support::random_array({4, 33}, 33);
+    const xg::Array seed = xg_test_support::random_array({6, 4, 33}, 34);
+    xg_test_support::check_native_float32_node_on_tiers(layer_norm, {x_values, w_values, b_values}, seed, [](const auto& run) {
         // 6 rows of 132; dw and db are rounded to float at the end (u more)
+        const Tensor &x = run.leaves[0], &w = run.leaves[1], &b = run.leaves[2], &y = run.y;
+        const Tensor &x64 = run.route.leaves[0], &w64 = run.route.leaves[1], &b64 = run.route.leaves[2], &y64 = run.route.y;
         using xg_test_support::check_float_arithmetic_agrees;
         using C = xg_test_support::FloatArithmeticConditions;
-        const auto k = xg_test_support::float_arithmetic_scales(x64.value(), xg::to_float64_array(g.values<float>()), w64.value(),
-                                                                b64.value(), 6, 132, true, 1e-5);
+        const auto k = xg_test_support::float_arithmetic_scales(x64.value(), run.route.g, w64.value(), b64.value(), 6, 132, true, 1e-5);
         check_float_arithmetic_agrees("y", y.values<float>(), xg::to_float32_array(y64.value()), C::ln_y, k.w * (1 + k.s) + k.b, 132);
         check_float_arithmetic_agrees("dx", x.grad_values<float>(), xg::to_float32_array(x64.grad_value()), C::ln_dx,
                                       k.rstd * k.G * (1 + k.s) * (1 + k.s), 132);
@@ -99,7 +70,7 @@ TEST_CASE("float32 layer_norm is a native float32 node: no float64 mirror, the f
                                       (1 + k.s) * k.g_column, 132);
         check_float_arithmetic_agrees("db", b.grad_values<float>(), xg::to_float32_array(b64.grad_value()), C::ln_db + 1, k.g_column,
                                       132);
-    }
+    });
 }
 
 // Rows of two values (and one): dx is the eps term alone, which float arithmetic cannot resolve
@@ -108,30 +79,22 @@ TEST_CASE("float32 layer_norm is a native float32 node: no float64 mirror, the f
 TEST_CASE("float32 layer_norm over one or two values: the fast kernels give the float64 arithmetic's bits", "[float32][layer_norm]") {
     const xg::KernelTierGuard tier(xg::KernelTier::fast);
     for (std::size_t D : {1, 2}) {
+        const auto layer_norm = [D](const Inputs& p) { return F::layer_norm(p[0], {D}, p[1], p[2]); };
         const Tensor x = Tensor(xg_test_support::random_array({7, D}, 41, 2.0, 0.5), xg::kFloat32, true);
         const Tensor w = Tensor(xg_test_support::random_array({D}, 42), xg::kFloat32, true);
         const Tensor b = Tensor(xg_test_support::random_array({D}, 43), xg::kFloat32, true);
         const Tensor g = Tensor(xg_test_support::random_array({7, D}, 44), xg::kFloat32);
-        const Tensor y = F::layer_norm(x, {D}, w, b);
+        const Tensor y = layer_norm({x, w, b});
         y.backward(g);
-        const Tensor x64(xg::to_float64_array(x.values<float>()), true);
-        const Tensor w64(xg::to_float64_array(w.values<float>()), true);
-        const Tensor b64(xg::to_float64_array(b.values<float>()), true);
-        const Tensor y64 = F::layer_norm(x64, {D}, w64, b64);
-        y64.backward(Tensor(xg::to_float64_array(g.values<float>())));
-        CHECK(y.values<float>() == xg::to_float32_array(y64.value()));
-        CHECK(x.grad_values<float>() == xg::to_float32_array(x64.grad_value()));
-        CHECK(w.grad_values<float>() == xg::to_float32_array(w64.grad_value()));
-        CHECK(b.grad_values<float>() == xg::to_float32_array(b64.grad_value()));
+        xg_test_support::check_float64_route_bits(y, {x, w, b}, xg_test_support::float64_route(layer_norm, {x, w, b}, g));
     }
 }
 
 TEST_CASE("layer_norm with float32 x and a float64 weight keeps the float64 route", "[float32][layer_norm]") {
     const Tensor x = Tensor(xg_test_support::random_array({3, 8}, 35), xg::kFloat32, true);
     const Tensor w(xg_test_support::random_array({8}, 36), true);
-    const Tensor y = F::layer_norm(x, {8}, w, Tensor());
-    CHECK(y.dtype() == xg::result_dtype({x, w}));
-    CHECK_FALSE(y.node()->native32);
+    xg_test_support::check_mixed_dtypes_keep_float64_route([](const Inputs& p) { return F::layer_norm(p[0], {8}, p[1], Tensor()); },
+                                                           {x, w});
 }
 
 }  // namespace xg_test_layer_norm_float32

@@ -1,39 +1,21 @@
 // What layer_norm must satisfy whatever the input: its input gradient sums to zero and is
 // orthogonal to x-hat iff eps = 0, rows of mean 1e6, one element (H = 1) and tiny variances.
 #include <cmath>
-#include <functional>
-#include <limits>
-#include <numeric>
-#include <random>
-#include <string>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include "core/engine/random.hpp"
-#include "nn/fast/gate_math.hpp"
-#include "nn/fast/kernel_primitives.hpp"
 #include "nn/functional/functional.hpp"
-#include "tests/support/fixtures.hpp"
+#include "tests/support/norm_kit.hpp"
 #include "tests/support/op_runs.hpp"
 
 namespace xg_test_layer_norm_invariants {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace F = xg::nn::functional;
 using xg::Array;
-using xg::Shape;
-using xg::Tensor;
-using Catch::Matchers::Contains;
-
-namespace {
-
-using Fn = xg::test::OpOfLeaves;
-using xg::test::all_finite;
+using xg::test::randn_array;
 using xg::test::run;
-
-Array randn(const Shape& s) { return xg::randn(s).value(); }
-
-}  // namespace
 
 // Shifting a row leaves y unchanged, so dx sums to zero along it, for any eps and weight.
 // Scaling a row leaves y unchanged only when eps = 0, so only then dx is orthogonal to x-hat;
@@ -41,7 +23,7 @@ Array randn(const Shape& s) { return xg::randn(s).value(); }
 TEST_CASE("layer_norm input gradient: sums to zero, orthogonal to x-hat iff eps = 0", "[fused][invariants]") {
     xg::manual_seed(23);
     const std::size_t R = 4, D = 6;
-    const Array x = randn({R, D}) * 3.0 + 2.0, w = randn({D}), b = randn({D}), g = randn({R, D});
+    const Array x = randn_array({R, D}) * 3.0 + 2.0, w = randn_array({D}), b = randn_array({D}), g = randn_array({R, D});
     for (double eps : {0.0, 1e-5, 0.5}) {
         const Array dx = run([eps](auto& t) { return F::layer_norm(t[0], {D}, t[1], t[2], eps); }, {x, w, b}, g)[1];
         for (std::size_t r = 0; r < R; ++r) {
@@ -68,15 +50,14 @@ TEST_CASE("layer_norm input gradient: sums to zero, orthogonal to x-hat iff eps 
 TEST_CASE("layer_norm rows with mean 1e6 and unit spread are exact to ~1e-10", "[fused][invariants]") {
     xg::manual_seed(26);
     const std::size_t R = 5, D = 16;
-    Array x = randn({R, D}) + 1e6;
-    const Array g = randn({R, D});
+    Array x = randn_array({R, D}) + 1e6;
+    const Array g = randn_array({R, D});
     const std::vector<Array> r = run([](auto& t) { return F::layer_norm(t[0], {D}); }, {x}, g);
     double worst_y = 0, worst_dx = 0;
     for (std::size_t i = 0; i < R; ++i) {
         // Reference in long double from the same (already rounded) double inputs.
-        long double mean = 0, var = 0, sg = 0, sgx = 0;
-        for (std::size_t j = 0; j < D; ++j) mean += static_cast<long double>(x(i, j)) / D;
-        for (std::size_t j = 0; j < D; ++j) var += (x(i, j) - mean) * (x(i, j) - mean) / D;
+        const auto [mean, var] = xg::test::exact_moments(D, [&](std::size_t j) { return x(i, j); });
+        long double sg = 0, sgx = 0;
         const long double rstd = 1.0L / std::sqrt(var + 1e-5L);
         for (std::size_t j = 0; j < D; ++j) {
             sg += g(i, j);
@@ -95,8 +76,8 @@ TEST_CASE("layer_norm rows with mean 1e6 and unit spread are exact to ~1e-10", "
 }
 
 TEST_CASE("layer_norm over a single element (H = 1) gives beta and zero input gradient", "[fused][invariants]") {
-    const Array x = randn({4, 1}), w = randn({1}), b = randn({1});
-    const auto r = run([](auto& t) { return F::layer_norm(t[0], {1}, t[1], t[2]); }, {x, w, b}, randn({4, 1}));
+    const Array x = randn_array({4, 1}), w = randn_array({1}), b = randn_array({1});
+    const auto r = run([](auto& t) { return F::layer_norm(t[0], {1}, t[1], t[2]); }, {x, w, b}, randn_array({4, 1}));
     for (std::size_t i = 0; i < 4; ++i) {
         CHECK(r[0](i, 0) == b(0));
         CHECK(r[1](i, 0) == 0.0);
@@ -107,13 +88,11 @@ TEST_CASE("layer_norm over a single element (H = 1) gives beta and zero input gr
 TEST_CASE("layer_norm with tiny variances and small eps stays accurate", "[fused][invariants]") {
     xg::manual_seed(27);
     for (double eps : {1e-8, 1e-5}) {
-        const Array x = randn({3, 10}) * 1e-6 + 1.0, g = randn({3, 10});
-        const auto r = run([eps](auto& t) { return F::layer_norm(t[0], {10}, Tensor(), Tensor(), eps); }, {x}, g);
+        const Array x = randn_array({3, 10}) * 1e-6 + 1.0, g = randn_array({3, 10});
+        const auto r = run([eps](auto& t) { return F::layer_norm(t[0], {10}, xg::Tensor(), xg::Tensor(), eps); }, {x}, g);
         double worst = 0, peak = 0;
         for (std::size_t i = 0; i < 3; ++i) {
-            long double mean = 0, var = 0;
-            for (std::size_t j = 0; j < 10; ++j) mean += static_cast<long double>(x(i, j)) / 10;
-            for (std::size_t j = 0; j < 10; ++j) var += (x(i, j) - mean) * (x(i, j) - mean) / 10;
+            const auto [mean, var] = xg::test::exact_moments(10, [&](std::size_t j) { return x(i, j); });
             for (std::size_t j = 0; j < 10; ++j) {
                 const long double y = (x(i, j) - mean) / std::sqrt(var + eps);
                 worst = std::max(worst, static_cast<double>(std::abs(r[0](i, j) - y)));
@@ -122,7 +101,7 @@ TEST_CASE("layer_norm with tiny variances and small eps stays accurate", "[fused
         }
         fmt::print("layer_norm spread 1e-6, eps {:.0e}: max |y - exact| / max |y| = {:.2e}\n", eps, worst / peak);
         CHECK(worst <= 1e-9 * peak);
-        CHECK(all_finite(r[1]));
+        CHECK(xg::test::all_finite(r[1]));
     }
 }
 

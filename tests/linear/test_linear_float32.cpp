@@ -10,11 +10,7 @@
 
 namespace xg_test_linear_float32 {
 
-namespace F = xg::nn::functional;
-using xg::Tensor;
-using xg_test_support::NnTwinList;
-using xg_test_support::twin_leaf;
-using Inputs = std::vector<Tensor>;
+using namespace xg_test_support::nn_twin_names;  // F, Tensor, Inputs, NnTwinList, twin_leaf, module_nn_twin
 
 // The condition of a product. y = x W^T + b sums K = 16 products: rounding x and W moves y_j by at
 // most 2u sum_k |x_k W_jk|, which for random data is ~0.64 K against max |y| ~ 2.5 sqrt(K): 0.25
@@ -32,7 +28,6 @@ NnTwinList linear_twins() {
     const auto embedding = std::make_shared<xg::nn::Embedding>(10, 6);
     const auto dropout_eval = std::make_shared<xg::nn::Dropout>(0.3);
     dropout_eval->eval();
-    const auto call = [](xg::nn::Module& m, const Tensor& x) { return Inputs{m(x)}; };
     // rows 3 and 7 twice: their gradients are sums
     const xg::IndexArray tokens{{3, 7, 1}, {7, 0, 3}};
     return {
@@ -40,21 +35,18 @@ NnTwinList linear_twins() {
         {"linear (2, 4, 16) no bias", lin_no_bias, {twin_leaf({2, 4, 16}, 64), inputs[1]}, kLinearCondition},
         // the composed twin rounds x W^T before adding b: one store more, 8
         {"linear_composed (8, 16) x (12, 16) + (12,)", lin_composed, inputs, kLinearCondition + 1},
-        {"Linear(16, 12) (5, 16)", xg_test_support::module_twin(linear, call),
-         xg_test_support::module_twin_inputs(*linear, twin_leaf({5, 16}, 65)), kLinearCondition},
+        module_nn_twin("Linear(16, 12) (5, 16)", linear, twin_leaf({5, 16}, 65), kLinearCondition),
         // embedding copies rounded rows (u); its gradient sums at most 2 rounded seed rows per row and
         // rounds the sum, which may cancel to half a term's size: 2 (u + u) + u = 5
         {"embedding (2, 3) of (10, 6), repeated rows",
          [tokens](const Inputs& in) { return Inputs{F::embedding(tokens, in[0])}; }, {twin_leaf({10, 6}, 66)}, 5},
         {"embedding (2, 3) of (10, 6), padding_idx 3",
          [tokens](const Inputs& in) { return Inputs{F::embedding(tokens, in[0], 3)}; }, {twin_leaf({10, 6}, 66)}, 5},
-        {"Embedding(10, 6) (2, 3)",
-         xg_test_support::module_twin(embedding,
-                                      [tokens](xg::nn::Module& m, const Tensor&) {
-                                          return Inputs{static_cast<xg::nn::Embedding&>(m).forward(tokens)};
-                                      }),
-         // the first input only says the dtype: the tokens are the same in both runs
-         xg_test_support::module_twin_inputs(*embedding, twin_leaf({1}, 67, 1.0, 0.0, false)), 5},
+        // the input only says the dtype: the tokens are the same in both runs
+        module_nn_twin("Embedding(10, 6) (2, 3)", embedding, twin_leaf({1}, 67, 1.0, 0.0, false), 5,
+                       [tokens](xg::nn::Module& m, const Tensor&) {
+                           return Inputs{static_cast<xg::nn::Embedding&>(m).forward(tokens)};
+                       }),
         // dropout with a fixed mask (the same generator state in both runs): y = x m / (1 - p) rounds x
         // and y (2 u), its gradient the seed and the result: 2
         {"dropout p 0.3 (6, 10), fixed mask",
@@ -64,7 +56,7 @@ NnTwinList linear_twins() {
          },
          {twin_leaf({6, 10}, 69)}, 2},
         // evaluation: the identity, x's rounding (u) only; its gradient is the rounded seed (u): 1
-        {"Dropout(0.3) evaluation (4, 5)", xg_test_support::module_twin(dropout_eval, call), {twin_leaf({4, 5}, 70)}, 1},
+        module_nn_twin("Dropout(0.3) evaluation (4, 5)", dropout_eval, twin_leaf({4, 5}, 70), 1),
     };
 }
 const xg_test_support::RegisterNnTwins registered("linear", &linear_twins);

@@ -10,10 +10,7 @@
 
 namespace xg_test_losses_float32 {
 
-using xg::Tensor;
-using xg_test_support::NnTwinList;
-using xg_test_support::twin_leaf;
-using Inputs = std::vector<Tensor>;
+using namespace xg_test_support::nn_twin_names;  // Tensor, Inputs, NnTwinList, twin_leaf, module_nn_twin
 using xg::nn::CrossEntropyFuncOptions;
 using xg::nn::Reduction;
 
@@ -55,23 +52,19 @@ NnTwinList losses_twins() {
         {"cross_entropy (2, 3, 3) classes on axis 1",
          [targets_nd](const Inputs& in) { return Inputs{xg::nn::cross_entropy(in[0], targets_nd)}; },
          {twin_leaf({2, 3, 3}, 83, 1.2)}, kCrossEntropyCondition},
-        {"CrossEntropyLoss(label_smoothing 0.1) (6, 5)",
-         xg_test_support::module_twin(module,
-                                      [targets](xg::nn::Module& m, const Tensor& x) {
-                                          return Inputs{static_cast<xg::nn::CrossEntropyLoss&>(m).forward(x, targets)};
-                                      }),
-         {logits}, kCrossEntropyCondition},
+        module_nn_twin("CrossEntropyLoss(label_smoothing 0.1) (6, 5)", module, logits, kCrossEntropyCondition,
+                       [targets](xg::nn::Module& m, const Tensor& x) {
+                           return Inputs{static_cast<xg::nn::CrossEntropyLoss&>(m).forward(x, targets)};
+                       }),
         {"mse_loss (4, 6) mean", [](const Inputs& in) { return Inputs{xg::nn::mse_loss(in[0], in[1])}; },
          {twin_leaf({4, 6}, 84), twin_leaf({4, 6}, 85)}, kMseCondition},
         {"mse_loss (4, 6) none, constant target",
          [](const Inputs& in) { return Inputs{xg::nn::mse_loss(in[0], in[1], Reduction::none)}; },
          {twin_leaf({4, 6}, 84), twin_leaf({4, 6}, 85, 1.0, 0.0, false)}, kMseCondition},
-        {"MSELoss(sum) (4, 6)",
-         xg_test_support::module_twin(mse_module,
-                                      [](xg::nn::Module& m, const Tensor& x) {
-                                          return Inputs{static_cast<xg::nn::MSELoss&>(m).forward(x, xg::zeros_like(x) + 0.25)};
-                                      }),
-         {twin_leaf({4, 6}, 86)}, kMseCondition},
+        module_nn_twin("MSELoss(sum) (4, 6)", mse_module, twin_leaf({4, 6}, 86), kMseCondition,
+                       [](xg::nn::Module& m, const Tensor& x) {
+                           return Inputs{static_cast<xg::nn::MSELoss&>(m).forward(x, xg::zeros_like(x) + 0.25)};
+                       }),
     };
 }
 const xg_test_support::RegisterNnTwins registered("losses", &losses_twins);

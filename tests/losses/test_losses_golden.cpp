@@ -2,43 +2,44 @@
 // values (tests/fixtures/README.md); each check prints its worst relative error.
 // The loss modules MSELoss and CrossEntropyLoss, cross_entropy over (N, C, d1, d2) and unbatched
 // against PyTorch (tests/fixtures/cross_entropy_nd), and (B, T, C) sequence logits (issue 13).
-#include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <limits>
-#include <set>
+#include <functional>
+#include <string>
 #include <utility>
 
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 #include <xtensor/xmanipulation.hpp>
-#include <xtensor/xview.hpp>
 
 #include "core/engine/random.hpp"
-#include "core/io/io.hpp"
 #include "nn/nn.hpp"
-#include "optim/optim.hpp"
-#include "tests/support/attention_reference.hpp"
-#include "tests/support/fixtures.hpp"
+#include "tests/support/golden.hpp"
 
 namespace xg_test_losses_golden {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-using xg::test::expect_close;
-using test::attention_reference;
-using test::fixture;
-using test::max_rel_diff;
+using namespace xg::test::golden;  // leaf, fixture_index, backward_from_fixture, expect_fixtures
 
 namespace {
 
-// Backpropagates sum(out * grad_out) (the fixtures' convention for non-scalar outputs).
-void backward_with(const Tensor& out, const Array& grad_out) { out.backward(Tensor(grad_out)); }
+// One cross_entropy variant on the fixture logits x of `fx`: out_<tag>, then grad_x_<tag> of the
+// loss (of sum(out * grad_out_<tag>) where it is not reduced), printed as "<what> out_<tag>".
+void check_cross_entropy(const std::string& what, const std::string& fx, const std::string& tag, nn::Reduction reduction,
+                         const std::function<Tensor(const Tensor&)>& loss) {
+    const Tensor x = leaf(fx, "x");
+    const Tensor out = loss(x);
+    expect_fixtures(what, fx, {{"out_" + tag, out.value()}});
+    if (reduction == nn::Reduction::none) {
+        backward_from_fixture(out, fx, "grad_out_" + tag);
+    } else {
+        out.backward();
+    }
+    expect_fixtures(what, fx, {{"grad_x_" + tag, x.grad_value()}});
+}
 
 }  // namespace
 
 TEST_CASE("cross_entropy matches PyTorch in all 6 variants", "[nn][golden]") {
     const std::string fx = "cross_entropy";
-    const IndexArray target = test::fixture_index(fx, "target");
+    const IndexArray target = fixture_index(fx, "target");
     struct Variant {
         std::string name;
         nn::Reduction reduction;
@@ -47,22 +48,15 @@ TEST_CASE("cross_entropy matches PyTorch in all 6 variants", "[nn][golden]") {
     for (const Variant& v : {Variant{"mean", nn::Reduction::mean, 0.0}, Variant{"sum", nn::Reduction::sum, 0.0},
                              Variant{"none", nn::Reduction::none, 0.0}, Variant{"mean_ls", nn::Reduction::mean, 0.1},
                              Variant{"sum_ls", nn::Reduction::sum, 0.1}, Variant{"none_ls", nn::Reduction::none, 0.1}}) {
-        const Tensor x(fixture(fx, "x"), true);
-        const Tensor out = nn::cross_entropy(x, target, v.reduction, v.label_smoothing);
-        expect_close("cross_entropy out_" + v.name, out.value(), fixture(fx, "out_" + v.name));
-        if (v.reduction == nn::Reduction::none) {
-            backward_with(out, fixture(fx, "grad_out_" + v.name));
-        } else {
-            out.backward();
-        }
-        expect_close("cross_entropy grad_x_" + v.name, x.grad_value(), fixture(fx, "grad_x_" + v.name));
+        check_cross_entropy("cross_entropy", fx, v.name, v.reduction,
+                            [&](const Tensor& x) { return nn::cross_entropy(x, target, v.reduction, v.label_smoothing); });
     }
 }
 
 TEST_CASE("cross_entropy with weight and ignore_index matches PyTorch in all 30 variants", "[nn][golden]") {
     const std::string fx = "cross_entropy_weighted";
     const Tensor weight(fixture(fx, "weight"));
-    const IndexArray target = test::fixture_index(fx, "target"), target_pad = test::fixture_index(fx, "target_pad");
+    const IndexArray target = fixture_index(fx, "target"), target_pad = fixture_index(fx, "target_pad");
     struct Variant {
         std::string name;
         bool weighted;
@@ -82,15 +76,8 @@ TEST_CASE("cross_entropy with weight and ignore_index matches PyTorch in all 30 
                 const std::string tag = v.name + "_" + red_name + (ls > 0.0 ? "_ls" : "");
                 auto options = nn::CrossEntropyFuncOptions().ignore_index(v.ignore_index).reduction(red).label_smoothing(ls);
                 if (v.weighted) options.weight(weight);
-                const Tensor x(fixture(fx, "x"), true);
-                const Tensor out = nn::cross_entropy(x, *v.target, options);
-                expect_close("cross_entropy_weighted out_" + tag, out.value(), fixture(fx, "out_" + tag));
-                if (red == nn::Reduction::none) {
-                    backward_with(out, fixture(fx, "grad_out_" + tag));
-                } else {
-                    out.backward();
-                }
-                expect_close("cross_entropy_weighted grad_x_" + tag, x.grad_value(), fixture(fx, "grad_x_" + tag));
+                check_cross_entropy("cross_entropy_weighted", fx, tag, red,
+                                    [&](const Tensor& x) { return nn::cross_entropy(x, *v.target, options); });
             }
         }
     }
@@ -106,18 +93,15 @@ TEST_CASE("cross_entropy with weight and ignore_index matches PyTorch in all 30 
 TEST_CASE("mse_loss matches PyTorch (mean and sum), gradients for input and target", "[nn][golden]") {
     const std::string fx = "mse_loss";
     for (const std::string r : {"mean", "sum"}) {
-        const Tensor x(fixture(fx, "x"), true), t(fixture(fx, "target"), true);
+        const Tensor x = leaf(fx, "x"), t = leaf(fx, "target");
         const Tensor out = nn::mse_loss(x, t, r == "mean" ? nn::Reduction::mean : nn::Reduction::sum);
-        expect_close("mse_loss out_" + r, out.value(), fixture(fx, "out_" + r));
+        expect_fixtures("mse_loss", fx, {{"out_" + r, out.value()}});
         out.backward();
-        expect_close("mse_loss grad_x_" + r, x.grad_value(), fixture(fx, "grad_x_" + r));
-        expect_close("mse_loss grad_target_" + r, t.grad_value(), fixture(fx, "grad_target_" + r));
+        expect_fixtures("mse_loss", fx, {{"grad_x_" + r, x.grad_value()}, {"grad_target_" + r, t.grad_value()}});
     }
 }
 
-using xg::test::as_mask;
 using Catch::Matchers::Contains;
-using test::fixture_index;
 
 TEST_CASE("MSELoss and CrossEntropyLoss modules match PyTorch", "[parity][nn][golden]") {
     Tensor x(fixture("mse_loss", "x"), true), t(fixture("mse_loss", "target"), true);
@@ -150,15 +134,7 @@ TEST_CASE("cross_entropy over (N, C, d1, d2) and unbatched matches PyTorch", "[p
                                               {"sum", nn::Reduction::sum}, {"none", nn::Reduction::none}}) {
             auto options = nn::CrossEntropyFuncOptions().reduction(reduction);
             if (!std::string(tag).empty()) options.weight(weight).label_smoothing(0.1);
-            Tensor x(fixture(k, "x"), true);
-            const Tensor out = nn::cross_entropy(x, target, options);
-            if (reduction == nn::Reduction::none) {
-                out.backward(Tensor(fixture(k, "grad_out_" + name + tag)));
-            } else {
-                out.backward();
-            }
-            expect_close(k + " out_" + name + tag, out.value(), fixture(k, "out_" + name + tag));
-            expect_close(k + " grad_x_" + name + tag, x.grad_value(), fixture(k, "grad_x_" + name + tag));
+            check_cross_entropy(k, k, name + tag, reduction, [&](const Tensor& x) { return nn::cross_entropy(x, target, options); });
         }
     }
     Tensor xu(fixture(k, "xu"), true);

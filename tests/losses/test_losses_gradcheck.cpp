@@ -2,26 +2,19 @@
 // ignore_index) and mse_loss (w.r.t. input and target).
 // Finite-difference checks of the MSELoss and CrossEntropyLoss modules and of cross_entropy over
 // (N, C, d1, d2) and unbatched (issue 13).
-#include <cmath>
-#include <cstdio>
-#include <functional>
-#include <limits>
+#include <string>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include "core/ops/ops.hpp"
-#include "core/tools/gradcheck.hpp"
 #include "nn/nn.hpp"
-#include "tests/support/gradcheck_support.hpp"
+#include "tests/support/gradcheck_cases.hpp"
 
 namespace xg_test_losses_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 using namespace xg;
-using Inputs = std::vector<Tensor>;
-using xg::test::randn_leaf;
-
-constexpr auto report = xg::test::expect_passed;
+using namespace xg::test::gradcheck_cases;
 
 TEST_CASE("gradcheck cross_entropy in every reduction, with and without label smoothing", "[gradcheck][nn]") {
     const IndexArray target{2, 0, 3};
@@ -30,7 +23,7 @@ TEST_CASE("gradcheck cross_entropy in every reduction, with and without label sm
             auto f = [&](const Inputs& in) { return nn::cross_entropy(in[0], target, r, ls); };
             const std::string name = fmt::format("cross_entropy reduction={} ls={}",
                                                  r == nn::Reduction::none ? "none" : r == nn::Reduction::mean ? "mean" : "sum", ls);
-            report(gradcheck(f, {randn_leaf({3, 4}, 32, 2.0)}, {name}));
+            expect_passed(gradcheck(f, {randn_leaf({3, 4}, 32, 2.0)}, {name}));
         }
     }
 }
@@ -57,7 +50,7 @@ TEST_CASE("gradcheck cross_entropy with class weights and ignore_index, every re
                 auto f = [&](const Inputs& in) { return nn::cross_entropy(in[0], *v.target, options); };
                 const std::string name = fmt::format("cross_entropy {} reduction={} ls={}", v.name,
                                                      r == nn::Reduction::none ? "none" : r == nn::Reduction::mean ? "mean" : "sum", ls);
-                report(gradcheck(f, {randn_leaf({5, 4}, 37, 2.0)}, {name}));
+                expect_passed(gradcheck(f, {randn_leaf({5, 4}, 37, 2.0)}, {name}));
             }
         }
     }
@@ -68,32 +61,20 @@ TEST_CASE("gradcheck mse_loss in every reduction w.r.t. input and target", "[gra
         auto f = [&](const Inputs& in) { return nn::mse_loss(in[0], in[1], r); };
         const std::string name =
             std::string("mse_loss reduction=") + (r == nn::Reduction::none ? "none" : r == nn::Reduction::mean ? "mean" : "sum");
-        report(gradcheck(f, {randn_leaf({2, 3}, 33), randn_leaf({2, 3}, 34)}, {name}));
+        expect_passed(gradcheck(f, {randn_leaf({2, 3}, 33), randn_leaf({2, 3}, 34)}, {name}));
     }
 }
-
-constexpr auto check = xg::test::check_gradient;
-
-namespace {
-
-// sum(y * fixed random weights), so every output element reaches the scalar with its own weight.
-Tensor weighted(const Tensor& y) {
-    Generator gen(99);
-    return sum(y * Tensor(randn(y.shape(), gen).value()));
-}
-
-}  // namespace
 
 TEST_CASE("gradcheck MSELoss and CrossEntropyLoss modules", "[gradcheck][nn]") {
     nn::MSELoss mse;
     nn::MSELoss mse_none(nn::Reduction::none);
-    check([&](const Inputs& in) { return mse.forward(in[0], in[1]); }, {randn_leaf({3, 4}, 320), randn_leaf({3, 4}, 321)},
-          "MSELoss mean");
-    check([&](const Inputs& in) { return weighted(mse_none.forward(in[0], in[1])); },
-          {randn_leaf({3, 4}, 322), randn_leaf({3, 4}, 323)}, "MSELoss none");
+    check_gradient([&](const Inputs& in) { return mse.forward(in[0], in[1]); }, {randn_leaf({3, 4}, 320), randn_leaf({3, 4}, 321)},
+                   "MSELoss mean");
+    check_gradient([&](const Inputs& in) { return weighted_sum(mse_none.forward(in[0], in[1])); },
+                   {randn_leaf({3, 4}, 322), randn_leaf({3, 4}, 323)}, "MSELoss none");
     nn::CrossEntropyLoss ce(nn::CrossEntropyLossOptions().label_smoothing(0.1).weight(Tensor({0.5, 1.0, 2.0, 1.5})));
-    check([&](const Inputs& in) { return ce.forward(in[0], {2, 0, 3}); }, {randn_leaf({3, 4}, 324)},
-          "CrossEntropyLoss weighted, smoothed");
+    check_gradient([&](const Inputs& in) { return ce.forward(in[0], {2, 0, 3}); }, {randn_leaf({3, 4}, 324)},
+                   "CrossEntropyLoss weighted, smoothed");
 }
 
 TEST_CASE("gradcheck cross_entropy over (N, C, d1, d2) and unbatched", "[gradcheck][nn]") {
@@ -103,14 +84,14 @@ TEST_CASE("gradcheck cross_entropy over (N, C, d1, d2) and unbatched", "[gradche
     for (nn::Reduction r : {nn::Reduction::mean, nn::Reduction::none}) {
         auto f = [&](const Inputs& in) {
             const Tensor loss = nn::cross_entropy(in[0], target, nn::CrossEntropyFuncOptions().reduction(r).label_smoothing(0.05));
-            return r == nn::Reduction::none ? weighted(loss) : loss;
+            return r == nn::Reduction::none ? weighted_sum(loss) : loss;
         };
-        check(f, {randn_leaf({2, 4, 3, 2}, 325)}, r == nn::Reduction::none ? "cross_entropy (2,4,3,2) none" : "cross_entropy (2,4,3,2) mean");
+        check_gradient(f, {randn_leaf({2, 4, 3, 2}, 325)}, r == nn::Reduction::none ? "cross_entropy (2,4,3,2) none" : "cross_entropy (2,4,3,2) mean");
     }
     IndexArray scalar_target = IndexArray::from_shape({});
     scalar_target() = 3;
-    check([&](const Inputs& in) { return nn::cross_entropy(in[0], scalar_target); }, {randn_leaf({5}, 326)},
-          "cross_entropy unbatched (5,)");
+    check_gradient([&](const Inputs& in) { return nn::cross_entropy(in[0], scalar_target); }, {randn_leaf({5}, 326)},
+                   "cross_entropy unbatched (5,)");
 }
 
 }  // namespace xg_test_losses_gradcheck

@@ -1,38 +1,11 @@
 // Second derivatives of the losses.
 #include <catch2/catch.hpp>
 
-#include "core/engine/random.hpp"
-#include "core/ops/ops.hpp"
-#include "core/tools/gradcheck.hpp"
-#include "nn/functional/functional.hpp"
-#include "nn/functional/losses.hpp"
-#include "nn/modules/activation.hpp"
-#include "nn/modules/attention.hpp"
-#include "nn/modules/conv.hpp"
-#include "nn/modules/dyt.hpp"
-#include "nn/modules/layers.hpp"
-#include "nn/modules/module.hpp"
-#include "nn/modules/recurrent.hpp"
-#include "tests/support/gradcheck_support.hpp"
+#include "tests/support/gradgrad_cases.hpp"
 
 namespace xg_test_losses_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-using xg::Tensor;
-using Inputs = std::vector<Tensor>;
-using xg::test::randn_leaf;
-namespace F = xg::nn::functional;
-
-namespace {
-
-void check_second_order(const xg::SingleFunction& f, const Inputs& inputs, const std::string& name) {
-    xg::test::expect_passed(xg::gradgradcheck(f, inputs, {name}));
-}
-
-Tensor constant(const xg::Shape& shape, std::uint64_t seed, double scale = 1.0, double shift = 0.0) {
-    return randn_leaf(shape, seed, scale, shift).detach();
-}
-
-}  // namespace
+using namespace xg::test::gradgrad;  // check_second_order, randn_leaf, constant, Inputs
 
 TEST_CASE("gradgradcheck of the losses", "[gradgradcheck][nn]") {
     const xg::IndexArray targets = {2, 0, 1, 2};

@@ -28,39 +28,16 @@
 
 namespace xg_test_modules_errors {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-namespace fs = std::filesystem;
-
 namespace F = xg::nn::functional;
 
 using namespace xg;
 
 namespace {
 
+using xg::test::index_rows;
+using xg::test::same_state;
+using xg::test::small_model;
 using xg::test::TempDir;
-
-// A 2-D index array from rows of literals (a braced IndexArray{...} of ints is ambiguous).
-IndexArray index_rows(std::initializer_list<std::initializer_list<std::int64_t>> rows) {
-    IndexArray out = IndexArray::from_shape({rows.size(), rows.begin()->size()});
-    std::size_t i = 0;
-    for (const auto& row : rows)
-        for (std::int64_t v : row) out.data()[i++] = v;
-    return out;
-}
-
-bool same(const NamedArrays& a, const NamedArrays& b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (a[i].first != b[i].first || a[i].second.shape() != b[i].second.shape()) return false;
-        if (!std::equal(a[i].second.begin(), a[i].second.end(), b[i].second.begin())) return false;
-    }
-    return true;
-}
-
-std::shared_ptr<nn::Sequential> small_model() {
-    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-        std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::LayerNorm>(4), std::make_shared<nn::GELU>(),
-        std::make_shared<nn::Linear>(4, 2)});
-}
 
 // Replaces every occurrence of `from` by the same-length `to` and fixes the zip CRCs of the
 // .npy entry `npy` so the archive stays well-formed: only the entry's content is bad.
@@ -108,7 +85,7 @@ TEST_CASE("every module names itself and the shapes for a bad input", "[errors]"
     bn.train();
     const NamedArrays before = bn.state_dict();
     REQUIRE_ERROR(bn.forward(zeros({1, 3})), "Expected more than 1 value per channel when training");
-    CHECK(same(bn.state_dict(), before));  // a rejected batch is not counted
+    CHECK(same_state(bn.state_dict(), before));  // a rejected batch is not counted
     // GELU accepts any shape; an undefined tensor is the only bad input.
     REQUIRE_ERROR(nn::GELU().forward(Tensor()), "gelu", "defined");
     // Embedding: indices out of range on either side, anywhere in the index array.
@@ -169,7 +146,7 @@ TEST_CASE("load_state_dict lists missing, unexpected and mis-shaped keys at once
     bad.emplace_back("3.scale", Array{1.0});          // unexpected
     REQUIRE_ERROR(model->load_state_dict(bad), "load_state_dict", "Sequential", "missing keys: 0.bias",
                   "unexpected keys: 3.scale", "0.weight (model (4, 3), given (4, 4))", "nothing was changed");
-    CHECK(same(model->state_dict(), before));
+    CHECK(same_state(model->state_dict(), before));
 }
 
 TEST_CASE("a bad file leaves the model untouched and is named in the error", "[errors]") {
@@ -188,7 +165,7 @@ TEST_CASE("a bad file leaves the model untouched and is named in the error", "[e
     REQUIRE_ERROR(model->load(dir.file("other.npz")), "load_state_dict", "other.npz", "missing keys: 3.bias",
                   "unexpected keys: 4.weight, 4.bias", "0.weight (model (4, 3), given (5, 3))",
                   "1.weight (model (4,), given (5,))");
-    CHECK(same(model->state_dict(), before));
+    CHECK(same_state(model->state_dict(), before));
 
     // Truncated, corrupt and wrong-dtype files fail in the reader, before the model is touched.
     REQUIRE_ERROR(load("cut.npz", good.substr(0, good.size() - 10)), "load_npz", "cut.npz");
@@ -201,7 +178,7 @@ TEST_CASE("a bad file leaves the model untouched and is named in the error", "[e
                   "entry '0.weight.npy'", "'|O'");
     REQUIRE_ERROR(load("shape.npz", patch_npz_entry(good, w_npy, "(4, 3)", "(4, 4)")), "load_npz", "shape.npz",
                   "truncated data", "(4, 4)");
-    CHECK(same(model->state_dict(), before));
+    CHECK(same_state(model->state_dict(), before));
 
     // The same checks on single .npy and IDX files.
     const std::string v = npy_bytes(Array{1.0, 2.0, 3.0});

@@ -12,10 +12,7 @@
 
 namespace xg_test_modules_float32 {
 
-using xg::Tensor;
-using xg_test_support::NnTwinList;
-using xg_test_support::twin_leaf;
-using Inputs = std::vector<Tensor>;
+using namespace xg_test_support::nn_twin_names;  // Tensor, NnTwinList, twin_leaf, module_nn_twin
 namespace nn = xg::nn;
 
 // The mini Pre-LN model (tests/support/mini_model.hpp, d 8, 2 blocks): each block is LayerNorm (13),
@@ -39,23 +36,16 @@ NnTwinList modules_twins() {
     xg::manual_seed(131);
     const auto mini = std::make_shared<xg::test::MiniPreLNModel>(8, 2, 10);
     const auto cnn = small_cnn();
-    const auto call = [](nn::Module& m, const Tensor& x) { return Inputs{m(x)}; };
     return {
-        {"MiniPreLNModel(8, 2 blocks, 10) (2, 3, 8)", xg_test_support::module_twin(mini, call),
-         xg_test_support::module_twin_inputs(*mini, twin_leaf({2, 3, 8}, 132)), kMiniModelCondition},
-        {"Conv2d, BatchNorm2d, ReLU, MaxPool2d, Flatten, Linear (3, 2, 4, 4)", xg_test_support::module_twin(cnn, call),
-         xg_test_support::module_twin_inputs(*cnn, twin_leaf({3, 2, 4, 4}, 133)), kCnnCondition},
+        module_nn_twin("MiniPreLNModel(8, 2 blocks, 10) (2, 3, 8)", mini, twin_leaf({2, 3, 8}, 132), kMiniModelCondition),
+        module_nn_twin("Conv2d, BatchNorm2d, ReLU, MaxPool2d, Flatten, Linear (3, 2, 4, 4)", cnn, twin_leaf({3, 2, 4, 4}, 133),
+                       kCnnCondition),
     };
 }
 const xg_test_support::RegisterNnTwins registered("modules", &modules_twins);
 
 TEST_CASE("float32 twin: small models agree with float64", "[float32][modules]") {
     xg_test_support::run_nn_twins(modules_twins());
-}
-
-// max |a - b| / (u max |b|)
-double error_in_u(const xg::Array& a, const xg::Array& b) {
-    return xt::amax(xt::abs(a - b))() / (xg::unit_roundoff(xg::kFloat32) * xt::amax(xt::abs(b))());
 }
 
 TEST_CASE("float32: a model converted by Module::to trains a step like its float64 twin", "[float32][modules]") {
@@ -77,14 +67,14 @@ TEST_CASE("float32: a model converted by Module::to trains a step like its float
     const Tensor loss64 = nn::cross_entropy((*model64)(x), targets), loss32 = nn::cross_entropy((*model32)(x.to(xg::kFloat32)), targets);
     CHECK(loss32.dtype() == xg::kFloat32);
     // the CNN's condition, then cross_entropy's (tests/losses/test_losses_float32.cpp: 8) on its logits
-    CHECK(error_in_u(loss32.value(), loss64.value()) <= kCnnCondition + 8);
+    CHECK(xg::test::normwise_error_in_u(loss32.value(), loss64.value()) <= kCnnCondition + 8);
     loss64.backward();
     loss32.backward();
     const auto p64 = model64->named_parameters(), p32 = model32->named_parameters();
     for (std::size_t i = 0; i < p64.size(); ++i) {
         INFO(p64[i].first);
         CHECK(p32[i].second.grad().dtype() == xg::kFloat32);
-        CHECK(error_in_u(p32[i].second.grad_value(), p64[i].second.grad_value()) <= kCnnCondition + 8);
+        CHECK(xg::test::normwise_error_in_u(p32[i].second.grad_value(), p64[i].second.grad_value()) <= kCnnCondition + 8);
     }
     // and back: to(kFloat64) keeps the float32 values, exactly
     const xg::Array w32 = p32[0].second.value();

@@ -1,31 +1,16 @@
 // Second derivatives of the fused ops, which recompute through their composed twins under
 // create_graph: gradgradcheck of each, and fused vs composed Hessian-vector products.
-#include <catch2/catch.hpp>
-
 #include <cmath>
 
-#include "core/tools/gradcheck.hpp"
-#include "core/ops/ops.hpp"
-#include "core/engine/random.hpp"
-#include "nn/modules/conv.hpp"
-#include "nn/modules/dyt.hpp"
-#include "nn/functional/functional.hpp"
-#include "nn/functional/losses.hpp"
-#include "nn/modules/recurrent.hpp"
-#include "tests/support/gradcheck_support.hpp"
+#include <catch2/catch.hpp>
+
+#include "tests/support/gradgrad_cases.hpp"
 
 namespace xg_test_modules_fused_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-using xg::Tensor;
-using Inputs = std::vector<Tensor>;
-using xg::test::randn_leaf;
-namespace F = xg::nn::functional;
+using namespace xg::test::gradgrad;  // check_second_order, randn_leaf, square, Inputs, F
 
 namespace {
-
-void check_second_order(const xg::SingleFunction& f, const Inputs& inputs, const std::string& name) {
-    xg::test::expect_passed(xg::gradgradcheck(f, inputs, {name}));
-}
 
 // Hessian-vector products of sum(v * f(x)) along direction u, for every input: the first-order
 // gradient G = J^T v by xg::grad with create_graph, then the gradient of <G, u>.
@@ -44,8 +29,6 @@ std::vector<xg::Array> hvp(const xg::SingleFunction& f, const Inputs& inputs, st
     }
     return out;
 }
-
-Tensor square(const Tensor& t) { return t * t; }
 
 void check_fused_matches_composed(const xg::SingleFunction& fused, const xg::SingleFunction& composed, const Inputs& inputs) {
     const std::vector<xg::Array> a = hvp(fused, inputs, 99), b = hvp(composed, inputs, 99);

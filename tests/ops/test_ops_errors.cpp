@@ -27,22 +27,9 @@
 
 namespace xg_test_ops_errors {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-namespace fs = std::filesystem;
-namespace F = xg::nn::functional;
 using namespace xg;
 
-namespace {
-
-// A 2-D index array from rows of literals (a braced IndexArray{...} of ints is ambiguous).
-IndexArray index_rows(std::initializer_list<std::initializer_list<std::int64_t>> rows) {
-    IndexArray out = IndexArray::from_shape({rows.size(), rows.begin()->size()});
-    std::size_t i = 0;
-    for (const auto& row : rows)
-        for (std::int64_t v : row) out.data()[i++] = v;
-    return out;
-}
-
-}  // namespace
+using xg::test::index_rows;
 
 TEST_CASE("element-wise binary ops name themselves and both shapes", "[errors]") {
     const Tensor a = zeros({2, 3}), b = zeros({4}), c = zeros({3, 2, 4}), d = zeros({2, 3, 4});

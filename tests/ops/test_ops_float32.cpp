@@ -7,13 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <map>
-#include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +15,7 @@
 #include "core/ops/ops.hpp"
 #include "tests/support/float32_twin.hpp"
 #include "tests/support/gradcheck_support.hpp"
+#include "tests/support/recorded_op_names.hpp"
 
 namespace xg_test_ops_float32 {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -28,16 +23,9 @@ using xg::Tensor;
 using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
 using xg::test::randn_leaf;
-namespace fs = std::filesystem;
+using Twin = xg::test::Float32Twin;
 
 namespace {
-
-struct Twin {
-    std::string name;
-    std::function<Outputs(const Inputs&)> f;
-    Inputs inputs;
-    double condition;
-};
 
 // An m-term sum as a float32 accumulator would make it: m roundings (each term's and each partial
 // sum's) of at most sum_j |x_j| each, and for terms of random sign sum_j |x_j| is about sqrt(m)
@@ -230,22 +218,11 @@ std::vector<Twin> all_twins() {
     return twins;
 }
 
-void run(const std::vector<Twin>& twins) {
-    for (const Twin& t : twins) xg::test::check_float32_twin(t.name, t.f, t.inputs, t.condition);
-}
+void run(const std::vector<Twin>& twins) { xg::test::check_float32_twins(twins); }
 
-std::string read_text(const fs::path& path) {
-    std::ifstream in(path);
-    if (!in) FAIL("cannot read " << path.string());
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-// The op names core/ records: each record( call's first argument (up to the first ',' or ')' at
-// its own depth) when it is a string literal; where it is a variable, the names listed here.
+// The op names core/ records; where record() is given a variable, the names listed here.
 std::set<std::string> core_op_names(std::vector<std::string>& unknown_sites) {
-    const std::map<std::string, std::set<std::string>> names_from_callers = {
+    const xg_test_support::NamesFromCallers names_from_callers = {
         {"core/ops/elementwise.cpp: op", {"maximum", "minimum"}},
         {"core/ops/elementwise.cpp: name", {"add", "sub", "mul"}},  // the float32 kernels of add, sub, mul (binary32)
         {"core/ops/reduce.cpp: op", {"max", "min"}},
@@ -254,40 +231,10 @@ std::set<std::string> core_op_names(std::vector<std::string>& unknown_sites) {
         // the numeric nodes of fused ops (nn/) without a double backward: their float32 twins are nn's
         {"core/engine/tensor.cpp: op + \"_backward\"", {}},
     };
-    static const std::regex call(R"((^|[^\w])record\()"), literal(R"re(^"(\w+)"$)re"), flat_gather(R"re(FlatGather\{"(\w+)")re");
-    std::set<std::string> names;
-    for (const auto& entry : fs::recursive_directory_iterator(fs::path(XGRAD_SOURCE_DIR) / "core")) {
-        if (entry.path().extension() != ".cpp") continue;
-        const std::string file = fs::relative(entry.path(), fs::path(XGRAD_SOURCE_DIR)).generic_string();
-        const std::string text = read_text(entry.path());
-        for (auto it = std::sregex_iterator(text.begin(), text.end(), call); it != std::sregex_iterator(); ++it) {
-            const std::size_t start = static_cast<std::size_t>(it->position(0) + it->length(0));
-            if (text.compare(start, 11, "std::string") == 0) continue;  // the definition
-            std::size_t end = start;
-            for (int depth = 0; end < text.size(); ++end) {
-                const char ch = text[end];
-                if (depth == 0 && (ch == ',' || ch == ')')) break;
-                depth += ch == '(' ? 1 : ch == ')' ? -1 : 0;
-            }
-            const std::string arg = std::regex_replace(std::regex_replace(text.substr(start, end - start), std::regex(R"(\s+)"), " "),
-                                                       std::regex(R"(^ | $)"), "");
-            if (arg.empty()) continue;  // "record()" in a comment
-            std::smatch m;
-            if (std::regex_match(arg, m, literal)) {
-                names.insert(m[1]);
-                continue;
-            }
-            const auto known = names_from_callers.find(file + ": " + arg);
-            if (known == names_from_callers.end()) {
-                unknown_sites.push_back(file + ": " + arg);
-            } else {
-                names.insert(known->second.begin(), known->second.end());
-            }
-        }
-        for (auto m = std::sregex_iterator(text.begin(), text.end(), flat_gather); m != std::sregex_iterator(); ++m) {
-            names.insert((*m)[1]);
-            names.insert(std::string((*m)[1]) + "_backward");
-        }
+    std::set<std::string> names = xg_test_support::recorded_op_names({"core"}, names_from_callers, unknown_sites);
+    for (const std::string& op : xg_test_support::flat_gather_op_names({"core"})) {
+        names.insert(op);
+        names.insert(op + "_backward");
     }
     return names;
 }
@@ -308,10 +255,10 @@ TEST_CASE("float32 twins: every core op's backward, recorded under create_graph,
     // it shows as a float64 node. The seeds require grad, so every op of every backward is recorded.
     for (const Twin& t : all_twins()) {
         INFO(t.name);
-        std::vector<Tensor> x32, wrt, seeds;
-        for (const Tensor& x : t.inputs) {
-            x32.emplace_back(x.value(), xg::kFloat32, x.requires_grad());
-            if (x.requires_grad()) wrt.push_back(x32.back());
+        const std::vector<Tensor> x32 = xg::test::float32_copies(t.inputs64);
+        std::vector<Tensor> wrt, seeds;
+        for (const Tensor& x : x32) {
+            if (x.requires_grad()) wrt.push_back(x);
         }
         const Outputs outs = t.f(x32);
         xg::Generator gen(5);
@@ -421,11 +368,7 @@ TEST_CASE("float32: reshape, permute, masked_fill, softmax and log_softmax make 
 TEST_CASE("float32 twins reach every op core/ records", "[float32]") {
     std::vector<std::string> unknown_sites;
     const std::set<std::string> recorded = core_op_names(unknown_sites);
-    {
-        INFO("record() calls in core/ whose op name is neither a literal nor listed in names_from_callers: "
-             << Catch::Detail::stringify(unknown_sites));
-        CHECK(unknown_sites.empty());
-    }
+    xg_test_support::check_record_sites_known(unknown_sites, "in core/ ");
     REQUIRE(recorded.count("add") == 1);             // the scan sees literals,
     REQUIRE(recorded.count("maximum") == 1);         // names passed by callers,
     REQUIRE(recorded.count("slice_backward") == 1);  // the scatter nodes
@@ -433,11 +376,9 @@ TEST_CASE("float32 twins reach every op core/ records", "[float32]") {
 
     xg::test::float32_twin_ops_reached().clear();
     run(all_twins());
-    const std::set<std::string>& reached = xg::test::float32_twin_ops_reached();
-    for (const std::string& op : recorded) {
-        INFO("op '" << op << "' is recorded in core/ but no float32 twin of tests/ops/test_ops_float32.cpp reaches it: add one");
-        CHECK(reached.count(op) == 1);
-    }
+    xg_test_support::check_recorded_ops_reached(
+        recorded, xg::test::float32_twin_ops_reached(),
+        "is recorded in core/ but no float32 twin of tests/ops/test_ops_float32.cpp reaches it: add one");
 }
 
 }  // namespace xg_test_ops_float32

@@ -1,28 +1,15 @@
 // Second derivatives of the elementary ops: gradgradcheck compares finite differences of each
 // op's first-order gradient (built with create_graph) with backward through that gradient.
 // `ctest -L gradgradcheck` runs exactly these.
-#include <catch2/catch.hpp>
-
 #include <cmath>
 
-#include "core/tools/gradcheck.hpp"
-#include "core/ops/ops.hpp"
-#include "core/engine/random.hpp"
-#include "tests/support/gradcheck_support.hpp"
+#include <catch2/catch.hpp>
+
+#include "tests/support/gradgrad_cases.hpp"
 
 namespace xg_test_ops_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-using xg::Tensor;
-using Inputs = std::vector<Tensor>;
-using xg::test::randn_leaf;
-
-namespace {
-
-void check_second_order(const xg::SingleFunction& f, const Inputs& inputs, const std::string& name) {
-    xg::test::expect_passed(xg::gradgradcheck(f, inputs, {name}));
-}
-
-}  // namespace
+using namespace xg::test::gradgrad;  // check_second_order, randn_leaf, Inputs
 
 TEST_CASE("gradgradcheck of the broadcasting binary ops", "[gradgradcheck]") {
     // (2, 3) against (3,) and against a 0-D scalar: both broadcast paths, and sum_to's backward

@@ -6,18 +6,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/tools/gradcheck.hpp"
 #include "core/ops/ops.hpp"
 #include "core/engine/random.hpp"
-#include "tests/support/gradcheck_support.hpp"
+#include "tests/support/gradcheck_cases.hpp"
 
 namespace xg_test_ops_reductions_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-using xg::Tensor;
-using Inputs = std::vector<Tensor>;
-
-using xg::test::randn_leaf;
-constexpr auto check = xg::test::check_gradient;
+using namespace xg::test::gradcheck_cases;
 
 namespace {
 
@@ -38,80 +33,80 @@ Tensor untied_leaf(const xg::Shape& shape, std::uint64_t seed) {
 // ---- matmul -------------------------------------------------------------------------------
 
 TEST_CASE("gradcheck: matmul 2-D", "[gradcheck]") {
-    check([](const Inputs& x) { return xg::matmul(x[0], x[1]); }, {randn_leaf({3, 4}, 1), randn_leaf({4, 2}, 2)},
-          "matmul (3,4)@(4,2)");
+    check_gradient([](const Inputs& x) { return xg::matmul(x[0], x[1]); }, {randn_leaf({3, 4}, 1), randn_leaf({4, 2}, 2)},
+                   "matmul (3,4)@(4,2)");
 }
 
 TEST_CASE("gradcheck: matmul batched", "[gradcheck]") {
-    check([](const Inputs& x) { return xg::matmul(x[0], x[1]); }, {randn_leaf({2, 2, 3}, 3), randn_leaf({2, 3, 2}, 4)},
-          "matmul (2,2,3)@(2,3,2)");
+    check_gradient([](const Inputs& x) { return xg::matmul(x[0], x[1]); }, {randn_leaf({2, 2, 3}, 3), randn_leaf({2, 3, 2}, 4)},
+                   "matmul (2,2,3)@(2,3,2)");
 }
 
 TEST_CASE("gradcheck: matmul broadcast batch", "[gradcheck]") {
     // Batch (2,1) against (3,) broadcasts to (2,3): each matrix of a meets three of b.
-    check([](const Inputs& x) { return xg::matmul(x[0], x[1]); }, {randn_leaf({2, 1, 2, 3}, 5), randn_leaf({3, 3, 2}, 6)},
-          "matmul (2,1,2,3)@(3,3,2)");
+    check_gradient([](const Inputs& x) { return xg::matmul(x[0], x[1]); }, {randn_leaf({2, 1, 2, 3}, 5), randn_leaf({3, 3, 2}, 6)},
+                   "matmul (2,1,2,3)@(3,3,2)");
     // A plain matrix against a batch: the (3,2) weight gathers gradient from every batch.
-    check([](const Inputs& x) { return xg::matmul(x[0], x[1]); }, {randn_leaf({2, 2, 3}, 7), randn_leaf({3, 2}, 8)},
-          "matmul (2,2,3)@(3,2)");
+    check_gradient([](const Inputs& x) { return xg::matmul(x[0], x[1]); }, {randn_leaf({2, 2, 3}, 7), randn_leaf({3, 2}, 8)},
+                   "matmul (2,2,3)@(3,2)");
 }
 
 // ---- sum / mean ---------------------------------------------------------------------------
 
 TEST_CASE("gradcheck: sum", "[gradcheck]") {
-    check([](const Inputs& x) { return xg::sum(x[0]); }, {randn_leaf({2, 3, 2}, 10)}, "sum all");
-    check([](const Inputs& x) { return xg::sum(x[0], {1}); }, {randn_leaf({2, 3, 2}, 11)}, "sum axis 1");
-    check([](const Inputs& x) { return xg::sum(x[0], {0, 2}, true); }, {randn_leaf({2, 3, 2}, 12)}, "sum axes (0,2) keepdim");
-    check([](const Inputs& x) { return xg::sum(x[0], {-1}); }, {randn_leaf({2, 3, 2}, 13)}, "sum axis -1");
-    check([](const Inputs& x) { return xg::sum(x[0], {-3, -2}, true); }, {randn_leaf({2, 3, 2}, 14)},
-          "sum axes (-3,-2) keepdim");
+    check_gradient([](const Inputs& x) { return xg::sum(x[0]); }, {randn_leaf({2, 3, 2}, 10)}, "sum all");
+    check_gradient([](const Inputs& x) { return xg::sum(x[0], {1}); }, {randn_leaf({2, 3, 2}, 11)}, "sum axis 1");
+    check_gradient([](const Inputs& x) { return xg::sum(x[0], {0, 2}, true); }, {randn_leaf({2, 3, 2}, 12)}, "sum axes (0,2) keepdim");
+    check_gradient([](const Inputs& x) { return xg::sum(x[0], {-1}); }, {randn_leaf({2, 3, 2}, 13)}, "sum axis -1");
+    check_gradient([](const Inputs& x) { return xg::sum(x[0], {-3, -2}, true); }, {randn_leaf({2, 3, 2}, 14)},
+                   "sum axes (-3,-2) keepdim");
 }
 
 TEST_CASE("gradcheck: mean", "[gradcheck]") {
-    check([](const Inputs& x) { return xg::mean(x[0]); }, {randn_leaf({2, 3, 2}, 15)}, "mean all");
-    check([](const Inputs& x) { return xg::mean(x[0], {0}); }, {randn_leaf({2, 3, 2}, 16)}, "mean axis 0");
-    check([](const Inputs& x) { return xg::mean(x[0], {1, 2}, true); }, {randn_leaf({2, 3, 2}, 17)},
-          "mean axes (1,2) keepdim");
-    check([](const Inputs& x) { return xg::mean(x[0], {-2}); }, {randn_leaf({2, 3, 2}, 18)}, "mean axis -2");
+    check_gradient([](const Inputs& x) { return xg::mean(x[0]); }, {randn_leaf({2, 3, 2}, 15)}, "mean all");
+    check_gradient([](const Inputs& x) { return xg::mean(x[0], {0}); }, {randn_leaf({2, 3, 2}, 16)}, "mean axis 0");
+    check_gradient([](const Inputs& x) { return xg::mean(x[0], {1, 2}, true); }, {randn_leaf({2, 3, 2}, 17)},
+                   "mean axes (1,2) keepdim");
+    check_gradient([](const Inputs& x) { return xg::mean(x[0], {-2}); }, {randn_leaf({2, 3, 2}, 18)}, "mean axis -2");
 }
 
 // ---- var ----------------------------------------------------------------------------------
 
 TEST_CASE("gradcheck: var unbiased", "[gradcheck]") {
-    check([](const Inputs& x) { return xg::var(x[0], {-1}); }, {randn_leaf({2, 3, 4}, 20)}, "var axis -1 unbiased");
-    check([](const Inputs& x) { return xg::var(x[0], {0, 2}, true, true); }, {randn_leaf({2, 3, 4}, 21)},
-          "var axes (0,2) unbiased keepdim");
-    check([](const Inputs& x) { return xg::var(x[0], {}, true); }, {randn_leaf({2, 3}, 22)}, "var all unbiased");
+    check_gradient([](const Inputs& x) { return xg::var(x[0], {-1}); }, {randn_leaf({2, 3, 4}, 20)}, "var axis -1 unbiased");
+    check_gradient([](const Inputs& x) { return xg::var(x[0], {0, 2}, true, true); }, {randn_leaf({2, 3, 4}, 21)},
+                   "var axes (0,2) unbiased keepdim");
+    check_gradient([](const Inputs& x) { return xg::var(x[0], {}, true); }, {randn_leaf({2, 3}, 22)}, "var all unbiased");
 }
 
 TEST_CASE("gradcheck: var biased", "[gradcheck]") {
-    check([](const Inputs& x) { return xg::var(x[0], {1}, false); }, {randn_leaf({2, 3, 4}, 23)}, "var axis 1 biased");
-    check([](const Inputs& x) { return xg::var(x[0], {-3, -1}, false, true); }, {randn_leaf({2, 3, 4}, 24)},
-          "var axes (-3,-1) biased keepdim");
+    check_gradient([](const Inputs& x) { return xg::var(x[0], {1}, false); }, {randn_leaf({2, 3, 4}, 23)}, "var axis 1 biased");
+    check_gradient([](const Inputs& x) { return xg::var(x[0], {-3, -1}, false, true); }, {randn_leaf({2, 3, 4}, 24)},
+                   "var axes (-3,-1) biased keepdim");
 }
 
 TEST_CASE("gradcheck: var with a large mean", "[gradcheck]") {
     // The two-pass formula keeps the gradient right when the mean dwarfs the spread.
     Tensor x = randn_leaf({2, 4}, 25);
     for (double& v : x.mutable_value()) v += 1e4;
-    check([](const Inputs& in) { return xg::var(in[0], {1}); }, {x}, "var mean 1e4");
+    check_gradient([](const Inputs& in) { return xg::var(in[0], {1}); }, {x}, "var mean 1e4");
 }
 
 // ---- max ----------------------------------------------------------------------------------
 
 TEST_CASE("gradcheck: max", "[gradcheck]") {
-    check([](const Inputs& x) { return xg::max(x[0]); }, {untied_leaf({2, 3, 4}, 30)}, "max all");
-    check([](const Inputs& x) { return xg::max(x[0], {1}); }, {untied_leaf({2, 3, 4}, 31)}, "max axis 1");
-    check([](const Inputs& x) { return xg::max(x[0], {0, 2}, true); }, {untied_leaf({2, 3, 4}, 32)},
-          "max axes (0,2) keepdim");
-    check([](const Inputs& x) { return xg::max(x[0], {-1}, true); }, {untied_leaf({2, 3, 4}, 33)}, "max axis -1 keepdim");
-    check([](const Inputs& x) { return xg::max(x[0], {-2}); }, {untied_leaf({2, 3, 4}, 34)}, "max axis -2");
+    check_gradient([](const Inputs& x) { return xg::max(x[0]); }, {untied_leaf({2, 3, 4}, 30)}, "max all");
+    check_gradient([](const Inputs& x) { return xg::max(x[0], {1}); }, {untied_leaf({2, 3, 4}, 31)}, "max axis 1");
+    check_gradient([](const Inputs& x) { return xg::max(x[0], {0, 2}, true); }, {untied_leaf({2, 3, 4}, 32)},
+                   "max axes (0,2) keepdim");
+    check_gradient([](const Inputs& x) { return xg::max(x[0], {-1}, true); }, {untied_leaf({2, 3, 4}, 33)}, "max axis -1 keepdim");
+    check_gradient([](const Inputs& x) { return xg::max(x[0], {-2}); }, {untied_leaf({2, 3, 4}, 34)}, "max axis -2");
 }
 
 TEST_CASE("gradcheck: reductions composed", "[gradcheck]") {
     // x - mean(x, keepdim) broadcasts the reduction back over the input, as normalisation layers do.
-    check([](const Inputs& x) { return (x[0] - xg::mean(x[0], {-1}, true)) / xg::sqrt(xg::var(x[0], {-1}, false, true) + 1e-5); },
-          {randn_leaf({3, 4}, 40)}, "normalise rows");
+    check_gradient([](const Inputs& x) { return (x[0] - xg::mean(x[0], {-1}, true)) / xg::sqrt(xg::var(x[0], {-1}, false, true) + 1e-5); },
+                   {randn_leaf({3, 4}, 40)}, "normalise rows");
 }
 
 }  // namespace xg_test_ops_reductions_gradcheck

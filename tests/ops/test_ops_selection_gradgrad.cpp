@@ -2,36 +2,11 @@
 // at their boundaries.
 #include <catch2/catch.hpp>
 
-#include "core/engine/random.hpp"
-#include "core/ops/ops.hpp"
-#include "core/tools/gradcheck.hpp"
-#include "nn/functional/functional.hpp"
-#include "nn/functional/losses.hpp"
-#include "nn/modules/activation.hpp"
-#include "nn/modules/attention.hpp"
-#include "nn/modules/conv.hpp"
-#include "nn/modules/dyt.hpp"
-#include "nn/modules/layers.hpp"
-#include "nn/modules/module.hpp"
-#include "nn/modules/recurrent.hpp"
-#include "tests/support/gradcheck_support.hpp"
+#include "tests/support/gradgrad_cases.hpp"
 
 namespace xg_test_ops_selection_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-using xg::Tensor;
-using Inputs = std::vector<Tensor>;
-using xg::test::randn_leaf;
-namespace F = xg::nn::functional;
-
-namespace {
-
-void check_second_order(const xg::SingleFunction& f, const Inputs& inputs, const std::string& name) {
-    xg::test::expect_passed(xg::gradgradcheck(f, inputs, {name}));
-}
-
-Tensor square(const Tensor& t) { return t * t; }
-
-}  // namespace
+using namespace xg::test::gradgrad;  // check_second_order, randn_leaf, square, Inputs
 
 TEST_CASE("gradgradcheck of the selection ops", "[gradgradcheck]") {
     // composed with a square so that the second derivative is not identically zero

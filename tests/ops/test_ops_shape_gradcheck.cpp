@@ -5,18 +5,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/tools/gradcheck.hpp"
 #include "core/ops/ops.hpp"
 #include "core/engine/random.hpp"
-#include "tests/support/gradcheck_support.hpp"
+#include "tests/support/gradcheck_cases.hpp"
 
 namespace xg_test_ops_shape_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
-using xg::Tensor;
-using Inputs = std::vector<Tensor>;
-
-using xg::test::randn_leaf;
-constexpr auto check = xg::test::check_gradient;
+using namespace xg::test::gradcheck_cases;
 
 namespace {
 
@@ -30,91 +25,91 @@ Tensor weighted(const Tensor& t) {
 }  // namespace
 
 TEST_CASE("gradcheck: reshape", "[gradcheck]") {
-    check([](const Inputs& x) { return weighted(xg::reshape(x[0], {3, -1})); }, {randn_leaf({2, 3, 2}, 1)}, "reshape (3,-1)");
-    check([](const Inputs& x) { return weighted(xg::reshape(x[0], {12})); }, {randn_leaf({2, 3, 2}, 2)}, "reshape (12,)");
+    check_gradient([](const Inputs& x) { return weighted(xg::reshape(x[0], {3, -1})); }, {randn_leaf({2, 3, 2}, 1)}, "reshape (3,-1)");
+    check_gradient([](const Inputs& x) { return weighted(xg::reshape(x[0], {12})); }, {randn_leaf({2, 3, 2}, 2)}, "reshape (12,)");
 }
 
 TEST_CASE("gradcheck: transpose", "[gradcheck]") {
-    check([](const Inputs& x) { return weighted(xg::transpose(x[0], 0, 2)); }, {randn_leaf({2, 3, 2}, 3)}, "transpose 0,2");
-    check([](const Inputs& x) { return weighted(xg::transpose(x[0], -1, -2)); }, {randn_leaf({2, 3, 4}, 4)},
-          "transpose -1,-2");
+    check_gradient([](const Inputs& x) { return weighted(xg::transpose(x[0], 0, 2)); }, {randn_leaf({2, 3, 2}, 3)}, "transpose 0,2");
+    check_gradient([](const Inputs& x) { return weighted(xg::transpose(x[0], -1, -2)); }, {randn_leaf({2, 3, 4}, 4)},
+                   "transpose -1,-2");
 }
 
 TEST_CASE("gradcheck: permute", "[gradcheck]") {
-    check([](const Inputs& x) { return weighted(xg::permute(x[0], {2, 0, 1})); }, {randn_leaf({2, 3, 4}, 5)},
-          "permute (2,0,1)");
-    check([](const Inputs& x) { return weighted(xg::permute(x[0], {-1, 0, -2})); }, {randn_leaf({2, 3, 4}, 6)},
-          "permute (-1,0,-2)");
+    check_gradient([](const Inputs& x) { return weighted(xg::permute(x[0], {2, 0, 1})); }, {randn_leaf({2, 3, 4}, 5)},
+                   "permute (2,0,1)");
+    check_gradient([](const Inputs& x) { return weighted(xg::permute(x[0], {-1, 0, -2})); }, {randn_leaf({2, 3, 4}, 6)},
+                   "permute (-1,0,-2)");
 }
 
 TEST_CASE("gradcheck: unsqueeze", "[gradcheck]") {
-    check([](const Inputs& x) { return weighted(xg::unsqueeze(x[0], 1)); }, {randn_leaf({2, 3}, 7)}, "unsqueeze 1");
-    check([](const Inputs& x) { return weighted(xg::unsqueeze(x[0], -1)); }, {randn_leaf({2, 3}, 8)}, "unsqueeze -1");
+    check_gradient([](const Inputs& x) { return weighted(xg::unsqueeze(x[0], 1)); }, {randn_leaf({2, 3}, 7)}, "unsqueeze 1");
+    check_gradient([](const Inputs& x) { return weighted(xg::unsqueeze(x[0], -1)); }, {randn_leaf({2, 3}, 8)}, "unsqueeze -1");
 }
 
 TEST_CASE("gradcheck: squeeze", "[gradcheck]") {
-    check([](const Inputs& x) { return weighted(xg::squeeze(x[0], 1)); }, {randn_leaf({2, 1, 3}, 9)}, "squeeze 1");
-    check([](const Inputs& x) { return weighted(xg::squeeze(x[0], -1)); }, {randn_leaf({3, 1}, 10)}, "squeeze -1");
+    check_gradient([](const Inputs& x) { return weighted(xg::squeeze(x[0], 1)); }, {randn_leaf({2, 1, 3}, 9)}, "squeeze 1");
+    check_gradient([](const Inputs& x) { return weighted(xg::squeeze(x[0], -1)); }, {randn_leaf({3, 1}, 10)}, "squeeze -1");
 }
 
 TEST_CASE("gradcheck: narrow", "[gradcheck]") {
-    check([](const Inputs& x) { return weighted(xg::narrow(x[0], 1, 1, 2)); }, {randn_leaf({2, 4, 2}, 11)}, "narrow axis 1");
-    check([](const Inputs& x) { return weighted(xg::narrow(x[0], -1, 0, 3)); }, {randn_leaf({2, 4}, 12)}, "narrow axis -1");
+    check_gradient([](const Inputs& x) { return weighted(xg::narrow(x[0], 1, 1, 2)); }, {randn_leaf({2, 4, 2}, 11)}, "narrow axis 1");
+    check_gradient([](const Inputs& x) { return weighted(xg::narrow(x[0], -1, 0, 3)); }, {randn_leaf({2, 4}, 12)}, "narrow axis -1");
 }
 
 TEST_CASE("gradcheck: slice with step", "[gradcheck]") {
-    check([](const Inputs& x) { return weighted(xg::slice(x[0], 1, 1, 6, 2)); }, {randn_leaf({2, 6}, 13)}, "slice [1:6:2]");
-    check([](const Inputs& x) { return weighted(xg::slice(x[0], 0, 0, 5, 3)); }, {randn_leaf({5, 2}, 14)}, "slice [0:5:3] axis 0");
-    check([](const Inputs& x) { return weighted(xg::slice(x[0], -2, 2, 4)); }, {randn_leaf({2, 4, 2}, 15)}, "slice [2:4] axis -2");
+    check_gradient([](const Inputs& x) { return weighted(xg::slice(x[0], 1, 1, 6, 2)); }, {randn_leaf({2, 6}, 13)}, "slice [1:6:2]");
+    check_gradient([](const Inputs& x) { return weighted(xg::slice(x[0], 0, 0, 5, 3)); }, {randn_leaf({5, 2}, 14)}, "slice [0:5:3] axis 0");
+    check_gradient([](const Inputs& x) { return weighted(xg::slice(x[0], -2, 2, 4)); }, {randn_leaf({2, 4, 2}, 15)}, "slice [2:4] axis -2");
 }
 
 TEST_CASE("gradcheck: cat", "[gradcheck]") {
-    check([](const Inputs& x) { return weighted(xg::cat({x[0], x[1], x[2]}, 0)); },
-          {randn_leaf({1, 3}, 16), randn_leaf({2, 3}, 17), randn_leaf({1, 3}, 18)}, "cat axis 0");
+    check_gradient([](const Inputs& x) { return weighted(xg::cat({x[0], x[1], x[2]}, 0)); },
+                   {randn_leaf({1, 3}, 16), randn_leaf({2, 3}, 17), randn_leaf({1, 3}, 18)}, "cat axis 0");
     Tensor constant = randn_leaf({2, 2}, 19);
     constant.requires_grad_(false);
-    check([](const Inputs& x) { return weighted(xg::cat({x[0], x[1]}, -1)); }, {randn_leaf({2, 3}, 20), constant},
-          "cat axis -1 with a constant");
+    check_gradient([](const Inputs& x) { return weighted(xg::cat({x[0], x[1]}, -1)); }, {randn_leaf({2, 3}, 20), constant},
+                   "cat axis -1 with a constant");
 }
 
 TEST_CASE("gradcheck: stack", "[gradcheck]") {
-    check([](const Inputs& x) { return weighted(xg::stack({x[0], x[1]}, 1)); }, {randn_leaf({2, 3}, 21), randn_leaf({2, 3}, 22)},
-          "stack axis 1");
-    check([](const Inputs& x) { return weighted(xg::stack({x[0], x[1], x[0]}, -1)); },
-          {randn_leaf({3}, 23), randn_leaf({3}, 24)}, "stack axis -1 with a repeat");
+    check_gradient([](const Inputs& x) { return weighted(xg::stack({x[0], x[1]}, 1)); }, {randn_leaf({2, 3}, 21), randn_leaf({2, 3}, 22)},
+                   "stack axis 1");
+    check_gradient([](const Inputs& x) { return weighted(xg::stack({x[0], x[1], x[0]}, -1)); },
+                   {randn_leaf({3}, 23), randn_leaf({3}, 24)}, "stack axis -1 with a repeat");
 }
 
 TEST_CASE("gradcheck: gather", "[gradcheck]") {
     const xg::IndexArray along1 = {{0, 2, 2, 4}, {1, 1, 1, 3}, {4, 0, 3, 0}};
-    check([along1](const Inputs& x) { return weighted(xg::gather(x[0], 1, along1)); }, {randn_leaf({3, 5}, 25)},
-          "gather axis 1 repeated indices");
+    check_gradient([along1](const Inputs& x) { return weighted(xg::gather(x[0], 1, along1)); }, {randn_leaf({3, 5}, 25)},
+                   "gather axis 1 repeated indices");
     const xg::IndexArray along0 = {{2, 0}, {2, 2}};
-    check([along0](const Inputs& x) { return weighted(xg::gather(x[0], -2, along0)); }, {randn_leaf({3, 4}, 26)},
-          "gather axis -2 smaller index");
+    check_gradient([along0](const Inputs& x) { return weighted(xg::gather(x[0], -2, along0)); }, {randn_leaf({3, 4}, 26)},
+                   "gather axis -2 smaller index");
 }
 
 TEST_CASE("gradcheck: masked_fill", "[gradcheck]") {
     const xg::Mask full = {{true, false, false}, {false, true, true}};
-    check([full](const Inputs& x) { return weighted(xg::masked_fill(x[0], full, -5.0)); }, {randn_leaf({2, 3}, 27)},
-          "masked_fill full mask");
+    check_gradient([full](const Inputs& x) { return weighted(xg::masked_fill(x[0], full, -5.0)); }, {randn_leaf({2, 3}, 27)},
+                   "masked_fill full mask");
     const xg::Mask row = {false, true, false};  // broadcast over the leading axis
-    check([row](const Inputs& x) { return weighted(xg::masked_fill(x[0], row, 0.0)); }, {randn_leaf({2, 3}, 28)},
-          "masked_fill broadcast mask");
+    check_gradient([row](const Inputs& x) { return weighted(xg::masked_fill(x[0], row, 0.0)); }, {randn_leaf({2, 3}, 28)},
+                   "masked_fill broadcast mask");
 }
 
 // ---- softmax ------------------------------------------------------------------------------
 
 TEST_CASE("gradcheck: softmax", "[gradcheck]") {
-    check([](const Inputs& x) { return xg::softmax(x[0]); }, {randn_leaf({2, 4}, 30)}, "softmax axis -1");
-    check([](const Inputs& x) { return xg::softmax(x[0], 0); }, {randn_leaf({3, 2}, 31)}, "softmax axis 0");
-    check([](const Inputs& x) { return xg::softmax(x[0], 1); }, {randn_leaf({2, 3, 2}, 32)}, "softmax axis 1 of 3-D");
+    check_gradient([](const Inputs& x) { return xg::softmax(x[0]); }, {randn_leaf({2, 4}, 30)}, "softmax axis -1");
+    check_gradient([](const Inputs& x) { return xg::softmax(x[0], 0); }, {randn_leaf({3, 2}, 31)}, "softmax axis 0");
+    check_gradient([](const Inputs& x) { return xg::softmax(x[0], 1); }, {randn_leaf({2, 3, 2}, 32)}, "softmax axis 1 of 3-D");
 }
 
 TEST_CASE("gradcheck: log_softmax", "[gradcheck]") {
-    check([](const Inputs& x) { return xg::log_softmax(x[0]); }, {randn_leaf({2, 4}, 33)}, "log_softmax axis -1");
-    check([](const Inputs& x) { return xg::log_softmax(x[0], 0); }, {randn_leaf({3, 2}, 34)}, "log_softmax axis 0");
-    check([](const Inputs& x) { return xg::log_softmax(x[0], -2); }, {randn_leaf({2, 3, 2}, 35)},
-          "log_softmax axis -2 of 3-D");
+    check_gradient([](const Inputs& x) { return xg::log_softmax(x[0]); }, {randn_leaf({2, 4}, 33)}, "log_softmax axis -1");
+    check_gradient([](const Inputs& x) { return xg::log_softmax(x[0], 0); }, {randn_leaf({3, 2}, 34)}, "log_softmax axis 0");
+    check_gradient([](const Inputs& x) { return xg::log_softmax(x[0], -2); }, {randn_leaf({2, 3, 2}, 35)},
+                   "log_softmax axis -2 of 3-D");
 }
 
 TEST_CASE("gradcheck: softmax and log_softmax with logits of +-1000", "[gradcheck]") {
@@ -129,8 +124,8 @@ TEST_CASE("gradcheck: softmax and log_softmax with logits of +-1000", "[gradchec
     CHECK(y(0, 0) == Approx(std::exp(1.0) / (2 * std::exp(1.0) + 1)).epsilon(1e-14));
     CHECK(y(0, 3) == Approx(1.0 / (2 * std::exp(1.0) + 1)).epsilon(1e-14));
     CHECK(ly(0, 1) == Approx(-2000.0 - std::log(2 + std::exp(-1.0))).epsilon(1e-14));
-    check([](const Inputs& x) { return xg::softmax(x[0]); }, {logits}, "softmax +-1000");
-    check([](const Inputs& x) { return xg::log_softmax(x[0]); }, {logits}, "log_softmax +-1000");
+    check_gradient([](const Inputs& x) { return xg::softmax(x[0]); }, {logits}, "softmax +-1000");
+    check_gradient([](const Inputs& x) { return xg::log_softmax(x[0]); }, {logits}, "log_softmax +-1000");
 }
 
 }  // namespace xg_test_ops_shape_gradcheck

@@ -22,29 +22,11 @@
 namespace xg_test_optim_errors {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
 namespace fs = std::filesystem;
-namespace F = xg::nn::functional;
 using namespace xg;
 
-namespace {
-
+using xg::test::same_state;
+using xg::test::small_model;
 using xg::test::TempDir;
-
-bool same(const NamedArrays& a, const NamedArrays& b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (a[i].first != b[i].first || a[i].second.shape() != b[i].second.shape()) return false;
-        if (!std::equal(a[i].second.begin(), a[i].second.end(), b[i].second.begin())) return false;
-    }
-    return true;
-}
-
-std::shared_ptr<nn::Sequential> small_model() {
-    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-        std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::LayerNorm>(4), std::make_shared<nn::GELU>(),
-        std::make_shared<nn::Linear>(4, 2)});
-}
-
-}  // namespace
 
 TEST_CASE("optimizer and checkpoint misuse", "[errors]") {
     manual_seed(6);
@@ -70,7 +52,7 @@ TEST_CASE("optimizer and checkpoint misuse", "[errors]") {
     REQUIRE_ERROR(optim::load_model_from_checkpoint(dir.file("model.npz"), *model), "model.npz", "no 'model.' entries");
     REQUIRE_ERROR(ckpt.load(dir.file("model.npz")), "load_checkpoint", "model.npz", "unexpected entry '0.weight'");
     REQUIRE_ERROR(ckpt.save(dir.file("neg.npz"), {-1, 0}), "save_checkpoint", "-1");
-    CHECK(same(model->state_dict(), before));
+    CHECK(same_state(model->state_dict(), before));
     CHECK_FALSE(fs::exists(dir.file("neg.npz")));
 }
 

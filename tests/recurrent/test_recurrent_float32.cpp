@@ -9,11 +9,7 @@
 
 namespace xg_test_recurrent_float32 {
 
-namespace F = xg::nn::functional;
-using xg::Tensor;
-using xg_test_support::NnTwinList;
-using xg_test_support::twin_leaf;
-using Inputs = std::vector<Tensor>;
+using namespace xg_test_support::nn_twin_names;  // F, Tensor, Inputs, NnTwinList, twin_leaf, module_nn_twin
 
 // The gate arithmetic alone (lstm_next_c, lstm_next_h, gru_next_h): sigmoid and tanh are well
 // conditioned (|z f'(z) / f(z)| <= 1 for the gates' pre-activations, ~N(0, 1)); c' = s(f) c + s(i) t(g)
@@ -66,39 +62,29 @@ NnTwinList recurrent_twins() {
         {"lstm_cell_composed (3, 4) H 6", lstm_composed, lstm_inputs, kStepCondition + 8},
         {"gru_cell (3, 4) H 6", gru, gru_inputs, kStepCondition},
         {"gru_cell_composed (3, 4) H 6", gru_composed, gru_inputs, kStepCondition + 8},
-        {"LSTMCell(4, 6) zero state",
-         xg_test_support::module_twin(lstm_cell_module,
-                                      [](Module& m, const Tensor& in) {
-                                          const xg::nn::LSTMState s = static_cast<xg::nn::LSTMCell&>(m).forward(in);
-                                          return Inputs{s.h, s.c};
-                                      }),
-         xg_test_support::module_twin_inputs(*lstm_cell_module, x), kStepCondition},
-        {"GRUCell(4, 6) zero state",
-         xg_test_support::module_twin(gru_cell_module,
-                                      [](Module& m, const Tensor& in) { return Inputs{static_cast<xg::nn::GRUCell&>(m).forward(in)}; }),
-         xg_test_support::module_twin_inputs(*gru_cell_module, x), kStepCondition},
+        module_nn_twin("LSTMCell(4, 6) zero state", lstm_cell_module, x, kStepCondition,
+                       [](Module& m, const Tensor& in) {
+                           const xg::nn::LSTMState s = static_cast<xg::nn::LSTMCell&>(m).forward(in);
+                           return Inputs{s.h, s.c};
+                       }),
+        module_nn_twin("GRUCell(4, 6) zero state", gru_cell_module, x, kStepCondition,
+                       [](Module& m, const Tensor& in) { return Inputs{static_cast<xg::nn::GRUCell&>(m).forward(in)}; }),
         // three LayerNorms (13 each, tests/layer_norm/test_layer_norm_float32.cpp) around one step: 26 + 3 * 13
-        {"LayerNormLSTMCell(4, 6) zero state",
-         xg_test_support::module_twin(ln_lstm_cell,
-                                      [](Module& m, const Tensor& in) {
-                                          const xg::nn::LSTMState s = static_cast<xg::nn::LayerNormLSTMCell&>(m).forward(in);
-                                          return Inputs{s.h, s.c};
-                                      }),
-         xg_test_support::module_twin_inputs(*ln_lstm_cell, x), kStepCondition + 3 * 13},
-        {"LSTM(4, 5, 2 layers) T 3",
-         xg_test_support::module_twin(lstm_layers,
-                                      [](Module& m, const Tensor& in) {
-                                          const xg::nn::LSTMOutput o = static_cast<xg::nn::LSTM&>(m).forward(in);
-                                          return Inputs{o.output, o.state.h, o.state.c};
-                                      }),
-         xg_test_support::module_twin_inputs(*lstm_layers, sequence), kSequenceCondition},
-        {"GRU(4, 5, 2 layers, batch_first) T 2",
-         xg_test_support::module_twin(gru_layers,
-                                      [](Module& m, const Tensor& in) {
-                                          const xg::nn::GRUOutput o = static_cast<xg::nn::GRU&>(m).forward(in);
-                                          return Inputs{o.output, o.h_n};
-                                      }),
-         xg_test_support::module_twin_inputs(*gru_layers, sequence), kSequenceCondition},
+        module_nn_twin("LayerNormLSTMCell(4, 6) zero state", ln_lstm_cell, x, kStepCondition + 3 * 13,
+                       [](Module& m, const Tensor& in) {
+                           const xg::nn::LSTMState s = static_cast<xg::nn::LayerNormLSTMCell&>(m).forward(in);
+                           return Inputs{s.h, s.c};
+                       }),
+        module_nn_twin("LSTM(4, 5, 2 layers) T 3", lstm_layers, sequence, kSequenceCondition,
+                       [](Module& m, const Tensor& in) {
+                           const xg::nn::LSTMOutput o = static_cast<xg::nn::LSTM&>(m).forward(in);
+                           return Inputs{o.output, o.state.h, o.state.c};
+                       }),
+        module_nn_twin("GRU(4, 5, 2 layers, batch_first) T 2", gru_layers, sequence, kSequenceCondition,
+                       [](Module& m, const Tensor& in) {
+                           const xg::nn::GRUOutput o = static_cast<xg::nn::GRU&>(m).forward(in);
+                           return Inputs{o.output, o.h_n};
+                       }),
     };
 }
 const xg_test_support::RegisterNnTwins registered("recurrent", &recurrent_twins);

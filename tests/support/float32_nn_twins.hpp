@@ -23,17 +23,15 @@
 #include "nn/modules/module.hpp"
 #include "tests/support/float32_twin.hpp"
 
+namespace xg::nn::functional {}  // declared for the alias F of nn_twin_names below
+
 namespace xg_test_support {
 
-using TwinFunction = std::function<std::vector<xg::Tensor>(const std::vector<xg::Tensor>&)>;
+using xg::test::TwinFunction;
 
-/// One twin: f on inputs64 (leaves; those with requires_grad get their gradients compared).
-struct NnTwin {
-    std::string name;
-    TwinFunction f;
-    std::vector<xg::Tensor> inputs64;
-    double condition;  ///< the bound in units of u, derived beside each twin
-};
+/// One twin: f on inputs64 (leaves; those with requires_grad get their gradients compared), within
+/// condition u, the bound derived beside each twin.
+using NnTwin = xg::test::Float32Twin;
 using NnTwinList = std::vector<NnTwin>;
 using NnTwinMaker = NnTwinList (*)();
 
@@ -54,14 +52,20 @@ inline xg::Tensor twin_leaf(const xg::Shape& shape, std::uint64_t seed, double s
     return xg::Tensor(std::move(a), xg::kFloat64, requires_grad);
 }
 
-/// Runs every twin on the reference and on the fast kernels (the fused ops have both).
-inline void run_nn_twins(const NnTwinList& twins) {
+/// Runs the twins make(tier) lists on each kernel tier, reference then fast (the fused ops have
+/// both), under that tier: for an area whose bounds differ between the tiers.
+inline void run_nn_twins_per_tier(const std::function<NnTwinList(xg::KernelTier)>& make) {
     for (const xg::KernelTier tier : {xg::KernelTier::reference, xg::KernelTier::fast}) {
         const xg::KernelTierGuard guard(tier);
         const char* tier_name = tier == xg::KernelTier::reference ? "reference" : "fast";
-        for (const NnTwin& t : twins) xg::test::check_float32_twin(t.name + " [" + tier_name + "]", t.f, t.inputs64, t.condition,
-                                                                      xg::test::TwinNorm::normwise);
+        for (const NnTwin& t : make(tier)) xg::test::check_float32_twin(t.name + " [" + tier_name + "]", t.f, t.inputs64, t.condition,
+                                                                         xg::test::TwinNorm::normwise);
     }
+}
+
+/// Runs every twin on the reference and on the fast kernels, with the same bounds on both.
+inline void run_nn_twins(const NnTwinList& twins) {
+    run_nn_twins_per_tier([&twins](xg::KernelTier) { return twins; });
 }
 
 /// f for a module: inputs[0] is the module's input, inputs[1..] its parameters in
@@ -96,5 +100,29 @@ inline std::vector<xg::Tensor> module_twin_inputs(const xg::nn::Module& m, const
     for (const auto& [name, p] : m.named_parameters()) in.emplace_back(p.value(), xg::kFloat64, not_compared.count(name) == 0);
     return in;
 }
+
+/// A module's forward as a twin sees it: its outputs from its one input.
+using ModuleForward = std::function<std::vector<xg::Tensor>(xg::nn::Module&, const xg::Tensor&)>;
+
+/// The plain call m(x), the forward of most module twins.
+inline std::vector<xg::Tensor> call_module(xg::nn::Module& m, const xg::Tensor& x) { return {m(x)}; }
+
+/// The twin of module `m` at input x: module_twin(m, forward) on module_twin_inputs(m, x, not_compared),
+/// so its parameters' gradients are compared too.
+inline NnTwin module_nn_twin(std::string name, std::shared_ptr<xg::nn::Module> m, const xg::Tensor& x, double condition,
+                             ModuleForward forward = call_module, const std::set<std::string>& not_compared = {}) {
+    std::vector<xg::Tensor> inputs = module_twin_inputs(*m, x, not_compared);
+    return {std::move(name), module_twin(std::move(m), std::move(forward)), std::move(inputs), condition};
+}
+
+/// The names every area's twin file uses, for `using namespace xg_test_support::nn_twin_names;`.
+namespace nn_twin_names {
+namespace F = xg::nn::functional;
+using xg::Tensor;
+using Inputs = std::vector<xg::Tensor>;
+using xg_test_support::module_nn_twin;
+using xg_test_support::NnTwinList;
+using xg_test_support::twin_leaf;
+}  // namespace nn_twin_names
 
 }  // namespace xg_test_support

@@ -60,6 +60,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <xtensor/xmath.hpp>
 
 #include "core/engine/random.hpp"
 #include "core/engine/tensor.hpp"
@@ -82,6 +83,31 @@ struct TwinResult {
         return line;
     }
 };
+
+/// f for a twin: the outputs whose values and gradients are compared, from the inputs.
+using TwinFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+/// One twin: f at inputs64 (float64 leaves; those that require grad get their gradients compared),
+/// checked within `condition` u, the bound derived beside each twin.
+struct Float32Twin {
+    std::string name;
+    TwinFunction f;
+    std::vector<Tensor> inputs64;
+    double condition;
+};
+
+/// New float32 leaves holding the values of `inputs64`, each requiring a gradient as its original.
+inline std::vector<Tensor> float32_copies(const std::vector<Tensor>& inputs64) {
+    std::vector<Tensor> inputs32;
+    for (const Tensor& x : inputs64) inputs32.emplace_back(x.value(), Dtype::Float32, x.requires_grad());
+    return inputs32;
+}
+
+/// max |a - b| / (u max |b|): the normwise error of a float32 result `a` against its float64 twin
+/// `b`, in units of float32's unit roundoff, for checks stated as a whole-tensor bound.
+inline double normwise_error_in_u(const Array& a, const Array& b) {
+    return xt::amax(xt::abs(a - b))() / (unit_roundoff(Dtype::Float32) * xt::amax(xt::abs(b))());
+}
 
 /// The op names seen in the graphs of every twin run so far in this process (both runs).
 inline std::set<std::string>& float32_twin_ops_reached() {
@@ -187,21 +213,20 @@ inline double worst_ratio(const Array& got, const Array& want, double condition,
 
 /// Runs the float32 twin of `f` at `inputs64` and asserts it (see the top of this file for what is
 /// checked and the tolerance condition * u * (|ref_i| + rms(ref))); prints its summary line.
-inline TwinResult check_float32_twin(const std::string& name, std::function<std::vector<Tensor>(const std::vector<Tensor>&)> f,
+inline TwinResult check_float32_twin(const std::string& name, TwinFunction f,
                                      const std::vector<Tensor>& inputs64, double condition,
                                      TwinNorm norm = TwinNorm::elementwise) {
     INFO("float32 twin: " << name);
     TwinResult result;
     result.name = name;
-    std::vector<Tensor> inputs32;
     std::vector<bool> compared;  // which inputs' gradients are compared: decided before f runs (a module twin's
                                  // replace_parameter may set requires_grad on an input it was given)
     for (const Tensor& x : inputs64) {
         compared.push_back(x.requires_grad());
         REQUIRE(x.dtype() == Dtype::Float64);
         REQUIRE(std::all_of(x.value().begin(), x.value().end(), [](double v) { return std::isfinite(v); }));
-        inputs32.emplace_back(x.value(), Dtype::Float32, x.requires_grad());
     }
+    const std::vector<Tensor> inputs32 = float32_copies(inputs64);
     const std::vector<Tensor> out64 = f(inputs64), out32 = f(inputs32);
     REQUIRE(!out64.empty());
     REQUIRE(out64.size() == out32.size());
@@ -263,6 +288,11 @@ inline TwinResult check_float32_twin(const std::string& name, std::function<std:
     INFO(Catch::Detail::stringify(problems));
     CHECK(problems.empty());
     return result;
+}
+
+/// check_float32_twin for each twin of `twins`, in order.
+inline void check_float32_twins(const std::vector<Float32Twin>& twins, TwinNorm norm = TwinNorm::elementwise) {
+    for (const Float32Twin& t : twins) check_float32_twin(t.name, t.f, t.inputs64, t.condition, norm);
 }
 
 }  // namespace xg::test

@@ -18,9 +18,10 @@ namespace xg::test {
 /// A parameter of a module: the module and the name it registered the parameter under.
 using Slot = std::pair<nn::Module*, std::string>;
 
-/// The parameter `slot` names (std::logic_error if the module has none of that name).
+/// The parameter `slot` names, dotted names reaching into children as in named_parameters()
+/// (std::logic_error if the module has none of that name).
 inline Tensor registered(const Slot& slot) {
-    for (const auto& [n, t] : slot.first->named_parameters(false)) {
+    for (const auto& [n, t] : slot.first->named_parameters()) {
         if (n == slot.second) return t;
     }
     throw std::logic_error("no parameter " + slot.second);
@@ -48,6 +49,33 @@ inline void check_module(const std::string& name, const std::function<Tensor(con
 inline void check_module(const std::string& name, const std::function<Tensor(const Tensor&)>& forward, const Tensor& x,
                          const std::vector<Slot>& slots) {
     check_module(name, [&](const std::vector<Tensor>& in) { return forward(in[0]); }, std::vector<Tensor>{x}, slots);
+}
+
+/// check_module of m.forward(x), the module's own one-input forward.
+template <class M>
+void check_forward(const std::string& name, M& m, const Tensor& x, const std::vector<Slot>& slots) {
+    check_module(name, [&](const Tensor& in) { return m.forward(in); }, x, slots);
+}
+
+/// The slots of a module's "weight" and "bias".
+inline std::vector<Slot> affine_slots(nn::Module& m) { return {{&m, "weight"}, {&m, "bias"}}; }
+
+/// The slots of every parameter of `m` and its children, in named_parameters() order.
+inline std::vector<Slot> every_parameter(nn::Module& m) {
+    std::vector<Slot> slots;
+    for (const auto& entry : m.named_parameters()) slots.emplace_back(&m, entry.first);
+    return slots;
+}
+
+/// Checks m.forward(x) w.r.t. x and the module's weight and bias, set to `leaves`' values: off the
+/// init of 1 and 0, where a backward that dropped the weight or the bias would still pass.
+template <class M>
+void check_affine_module(const std::string& name, M& m, const NormLeaves& leaves) {
+    check_gradient([&](const std::vector<Tensor>& t) {
+        m.replace_parameter("weight", t[1]);
+        m.replace_parameter("bias", t[2]);
+        return m.forward(t[0]);
+    }, {leaves.x, leaves.weight, leaves.bias}, name);
 }
 
 /// Moves every parameter of `m` away from its trivial init (+ 0.5 N(0, 1)) so every term matters.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 #include <xtensor/xmath.hpp>
 
+#include "core/engine/kernel_tier.hpp"
 #include "core/engine/random.hpp"
 #include "core/engine/threads.hpp"
 
@@ -28,6 +30,35 @@ struct ThreadCountGuard {
     int saved = xg::get_num_threads();
     ~ThreadCountGuard() { xg::set_num_threads(saved); }
 };
+
+/// A (rows, D) problem of the row normalisations (LayerNorm, RMSNorm).
+struct Shape2 {
+    std::size_t rows, D;
+};
+
+/// Runs kernels(fast) on the reference tier (false), then on the fast tier (true), at each of
+/// kTierThreadCounts, and hands both results to compare(fast, reference, at), `at` naming `what` and
+/// the thread count for the messages.
+template <class Kernels, class Compare>
+void compare_kernel_tiers(const std::string& what, const Kernels& kernels, const Compare& compare) {
+    ThreadCountGuard restore;
+    for (int threads : kTierThreadCounts) {
+        xg::set_num_threads(threads);
+        const auto reference = kernels(false);
+        const auto fast = kernels(true);
+        compare(fast, reference, fmt::format("{} at {} threads", what, threads));
+    }
+}
+
+/// Runs f(fast) with the op-level kernel tier set to the reference (fast = 0), then to the fast
+/// tier (fast = 1): the op-level cases keep each tier's tensors at index `fast`.
+template <class F>
+void on_each_tier(const F& f) {
+    for (int fast = 0; fast < 2; ++fast) {
+        const xg::KernelTierGuard tier(fast ? xg::KernelTier::fast : xg::KernelTier::reference);
+        f(fast);
+    }
+}
 
 /// scale * N(0, 1) + shift, from its own generator (the same values whatever ran before).
 inline xg::Array random_array(const xg::Shape& shape, std::uint64_t seed, double scale = 1.0, double shift = 0.0) {
@@ -49,6 +80,17 @@ inline xg::FloatArray huge_float_rows(std::size_t rows, std::size_t D, std::uint
     xg::FloatArray f = xg::to_float32_array(a);
     for (float v : f) REQUIRE(std::isfinite(v));
     return f;
+}
+
+/// Calls check(what, x, rows, D) with x = huge_float_rows(rows, D, seed, scale) for each of `shapes`
+/// at each of kHugeFloatScales, `what` naming the scale.
+template <class Check>
+void on_huge_float_rows(std::initializer_list<Shape2> shapes, std::uint64_t seed, const Check& check) {
+    for (const double scale : kHugeFloatScales) {
+        for (const Shape2& shape : shapes) {
+            check(fmt::format("x up to {:.3g}", scale), huge_float_rows(shape.rows, shape.D, seed, scale), shape.rows, shape.D);
+        }
+    }
 }
 
 /// The tolerance. The two tiers compute the same formulas, in the same order of operations within
