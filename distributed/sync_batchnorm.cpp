@@ -59,7 +59,9 @@ GlobalStats synchronised_stats(const double* x, const Layout& l, const Shape& sh
     const double m = static_cast<double>(l.count());
     Array local = xt::zeros<double>({std::size_t{3}, C});  // rows: count, mean, sum of squares
     std::vector<double> mean(C), var(C);
-    if (l.count() > 0) by_tier(reference::batch_norm_stats, fast::batch_norm_stats, x, mean.data(), var.data(), l.n, C, l.length);
+    if (l.count() > 0) {
+        by_tier(reference::batch_norm_stats<double>, fast::batch_norm_stats<double>, x, mean.data(), var.data(), l.n, C, l.length);
+    }
     for (std::size_t c = 0; c < C; ++c) {
         local(0, c) = m;
         if (l.count() == 0) continue;
@@ -130,8 +132,8 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
     const ValuesOr w(weight, C, 1.0), b(bias, C, 0.0);
     Array y = Array::from_shape(x.shape());
     if (l.count() > 0) {
-        by_tier(reference::batch_norm_forward, fast::batch_norm_forward, x.data(), w.data(), b.data(), s.mean.data(),
-                s.rstd.data(), y.data(), l.n, C, l.length);
+        by_tier(reference::batch_norm_forward<double>, fast::batch_norm_forward<double>, x.data(), w.data(), b.data(),
+                s.mean.data(), s.rstd.data(), y.data(), l.n, C, l.length);
     }
 
     const AffineSlots affine(weight, bias);
@@ -147,8 +149,8 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
             Array sums = xt::zeros<double>({std::size_t{2}, C});
             double *sum_g = sums.data(), *sum_g_xhat = sums.data() + C;
             if (l.count() > 0) {
-                by_tier(reference::batch_norm_backward, fast::batch_norm_backward, ctx.input(0).data(), ctx.grad.data(), w.data(),
-                        mean.data(), rstd.data(), nullptr, sum_g_xhat, sum_g, l.n, C, l.length, true);
+                by_tier(reference::batch_norm_backward<double>, fast::batch_norm_backward<double>, ctx.input(0).data(),
+                        ctx.grad.data(), w.data(), mean.data(), rstd.data(), nullptr, sum_g_xhat, sum_g, l.n, C, l.length, true);
             }
             Grads grads(ctx.num_inputs());
             Array db = Array::from_shape({C}), dw = Array::from_shape({C});
@@ -164,8 +166,9 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
             }
             Array dx = Array::from_shape(ctx.input_shape(0));
             if (l.count() > 0) {
-                by_tier(reference::batch_norm_input_grad, fast::batch_norm_input_grad, ctx.input(0).data(), ctx.grad.data(),
-                        w.data(), mean.data(), rstd.data(), mean_g.data(), mean_g_xhat.data(), dx.data(), l.n, C, l.length);
+                by_tier(reference::batch_norm_input_grad<double>, fast::batch_norm_input_grad<double>, ctx.input(0).data(),
+                        ctx.grad.data(), w.data(), mean.data(), rstd.data(), mean_g.data(), mean_g_xhat.data(), dx.data(), l.n, C,
+                        l.length);
             }
             grads[0] = std::move(dx);
             return grads;

@@ -444,8 +444,8 @@ XG_KERNEL_INLINE void channel_sums(const ChannelLayout& l, double* sum_a, double
 }
 
 /// store(p, n, value), walking the row from its end in blocks of 8.
-template <class F>
-XG_KERNEL_INLINE void store_from_the_end(const OutputStore& store, double* p, std::size_t n, F&& value) {
+template <class T, class F>
+XG_KERNEL_INLINE void store_from_the_end(const BasicOutputStore<T>& store, T* p, std::size_t n, F&& value) {
     std::size_t j0 = n;
     for (; j0 >= 8; j0 -= 8) store(p + j0 - 8, 8, [&value, j0](std::size_t j) { return value(j0 - 8 + j); });
     if (j0 > 0) store(p, j0, value);
@@ -453,13 +453,13 @@ XG_KERNEL_INLINE void store_from_the_end(const OutputStore& store, double* p, st
 
 /// channel_map's walk for L = 1: l's rows from the last to the first, kRows at a time (each row
 /// from its start) and the rows left over one at a time (each from its end).
-template <std::size_t kRows, class F>
-XG_KERNEL_INLINE void map_rows_from_the_last(const OutputStore& store, const ChannelLayout& l, double* out, F&& value) {
+template <std::size_t kRows, class T, class F>
+XG_KERNEL_INLINE void map_rows_from_the_last(const BasicOutputStore<T>& store, const ChannelLayout& l, T* out, F&& value) {
     const std::size_t C = l.channels;
     std::size_t i = l.n;
     for (; kRows > 1 && i >= kRows; i -= kRows) {
         const std::size_t row = (l.first + i - kRows) * C;
-        store.rows<kRows>(out + row, C, C, [&](std::size_t q, std::size_t c) { return value(c, row + q * C + c); });
+        store.template rows<kRows>(out + row, C, C, [&](std::size_t q, std::size_t c) { return value(c, row + q * C + c); });
     }
     for (; i > 0; --i) {
         const std::size_t row = (l.first + i - 1) * C;
@@ -477,11 +477,12 @@ XG_KERNEL_INLINE void map_rows_from_the_last(const OutputStore& store, const Cha
 /// (docs/performance.md): four rows when this thread walks alone, two when it is one of two, one
 /// with more. Short rows go one at a time and each from its end, so that the walk is one
 /// descending stream (short ascending pieces in descending order ran 2x slower). Whichever walk,
-/// every element gets the same bits.
-template <class F>
-XG_KERNEL_INLINE void channel_map(const ChannelLayout& l, double* out, F&& value) {
+/// every element gets the same bits. T is the output's storage type (double or float): value may
+/// return a double, rounded to T at the store.
+template <class T, class F>
+XG_KERNEL_INLINE void channel_map(const ChannelLayout& l, T* out, F&& value) {
     const std::size_t C = l.channels, L = l.length;
-    const OutputStore store(out, l.input_size(), L == 1 ? C : L);
+    const BasicOutputStore<T> store(out, l.input_size(), L == 1 ? C : L);
     if (L == 1) {
         const int walkers = xg::detail::threads_in_this_region();
         if (short_rows(C) || walkers > 2) {

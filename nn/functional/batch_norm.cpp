@@ -19,9 +19,13 @@ namespace xg::nn::functional {
 namespace {
 
 using detail::AffineSlots;
+using detail::BasicValuesOr;
 using detail::by_tier;
 using detail::check_per_channel;
-using detail::ValuesOr;
+using detail::kernel_grad;
+using detail::kernel_input;
+using detail::kernel_values;
+using detail::stored_as;
 
 // (N, C, L): channel c's values are N segments of L.
 struct ChannelLayout {
@@ -61,10 +65,11 @@ struct ChannelStats {
     Array batch_var;   // biased batch variance (training only)
 };
 
+template <class T>
 ChannelStats batch_stats(const Tensor& x, const ChannelLayout& l, double eps) {
     ChannelStats s{Array::from_shape({l.channels}), Array::from_shape({l.channels}), Array::from_shape({l.channels})};
-    by_tier(reference::batch_norm_stats, fast::batch_norm_stats, x.data(), s.mean.data(), s.batch_var.data(), l.n, l.channels,
-            l.length);
+    by_tier(reference::batch_norm_stats<T>, fast::batch_norm_stats<T>, kernel_values<T>(x).data(), s.mean.data(),
+            s.batch_var.data(), l.n, l.channels, l.length);
     for (std::size_t c = 0; c < l.channels; ++c) s.rstd(c) = 1.0 / std::sqrt(s.batch_var(c) + eps);
     return s;
 }
@@ -92,22 +97,25 @@ void update_running(Tensor& running_mean, Tensor& running_var, const Array& mean
     }
 }
 
-}  // namespace
-
-Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight, const Tensor& bias,
-                  bool training, double momentum, double eps) {
-    const ChannelLayout l = check_batch_norm("batch_norm", x, running_mean, running_var, weight, bias, training);
+// One node for both storage types: T = float when x, weight and bias are all float32 (the
+// kernels read and write the float32 storage, recorded native32, so no float64 mirror of x, weight
+// or bias is made); T = double otherwise (float64, or mixed dtypes read as float64 values). The
+// running statistics keep their own dtype and are read and updated through value() either way.
+template <class T>
+Tensor batch_norm_node(const Tensor& x, Tensor& running_mean, Tensor& running_var, const Tensor& weight, const Tensor& bias,
+                       bool training, double momentum, double eps, const ChannelLayout& l) {
     const bool empty = l.per_channel() == 0;
     ChannelStats s = !training ? running_stats(running_mean, running_var, eps)
                      : empty   ? ChannelStats{xt::zeros<double>({l.channels}), xt::ones<double>({l.channels}), Array()}
-                               : batch_stats(x, l, eps);
+                               : batch_stats<T>(x, l, eps);
     if (training && !empty) update_running(running_mean, running_var, s.mean, s.batch_var, l, momentum);
 
     const std::size_t C = l.channels;
-    const ValuesOr w(weight, C, 1.0), b(bias, C, 0.0);
-    Array y = empty_like(x.value());
-    by_tier(reference::batch_norm_forward, fast::batch_norm_forward, x.data(), w.data(), b.data(), s.mean.data(), s.rstd.data(),
-            y.data(), l.n, C, l.length);
+    const BasicValuesOr<T> w(weight, C, 1.0), b(bias, C, 0.0);
+    const xt::xarray<T>& xv = kernel_values<T>(x);
+    xt::xarray<T> y = xt::xarray<T>::from_shape(xv.shape());
+    by_tier(reference::batch_norm_forward<T>, fast::batch_norm_forward<T>, xv.data(), w.data(), b.data(), s.mean.data(),
+            s.rstd.data(), y.data(), l.n, C, l.length);
 
     const AffineSlots affine(weight, bias);
     std::vector<SavedInfo> saved{{"mean", {C}}, {"rstd", {C}}};
@@ -116,15 +124,17 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
     return record(
         "batch_norm", std::move(y), affine.inputs(x, weight, bias),
         [l, affine, training, mean = std::move(s.mean), rstd = std::move(s.rstd)](const GradContext& c) -> Grads {
-            const ValuesOr w(affine.weight_values(c), l.channels, 1.0);
-            Array dw = xt::zeros<double>({l.channels}), db = xt::zeros<double>({l.channels}), dx;
-            if (c.needs_grad(0)) dx = empty_like(c.input(0));
-            by_tier(reference::batch_norm_backward, fast::batch_norm_backward, c.input(0).data(), c.grad.data(), w.data(),
+            const BasicValuesOr<T> w(affine.weight_values<T>(c), l.channels, 1.0);
+            const xt::xarray<T>& xv = kernel_input<T>(c, 0);
+            Array dw = xt::zeros<double>({l.channels}), db = xt::zeros<double>({l.channels});  // double sums: docs/precision.md
+            xt::xarray<T> dx;
+            if (c.needs_grad(0)) dx = xt::xarray<T>::from_shape(xv.shape());
+            by_tier(reference::batch_norm_backward<T>, fast::batch_norm_backward<T>, xv.data(), kernel_grad<T>(c).data(), w.data(),
                     mean.data(), rstd.data(), c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l.n, l.channels,
                     l.length, training);
             Grads g(c.num_inputs());
             if (c.needs_grad(0)) g[0] = std::move(dx);
-            affine.put_grads(c, g, std::move(dw), std::move(db));
+            affine.put_grads(c, g, stored_as<T>(std::move(dw)), stored_as<T>(std::move(db)));
             return g;
         },
         std::move(saved),
@@ -139,6 +149,17 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
             return batch_norm_composed(in[0], Tensor(eval_mean, in[0].dtype()), Tensor(eval_var, in[0].dtype()), w, b, false,
                                        0.0, eps);
         }));
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight, const Tensor& bias,
+                  bool training, double momentum, double eps) {
+    const ChannelLayout l = check_batch_norm("batch_norm", x, running_mean, running_var, weight, bias, training);
+    if (detail::all_float32(x, {&weight, &bias})) {
+        return batch_norm_node<float>(x, running_mean, running_var, weight, bias, training, momentum, eps, l);
+    }
+    return batch_norm_node<double>(x, running_mean, running_var, weight, bias, training, momentum, eps, l);
 }
 
 Tensor batch_norm_composed(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight,

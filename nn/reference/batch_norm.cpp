@@ -1,6 +1,8 @@
 // BatchNorm with the symbols of docs/derivations/batchnorm.md. Channel c's M = N L values lie in N
 // segments of L: value l of segment i is x[(i C + c) L + l]. The loops walk x in memory order (i, c,
 // l) and keep one running sum per channel, so each channel's sum still adds its values in order.
+// Every value read is widened to double and only y and dx are rounded to T (a float32 op = float32
+// storage + float64 arithmetic between stores; why not float sums: docs/precision.md, "Accumulators").
 #include "nn/reference/batch_norm.hpp"
 
 #include <algorithm>
@@ -10,19 +12,20 @@ namespace xg::nn::reference {
 
 // mean_c = m_c + sum(d)/M, var_c = (sum(d^2) - sum(d)^2/M)/M with d = x - m_c, m_c = sum(x)/M: the
 // corrected two-pass of docs/derivations/batchnorm.md, Numerics, with the whole batch as the shift
-void batch_norm_stats(const double* x, double* mean, double* var, std::size_t N, std::size_t C, std::size_t L) {
+template <class T>
+void batch_norm_stats(const T* x, double* mean, double* var, std::size_t N, std::size_t C, std::size_t L) {
     const double M = static_cast<double>(N * L);
     std::vector<double> m(C, 0.0), sum_d(C, 0.0), sum_d2(C, 0.0);
     for (std::size_t i = 0; i < N; ++i) {
         for (std::size_t c = 0; c < C; ++c) {
-            for (std::size_t l = 0; l < L; ++l) m[c] += x[(i * C + c) * L + l];
+            for (std::size_t l = 0; l < L; ++l) m[c] += double(x[(i * C + c) * L + l]);
         }
     }
     for (std::size_t c = 0; c < C; ++c) m[c] /= M;
     for (std::size_t i = 0; i < N; ++i) {
         for (std::size_t c = 0; c < C; ++c) {
             for (std::size_t l = 0; l < L; ++l) {
-                const double d = x[(i * C + c) * L + l] - m[c];
+                const double d = double(x[(i * C + c) * L + l]) - m[c];
                 sum_d[c] += d;
                 sum_d2[c] += d * d;
             }
@@ -35,30 +38,32 @@ void batch_norm_stats(const double* x, double* mean, double* var, std::size_t N,
 }
 
 // y = xhat w_c + b_c,  xhat = (x - mean_c) rstd_c
-void batch_norm_forward(const double* x, const double* w, const double* b, const double* mean, const double* rstd, double* y,
-                        std::size_t N, std::size_t C, std::size_t L) {
+template <class T>
+void batch_norm_forward(const T* x, const T* w, const T* b, const double* mean, const double* rstd, T* y, std::size_t N,
+                        std::size_t C, std::size_t L) {
     for (std::size_t i = 0; i < N; ++i) {
         for (std::size_t c = 0; c < C; ++c) {
             for (std::size_t l = 0; l < L; ++l) {
                 const std::size_t k = (i * C + c) * L + l;
-                const double xhat = (x[k] - mean[c]) * rstd[c];
-                y[k] = xhat * w[c] + b[c];
+                const double xhat = (double(x[k]) - mean[c]) * rstd[c];
+                y[k] = T(xhat * double(w[c]) + double(b[c]));
             }
         }
     }
 }
 
 // training: dx = w_c rstd_c (g - mean(g) - xhat mean(g xhat));  eval: dx = w_c rstd_c g;
-// dw_c = sum g xhat,  db_c = sum g
-void batch_norm_backward(const double* x, const double* g, const double* w, const double* mean, const double* rstd, double* dx,
-                         double* dw, double* db, std::size_t N, std::size_t C, std::size_t L, bool training) {
+// dw_c = sum g xhat,  db_c = sum g (double whatever T)
+template <class T>
+void batch_norm_backward(const T* x, const T* g, const T* w, const double* mean, const double* rstd, T* dx, double* dw, double* db,
+                         std::size_t N, std::size_t C, std::size_t L, bool training) {
     for (std::size_t i = 0; i < N; ++i) {
         for (std::size_t c = 0; c < C; ++c) {
             for (std::size_t l = 0; l < L; ++l) {
                 const std::size_t k = (i * C + c) * L + l;
-                const double xhat = (x[k] - mean[c]) * rstd[c];
-                db[c] += g[k];
-                dw[c] += g[k] * xhat;
+                const double xhat = (double(x[k]) - mean[c]) * rstd[c];
+                db[c] += double(g[k]);
+                dw[c] += double(g[k]) * xhat;
             }
         }
     }
@@ -73,18 +78,33 @@ void batch_norm_backward(const double* x, const double* g, const double* w, cons
 }
 
 // dx = w_c rstd_c (g - mean(g) - xhat mean(g xhat)), the means given
-void batch_norm_input_grad(const double* x, const double* g, const double* w, const double* mean, const double* rstd,
-                           const double* mean_g, const double* mean_g_xhat, double* dx, std::size_t N, std::size_t C,
-                           std::size_t L) {
+template <class T>
+void batch_norm_input_grad(const T* x, const T* g, const T* w, const double* mean, const double* rstd, const double* mean_g,
+                           const double* mean_g_xhat, T* dx, std::size_t N, std::size_t C, std::size_t L) {
     for (std::size_t i = 0; i < N; ++i) {
         for (std::size_t c = 0; c < C; ++c) {
             for (std::size_t l = 0; l < L; ++l) {
                 const std::size_t k = (i * C + c) * L + l;
-                const double xhat = (x[k] - mean[c]) * rstd[c];
-                dx[k] = w[c] * rstd[c] * (g[k] - mean_g[c] - xhat * mean_g_xhat[c]);
+                const double xhat = (double(x[k]) - mean[c]) * rstd[c];
+                dx[k] = T(double(w[c]) * rstd[c] * (double(g[k]) - mean_g[c] - xhat * mean_g_xhat[c]));
             }
         }
     }
 }
+
+template void batch_norm_stats<double>(const double*, double*, double*, std::size_t, std::size_t, std::size_t);
+template void batch_norm_stats<float>(const float*, double*, double*, std::size_t, std::size_t, std::size_t);
+template void batch_norm_forward<double>(const double*, const double*, const double*, const double*, const double*, double*,
+                                         std::size_t, std::size_t, std::size_t);
+template void batch_norm_forward<float>(const float*, const float*, const float*, const double*, const double*, float*,
+                                        std::size_t, std::size_t, std::size_t);
+template void batch_norm_backward<double>(const double*, const double*, const double*, const double*, const double*, double*,
+                                          double*, double*, std::size_t, std::size_t, std::size_t, bool);
+template void batch_norm_backward<float>(const float*, const float*, const float*, const double*, const double*, float*,
+                                         double*, double*, std::size_t, std::size_t, std::size_t, bool);
+template void batch_norm_input_grad<double>(const double*, const double*, const double*, const double*, const double*,
+                                            const double*, const double*, double*, std::size_t, std::size_t, std::size_t);
+template void batch_norm_input_grad<float>(const float*, const float*, const float*, const double*, const double*,
+                                           const double*, const double*, float*, std::size_t, std::size_t, std::size_t);
 
 }  // namespace xg::nn::reference

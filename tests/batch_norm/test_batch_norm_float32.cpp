@@ -7,7 +7,9 @@
 #include "nn/functional/functional.hpp"
 #include "nn/modules/image_norm.hpp"
 #include "nn/modules/norm_layers.hpp"
+#include "tests/support/float32_cases.hpp"
 #include "tests/support/float32_nn_twins.hpp"
+#include "tests/support/norm_tiers.hpp"
 
 namespace xg_test_batch_norm_float32 {
 
@@ -83,6 +85,43 @@ TEST_CASE("float32: BatchNorm's running statistics stay float32 after training s
         bn32.eval();
         CHECK(bn32(twin_leaf({2, 3, 2, 2}, 40).to(xg::kFloat32)).dtype() == xg::kFloat32);
     }
+}
+
+// The native float32 node (tests/support/float32_cases.hpp): x, weight, bias, y and the seed get no
+// float64 mirror, forward or backward. The bound: none, bit for bit on both tiers. Both tiers' float
+// kernels widen every float32 value they read and run the double kernels' arithmetic, in the same
+// order (the fast tier's shift block is counted in doubles whatever the storage), and round y and dx
+// once at their store, dw and db once at the end; the float64 route computes the same doubles from
+// the same values, and its results rounded once are those bits.
+TEST_CASE("float32 batch_norm is a native float32 node: no float64 mirror, the float64 arithmetic's bits on both tiers",
+          "[float32][batch_norm]") {
+    // the running statistics on the float32 grid, in x's dtype (a float32 module keeps them float32)
+    const xg::Array running_mean = xg::to_float64_array(xg::to_float32_array(xg_test_support::random_array({4}, 50, 0.1)));
+    const xg::Array running_var =
+        xg::to_float64_array(xg::to_float32_array(xg::Array(xt::abs(xg_test_support::random_array({4}, 51)) + 0.5)));
+    for (const xg::Shape& shape : {xg::Shape{9, 4}, xg::Shape{5, 4, 7}}) {
+        for (const bool training : {true, false}) {
+            for (const bool affine : {true, false}) {
+                INFO(xg::shape_str(shape) << (training ? " training" : " evaluation") << (affine ? ", affine" : ", no affine"));
+                const auto batch_norm = [&](const Inputs& p) {
+                    const Tensor rm(running_mean, p[0].dtype()), rv(running_var, p[0].dtype());
+                    return F::batch_norm(p[0], rm, rv, affine ? p[1] : Tensor(), affine ? p[2] : Tensor(), training, 0.1);
+                };
+                std::vector<xg::Array> leaves{xg_test_support::random_array(shape, 52, 2.0, 0.5)};
+                if (affine) leaves.insert(leaves.end(), {xg_test_support::random_array({4}, 53), xg_test_support::random_array({4}, 54)});
+                xg_test_support::check_native_float32_node_on_tiers(
+                    batch_norm, leaves, xg_test_support::random_array(shape, 55),
+                    [](const auto& run) { xg_test_support::check_float64_route_bits(run.y, run.leaves, run.route); });
+            }
+        }
+    }
+}
+
+TEST_CASE("batch_norm with float32 x and a float64 weight keeps the float64 route", "[float32][batch_norm]") {
+    const Tensor x = Tensor(xg_test_support::random_array({6, 4}, 56), xg::kFloat32, true);
+    const Tensor w(xg_test_support::random_array({4}, 57), true);
+    xg_test_support::check_mixed_dtypes_keep_float64_route(
+        [](const Inputs& p) { return F::batch_norm(p[0], Tensor(), Tensor(), p[1], Tensor(), true); }, {x, w});
 }
 
 }  // namespace xg_test_batch_norm_float32
