@@ -184,6 +184,7 @@ std::vector<Workload> workloads() {
         {Kind::layer_norm, "LayerNorm fwd+bwd (4096, 768), float32", {4096, 768}, 0.75, stream5(4096.0 * 768) / 2, true},
         {Kind::rms_norm, "RMSNorm fwd+bwd (4096, 768), float32", {4096, 768}, 0.75, stream5(4096.0 * 768) / 2, true},
         {Kind::gelu, "GELU exact fwd+bwd (4096, 768), float32", {4096, 768}, 0.75, stream5(4096.0 * 768) / 2, true},
+        {Kind::batch_norm, "BatchNorm1d train fwd+bwd (4096, 768), float32", {4096, 768}, 0.75, stream8(4096.0 * 768) / 2, true},
         {Kind::linear, "Linear fwd+bwd 64 x 784->256, float32", {64, 784, 256}, 1.05, 0.0, true},
         {Kind::linear, "Linear fwd+bwd 4096 x 256->256, float32", {4096, 256, 256}, 1.05, 0.0, true},
         // Issue 42: the float32 steps at 0.95 (at 2 threads the steps' 0.9 below applies).
