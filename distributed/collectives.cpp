@@ -339,9 +339,23 @@ void all_reduce(Array& values, ReduceOp op) {
     reduce_in_place(values.data(), values.size(), op, kOp);
 }
 
+namespace {
+// Runs `collective` on a tensor's values in its own storage: a float32 tensor's are widened into a
+// scratch array and stored back with one rounding each (the bits of a float64 mirror written back),
+// so the tensor keeps no mirror.
+template <class Collective>
+void on_storage(Tensor& tensor, const Collective& collective) {
+    if (tensor.dtype() != Dtype::Float32) return collective(tensor.mutable_values<double>());
+    FloatArray& stored = tensor.mutable_values<float>();
+    Array wide = to_float64_array(stored);
+    collective(wide);
+    for (std::size_t i = 0; i < stored.size(); ++i) stored.data()[i] = static_cast<float>(wide.data()[i]);
+}
+}  // namespace
+
 void all_reduce(Tensor& tensor, ReduceOp op) {
     if (!tensor.defined()) fail("distributed.all_reduce", "the tensor is undefined");
-    all_reduce(tensor.mutable_value(), op);
+    on_storage(tensor, [op](Array& values) { all_reduce(values, op); });
 }
 
 namespace {
@@ -462,7 +476,7 @@ void broadcast(Array& values, int src) {
 
 void broadcast(Tensor& tensor, int src) {
     if (!tensor.defined()) fail("distributed.broadcast", "the tensor is undefined");
-    broadcast(tensor.mutable_value(), src);
+    on_storage(tensor, [src](Array& values) { broadcast(values, src); });
 }
 
 std::string broadcast_string(const std::string& text, int src) {

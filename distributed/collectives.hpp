@@ -48,7 +48,9 @@ void barrier();
 
 /// Combines `tensor`'s values over the ranks in place (every rank gets the same bits), allocating
 /// nothing. The shapes must agree on every rank: a small all_reduce of a shape fingerprint checks
-/// it first, and a mismatch throws xg::Error on every rank, naming each rank's shape.
+/// it first, and a mismatch throws xg::Error on every rank, naming each rank's shape. A float32
+/// tensor is combined in double and each result rounded once into its float32 storage (no float64
+/// mirror; this one allocates a widened copy).
 void all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::SUM);
 /// all_reduce of a plain array.
 void all_reduce(Array& values, ReduceOp op = ReduceOp::SUM);
@@ -103,7 +105,8 @@ std::vector<Array> all_gather(const Array& values);
 /// The ranks' arrays concatenated along axis 0 (their other axes must agree), e.g. the global
 /// batch from each rank's share.
 Array all_gather_rows(const Array& values);
-/// Copies rank `src`'s values into `tensor` on every rank (the shapes must agree).
+/// Copies rank `src`'s values into `tensor` on every rank (the shapes must agree). A float32
+/// tensor's values travel widened and are stored back in its float32 storage: no float64 mirror.
 void broadcast(Tensor& tensor, int src = 0);
 /// broadcast of a plain array.
 void broadcast(Array& values, int src = 0);

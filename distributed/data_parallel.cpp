@@ -24,6 +24,32 @@ std::vector<std::size_t> all_indices(std::size_t n) {
     return indices;
 }
 
+enum class Part { values, gradient };
+enum class Way { to_bucket, from_bucket };
+
+// Copies n values of t's values or gradient, in its own storage (T: float for a float32 tensor,
+// double for a float64 one), to or from their place `at` in a bucket, so that no float64 mirror is
+// made. The buckets stay double: the ranks' floats are summed in double and each mean is rounded
+// once into float32, the bits the mirror gave. Copies nothing and returns that storage's size
+// when it is not n.
+template <class T>
+std::size_t transfer(Tensor& t, Part part, Way way, double* at, std::size_t n) {
+    if (way == Way::to_bucket) {
+        const xt::xarray<T>& from = part == Part::gradient ? t.grad_values<T>() : t.values<T>();
+        if (from.size() == n) std::copy(from.begin(), from.end(), at);
+        return from.size();
+    }
+    xt::xarray<T>& to = part == Part::gradient ? t.mutable_grad_values<T>() : t.mutable_values<T>();
+    if (to.size() == n) {
+        for (std::size_t i = 0; i < n; ++i) to.data()[i] = static_cast<T>(at[i]);
+    }
+    return to.size();
+}
+
+std::size_t transfer(Tensor& t, Part part, Way way, double* at, std::size_t n) {
+    return t.dtype() == Dtype::Float32 ? transfer<float>(t, part, way, at, n) : transfer<double>(t, part, way, at, n);
+}
+
 }  // namespace
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> wrapped, double bucket_cap_mb,
@@ -46,7 +72,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> wrapped
     const double cap_bytes = bucket_cap_mb * 1024.0 * 1024.0, first_cap_bytes = std::min(cap_bytes, 1024.0 * 1024.0);
     double bytes = 0.0;
     for (std::size_t i = params.size(); i-- > 0;) {
-        const double size = static_cast<double>(params[i].value().size() * sizeof(double));
+        const double size = static_cast<double>(params[i].numel() * sizeof(double));
         const double cap = buckets.size() == 1 ? first_cap_bytes : cap_bytes;
         if (buckets.empty() || (bytes > 0.0 && bytes + size > cap)) {
             buckets.emplace_back();
@@ -59,12 +85,12 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> wrapped
     // reduce_gradients() can all-reduce without a check.
     for (const std::vector<std::size_t>& bucket : buckets) {
         std::size_t total = bucket.size();
-        for (std::size_t i : bucket) total += params[i].value().size();
+        for (std::size_t i : bucket) total += params[i].numel();
         gradient_buckets_.emplace_back(total, fmt::format("gradients {} and {} flags", layout_of(params, bucket), bucket.size()));
     }
     const std::vector<Tensor> buffers = module->buffers();
     std::size_t buffer_values = 0;
-    for (const Tensor& b : buffers) buffer_values += b.value().size();
+    for (const Tensor& b : buffers) buffer_values += b.numel();
     if (buffer_values > 0) buffer_bucket_.emplace_back(buffer_values, "buffers " + layout_of(buffers, all_indices(buffers.size())));
 
     // Each parameter tells its bucket when its gradient is in .grad (the overlap with backward).
@@ -96,7 +122,7 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
         distributed::Bucket& flat = buffer_bucket_.front();
         std::vector<Tensor> buffers = module->buffers();
         std::size_t total = 0;
-        for (const Tensor& b : buffers) total += b.value().size();
+        for (const Tensor& b : buffers) total += b.numel();
         if (total != flat.size()) {
             fail("DistributedDataParallel.forward",
                  fmt::format("the module's buffers hold {} values, {} when it was wrapped", total, flat.size()));
@@ -104,16 +130,11 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
         const bool source = distributed::rank() == 0;
         double* at = flat.data();
         if (source) {
-            for (const Tensor& b : buffers) at = std::copy(b.value().begin(), b.value().end(), at);
+            for (Tensor& b : buffers) at += transfer(b, Part::values, Way::to_bucket, at, b.numel());
         }
         flat.broadcast(0);
         if (!source) {
-            at = flat.data();
-            for (Tensor& b : buffers) {
-                Array& values = b.mutable_value();
-                std::copy(at, at + values.size(), values.begin());
-                at += values.size();
-            }
+            for (Tensor& b : buffers) at += transfer(b, Part::values, Way::from_bucket, at, b.numel());
         }
     }
     step_origin_s_ = seconds_now();
@@ -149,14 +170,12 @@ void DistributedDataParallel::start(std::size_t k) {
     double* at = flat.data();
     double* flags = flat.data() + flat.size() - bucket.size();
     for (std::size_t j = 0; j < bucket.size(); ++j) {
-        const Tensor& p = parameters_[bucket[j]];
-        const std::size_t n = p.value().size();
+        Tensor p = parameters_[bucket[j]];
+        const std::size_t n = p.numel();
         if (at + n > flags) fail(kOp, fmt::format("parameter {} grew to {} values after it was wrapped", bucket[j], n));
         if (p.has_grad()) {
-            if (p.grad_value().size() != n) {
-                fail(kOp, fmt::format("parameter {} has {} values but a gradient of {}", bucket[j], n, p.grad_value().size()));
-            }
-            std::copy(p.grad_value().begin(), p.grad_value().end(), at);
+            const std::size_t got = transfer(p, Part::gradient, Way::to_bucket, at, n);
+            if (got != n) fail(kOp, fmt::format("parameter {} has {} values but a gradient of {}", bucket[j], n, got));
         } else {
             std::fill(at, at + n, 0.0);
         }
@@ -184,15 +203,14 @@ void DistributedDataParallel::finish_all() {
             timeline_.finished_ms[k] = now_ms();
         }
         const std::vector<std::size_t>& bucket = buckets[k];
-        const double* at = flat.data();
+        double* at = flat.data();
         const double* flags = flat.data() + flat.size() - bucket.size();
         for (std::size_t j = 0; j < bucket.size(); ++j) {
             Tensor p = parameters_[bucket[j]];
-            const std::size_t n = p.value().size();
+            const std::size_t n = p.numel();
             if (flags[j] > 0.0) {
                 if (!p.has_grad()) p.set_grad(xt::zeros<double>(p.shape()));
-                Array& g = p.mutable_grad();
-                std::copy(at, at + n, g.begin());
+                transfer(p, Part::gradient, Way::from_bucket, at, n);
             }
             at += n;
         }

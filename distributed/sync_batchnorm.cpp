@@ -18,6 +18,7 @@
 #include "distributed/collectives.hpp"
 #include "nn/fast/batch_norm.hpp"
 #include "nn/functional/affine.hpp"
+#include "nn/functional/running_stats.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/modules/image_norm.hpp"
 #include "nn/reference/batch_norm.hpp"
@@ -120,12 +121,9 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
         // running = (1 - factor) running + factor stat, with the global unbiased variance S / (M - 1)
         const double batches = num_batches_tracked.item() + 1.0;
         const double factor = momentum ? *momentum : 1.0 / batches;
-        for (std::size_t c = 0; c < C; ++c) {
-            double& rm = running_mean.mutable_value()(c);
-            rm = (1.0 - factor) * rm + factor * s.mean(c);
-            double& rv = running_var.mutable_value()(c);
-            rv = (1.0 - factor) * rv + factor * s.sum_sq(c) / (s.count - 1.0);
-        }
+        detail::update_running_statistic(running_mean, factor, [&](std::size_t c) { return factor * s.mean(c); });
+        detail::update_running_statistic(running_var, factor,
+                                         [&](std::size_t c) { return factor * s.sum_sq(c) / (s.count - 1.0); });
         num_batches_tracked.mutable_value()() = batches;
     }
 

@@ -11,6 +11,7 @@
 #include "nn/fast/batch_norm.hpp"
 #include "nn/functional/affine.hpp"
 #include "nn/functional/functional.hpp"
+#include "nn/functional/running_stats.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/reference/batch_norm.hpp"
 
@@ -25,6 +26,7 @@ using detail::check_per_channel;
 using detail::kernel_grad;
 using detail::kernel_input;
 using detail::kernel_values;
+using detail::running_values;
 using detail::stored_as;
 
 // (N, C, L): channel c's values are N segments of L.
@@ -75,8 +77,9 @@ ChannelStats batch_stats(const Tensor& x, const ChannelLayout& l, double eps) {
 }
 
 ChannelStats running_stats(const Tensor& running_mean, const Tensor& running_var, double eps) {
-    ChannelStats s{running_mean.value(), Array::from_shape(running_var.value().shape()), Array()};
-    for (std::size_t c = 0; c < s.rstd.size(); ++c) s.rstd(c) = 1.0 / std::sqrt(running_var.value()(c) + eps);
+    const Array var = running_values(running_var);
+    ChannelStats s{running_values(running_mean), Array::from_shape(var.shape()), Array()};
+    for (std::size_t c = 0; c < s.rstd.size(); ++c) s.rstd(c) = 1.0 / std::sqrt(var(c) + eps);
     return s;
 }
 
@@ -85,22 +88,14 @@ void update_running(Tensor& running_mean, Tensor& running_var, const Array& mean
                     const ChannelLayout& l, double momentum) {
     const double count = static_cast<double>(l.per_channel());
     const double unbias = count / (count - 1.0);
-    for (std::size_t c = 0; c < l.channels; ++c) {
-        if (running_mean.defined()) {
-            double& r = running_mean.mutable_value()(c);
-            r = (1.0 - momentum) * r + momentum * mean(c);
-        }
-        if (running_var.defined()) {
-            double& r = running_var.mutable_value()(c);
-            r = (1.0 - momentum) * r + momentum * biased_var(c) * unbias;
-        }
-    }
+    detail::update_running_statistic(running_mean, momentum, [&](std::size_t c) { return momentum * mean(c); });
+    detail::update_running_statistic(running_var, momentum, [&](std::size_t c) { return momentum * biased_var(c) * unbias; });
 }
 
 // One node for both storage types: T = float when x, weight and bias are all float32 (the
 // kernels read and write the float32 storage, recorded native32, so no float64 mirror of x, weight
 // or bias is made); T = double otherwise (float64, or mixed dtypes read as float64 values). The
-// running statistics keep their own dtype and are read and updated through value() either way.
+// running statistics keep their own dtype and are read and updated in their own storage either way.
 template <class T>
 Tensor batch_norm_node(const Tensor& x, Tensor& running_mean, Tensor& running_var, const Tensor& weight, const Tensor& bias,
                        bool training, double momentum, double eps, const ChannelLayout& l) {
@@ -141,8 +136,8 @@ Tensor batch_norm_node(const Tensor& x, Tensor& running_mean, Tensor& running_va
         // create_graph: the double backward differentiates the composed twin (docs/derivatives.md);
         // it recomputes the batch statistics but leaves the running ones alone (the forward
         // updated them), and in eval mode normalises with the running statistics of this call
-        through_composed([affine, training, eps, eval_mean = training ? Array() : running_mean.value(),
-                          eval_var = training ? Array() : running_var.value()](const std::vector<Tensor>& in) {
+        through_composed([affine, training, eps, eval_mean = training ? Array() : running_values(running_mean),
+                          eval_var = training ? Array() : running_values(running_var)](const std::vector<Tensor>& in) {
             const Tensor w = affine.weight(in), b = affine.bias(in);
             if (training) return batch_norm_composed(in[0], Tensor(), Tensor(), w, b, true, 0.0, eps);
             // the running statistics in x's dtype (a float32 module keeps them float32: no rounding here)

@@ -124,4 +124,49 @@ TEST_CASE("batch_norm with float32 x and a float64 weight keeps the float64 rout
         [](const Inputs& p) { return F::batch_norm(p[0], Tensor(), Tensor(), p[1], Tensor(), true); }, {x, w});
 }
 
+// Issue 41, item 1: a float32 BatchNorm reads and updates its running statistics in their float32
+// storage (no float64 mirror), with the float64 update's arithmetic rounded once per stored value.
+// The float64 module starts every step from the float32 module's statistics, widened, so that each
+// step is compared on its own, to the bit.
+TEST_CASE("float32 BatchNorm1d: running statistics without a float64 mirror, the float64 update rounded once",
+          "[float32][batch_norm]") {
+    const auto no_mirror = [](const Tensor& t) {
+        return t.node()->value_mirror == xg::Node::Mirror::None && t.node()->grad_mirror == xg::Node::Mirror::None;
+    };
+    const auto widen_into = [](const xg::nn::BatchNorm1d& from, xg::nn::BatchNorm1d& to) {
+        to.running_mean.mutable_value() = xg::to_float64_array(from.running_mean.values<float>());
+        to.running_var.mutable_value() = xg::to_float64_array(from.running_var.values<float>());
+    };
+    for (const bool cumulative : {false, true}) {
+        INFO((cumulative ? "cumulative average" : "momentum 0.1"));
+        const std::optional<double> momentum = cumulative ? std::nullopt : std::optional<double>(0.1);
+        xg::nn::BatchNorm1d bn64(4, 1e-5, momentum), bn32(4, 1e-5, momentum);
+        bn32.to(xg::kFloat32);
+        for (std::uint64_t step = 0; step < 3; ++step) {
+            INFO("training step " << step);
+            widen_into(bn32, bn64);
+            const Tensor x = twin_leaf({6, 4, 3}, 60 + step, 2.0, 1.0).to(xg::kFloat32);
+            bn64(x.to(xg::kFloat64));
+            bn32(x);
+            for (const auto& [t32, t64] : {std::pair{bn32.running_mean, bn64.running_mean}, std::pair{bn32.running_var, bn64.running_var}}) {
+                CHECK(t32.dtype() == xg::kFloat32);
+                CHECK(no_mirror(t32));
+                CHECK(xt::all(xt::equal(t32.values<float>(), xg::to_float32_array(t64.value()))));
+            }
+        }
+        // evaluation reads them from the float32 storage too, and leaves them as they are
+        bn32.eval();
+        bn64.eval();
+        widen_into(bn32, bn64);
+        const xg::FloatArray mean_before = bn32.running_mean.values<float>(), var_before = bn32.running_var.values<float>();
+        const Tensor x = twin_leaf({5, 4, 3}, 70, 2.0, 1.0).to(xg::kFloat32);
+        const Tensor y32 = bn32(x), y64 = bn64(x.to(xg::kFloat64));
+        CHECK(no_mirror(bn32.running_mean));
+        CHECK(no_mirror(bn32.running_var));
+        CHECK(xt::all(xt::equal(bn32.running_mean.values<float>(), mean_before)));
+        CHECK(xt::all(xt::equal(bn32.running_var.values<float>(), var_before)));
+        CHECK(xt::all(xt::equal(y32.values<float>(), xg::to_float32_array(y64.value()))));
+    }
+}
+
 }  // namespace xg_test_batch_norm_float32

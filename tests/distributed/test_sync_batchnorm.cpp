@@ -215,4 +215,33 @@ TEST_CASE("SyncBatchNorm names itself and the shapes for a bad input", "[distrib
     CHECK_THROWS_WITH(nn::SyncBatchNorm(0), Catch::Contains("SyncBatchNorm") && Catch::Contains("num_features"));
 }
 
+// Issue 41, item 1: a float32 SyncBatchNorm updates its running statistics in their float32 storage
+// (no float64 mirror), with the float64 update's arithmetic on the same global statistics rounded
+// once per stored value. The float64 layer starts every step from the float32 one's statistics,
+// widened, so that each step is compared on its own, to the bit.
+TEST_CASE("float32 SyncBatchNorm: running statistics without a float64 mirror, the float64 update rounded once",
+          "[distributed][sync_batchnorm][float32]") {
+    const std::size_t me = static_cast<std::size_t>(distributed::rank());
+    for (const bool cumulative : {false, true}) {
+        INFO((cumulative ? "cumulative average" : "momentum 0.1"));
+        const std::optional<double> momentum = cumulative ? std::nullopt : std::optional<double>(0.1);
+        nn::SyncBatchNorm sync64(3, 1e-5, momentum), sync32(3, 1e-5, momentum);
+        sync32.to(kFloat32);
+        for (std::uint64_t step = 0; step < 3; ++step) {
+            INFO("step " << step);
+            sync64.running_mean.mutable_value() = to_float64_array(sync32.running_mean.values<float>());
+            sync64.running_var.mutable_value() = to_float64_array(sync32.running_var.values<float>());
+            const Tensor x(xg::test::global_randn({4, 3}, 80 + 10 * step + me, 2.0, 1.0), kFloat32);
+            sync64.forward(x.to(kFloat64));
+            sync32.forward(x);
+            for (const auto& [t32, t64] : {std::pair{sync32.running_mean, sync64.running_mean},
+                                           std::pair{sync32.running_var, sync64.running_var}}) {
+                CHECK(t32.dtype() == kFloat32);
+                CHECK((t32.node()->value_mirror == Node::Mirror::None && t32.node()->grad_mirror == Node::Mirror::None));
+                CHECK(max_diff_all_ranks(to_float64_array(t32.values<float>()), to_float64_array(to_float32_array(t64.value()))) == 0.0);
+            }
+        }
+    }
+}
+
 }  // namespace xg_test_sync_batchnorm
