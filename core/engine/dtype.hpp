@@ -43,6 +43,11 @@ constexpr double unit_roundoff(Dtype dtype) {
     return dtype == Dtype::Float64 ? 1.1102230246251565e-16 : 5.9604644775390625e-08;
 }
 
+/// The storage types the kernels templated on T are compiled for: M(double) M(float). A kernel
+/// file instantiates its templates with XG_FOR_EACH_STORAGE_TYPE(its instantiation macro), so a
+/// new storage type is one entry here (nn/reference/<op>_signatures.inc).
+#define XG_FOR_EACH_STORAGE_TYPE(M) M(double) M(float)
+
 /// Rounds every value to the nearest float32 (ties to even; beyond float32's range to +-inf;
 /// NaN stays NaN): the store of a float32 tensor.
 void round_to_float32(double* values, std::size_t count);

@@ -13,6 +13,7 @@
 
 #include "core/fast/parallel.hpp"
 #include "nn/fast/kernel_primitives.hpp"
+#include "core/engine/dtype.hpp"
 
 namespace xg::nn::fast {
 
@@ -194,19 +195,6 @@ void batch_norm_input_grad(const T* x, const T* g, const T* w, const double* mea
     });
 }
 
-template void batch_norm_stats<double>(const double*, double*, double*, std::size_t, std::size_t, std::size_t);
-template void batch_norm_stats<float>(const float*, double*, double*, std::size_t, std::size_t, std::size_t);
-template void batch_norm_forward<double>(const double*, const double*, const double*, const double*, const double*, double*,
-                                         std::size_t, std::size_t, std::size_t);
-template void batch_norm_forward<float>(const float*, const float*, const float*, const double*, const double*, float*,
-                                        std::size_t, std::size_t, std::size_t);
-template void batch_norm_backward<double>(const double*, const double*, const double*, const double*, const double*, double*,
-                                          double*, double*, std::size_t, std::size_t, std::size_t, bool);
-template void batch_norm_backward<float>(const float*, const float*, const float*, const double*, const double*, float*,
-                                         double*, double*, std::size_t, std::size_t, std::size_t, bool);
-template void batch_norm_input_grad<double>(const double*, const double*, const double*, const double*, const double*,
-                                            const double*, const double*, double*, std::size_t, std::size_t, std::size_t);
-template void batch_norm_input_grad<float>(const float*, const float*, const float*, const double*, const double*,
-                                           const double*, const double*, float*, std::size_t, std::size_t, std::size_t);
+XG_FOR_EACH_STORAGE_TYPE(XG_BATCH_NORM_KERNELS)
 
 }  // namespace xg::nn::fast

@@ -13,6 +13,7 @@
 
 #include "core/fast/parallel.hpp"
 #include "nn/fast/kernel_primitives.hpp"
+#include "core/engine/dtype.hpp"
 
 namespace xg::nn::fast {
 
@@ -177,13 +178,6 @@ void layer_norm_backward(const T* x, const T* g, const T* w, const double* mean,
     });
 }
 
-template void layer_norm_forward<double>(const double*, const double*, const double*, double*, double*, double*, std::size_t,
-                                         std::size_t, double);
-template void layer_norm_forward<float>(const float*, const float*, const float*, float*, double*, double*, std::size_t,
-                                        std::size_t, double);
-template void layer_norm_backward<double>(const double*, const double*, const double*, const double*, const double*, double*,
-                                          double*, double*, std::size_t, std::size_t);
-template void layer_norm_backward<float>(const float*, const float*, const float*, const double*, const double*, float*,
-                                         double*, double*, std::size_t, std::size_t);
+XG_FOR_EACH_STORAGE_TYPE(XG_LAYER_NORM_KERNELS)
 
 }  // namespace xg::nn::fast

@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "core/engine/dtype.hpp"
+
 namespace xg::nn::reference {
 
 namespace {
@@ -94,13 +96,6 @@ void self_attention_backward(const T* qkv, const T* P, const T* g, T* dqkv, std:
     }
 }
 
-template double self_attention_forward<double>(const double*, double*, double*, std::size_t, std::size_t, std::size_t,
-                                               std::size_t, double, bool);
-template double self_attention_forward<float>(const float*, float*, float*, std::size_t, std::size_t, std::size_t,
-                                              std::size_t, double, bool);
-template void self_attention_backward<double>(const double*, const double*, const double*, double*, std::size_t,
-                                              std::size_t, std::size_t, std::size_t, double);
-template void self_attention_backward<float>(const float*, const float*, const float*, float*, std::size_t, std::size_t,
-                                             std::size_t, std::size_t, double);
+XG_FOR_EACH_STORAGE_TYPE(XG_ATTENTION_KERNELS)
 
 }  // namespace xg::nn::reference

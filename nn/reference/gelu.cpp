@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "core/engine/dtype.hpp"
+
 namespace xg::nn::reference {
 
 namespace {
@@ -55,9 +57,6 @@ void gelu_backward(const T* x, const T* /*y*/, const T* dy, T* dx, std::size_t n
     }
 }
 
-template void gelu_forward<double>(const double*, double*, std::size_t, bool);
-template void gelu_forward<float>(const float*, float*, std::size_t, bool);
-template void gelu_backward<double>(const double*, const double*, const double*, double*, std::size_t, bool);
-template void gelu_backward<float>(const float*, const float*, const float*, float*, std::size_t, bool);
+XG_FOR_EACH_STORAGE_TYPE(XG_GELU_KERNELS)
 
 }  // namespace xg::nn::reference

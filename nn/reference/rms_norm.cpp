@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "core/engine/dtype.hpp"
+
 namespace xg::nn::reference {
 
 // y = xhat w,  xhat = x rrms,  rrms = 1 / sqrt(mean(x^2) + eps)
@@ -43,11 +45,6 @@ void rms_norm_backward(const T* x, const T* g, const T* w, const double* rrms, T
     }
 }
 
-template void rms_norm_forward<double>(const double*, const double*, double*, double*, std::size_t, std::size_t, double);
-template void rms_norm_forward<float>(const float*, const float*, float*, double*, std::size_t, std::size_t, double);
-template void rms_norm_backward<double>(const double*, const double*, const double*, const double*, double*, double*,
-                                        std::size_t, std::size_t);
-template void rms_norm_backward<float>(const float*, const float*, const float*, const double*, float*, double*, std::size_t,
-                                       std::size_t);
+XG_FOR_EACH_STORAGE_TYPE(XG_RMS_NORM_KERNELS)
 
 }  // namespace xg::nn::reference
