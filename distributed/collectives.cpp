@@ -344,7 +344,7 @@ namespace {
 // scratch array and stored back with one rounding each (the bits of a float64 mirror written back),
 // so the tensor keeps no mirror.
 template <class Collective>
-void on_storage(Tensor& tensor, const Collective& collective) {
+void through_float64_scratch(Tensor& tensor, const Collective& collective) {
     if (tensor.dtype() != Dtype::Float32) return collective(tensor.mutable_values<double>());
     FloatArray& stored = tensor.mutable_values<float>();
     Array wide = to_float64_array(stored);
@@ -355,7 +355,7 @@ void on_storage(Tensor& tensor, const Collective& collective) {
 
 void all_reduce(Tensor& tensor, ReduceOp op) {
     if (!tensor.defined()) fail("distributed.all_reduce", "the tensor is undefined");
-    on_storage(tensor, [op](Array& values) { all_reduce(values, op); });
+    through_float64_scratch(tensor, [op](Array& values) { all_reduce(values, op); });
 }
 
 namespace {
@@ -476,7 +476,7 @@ void broadcast(Array& values, int src) {
 
 void broadcast(Tensor& tensor, int src) {
     if (!tensor.defined()) fail("distributed.broadcast", "the tensor is undefined");
-    on_storage(tensor, [src](Array& values) { broadcast(values, src); });
+    through_float64_scratch(tensor, [src](Array& values) { broadcast(values, src); });
 }
 
 std::string broadcast_string(const std::string& text, int src) {

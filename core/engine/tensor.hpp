@@ -590,6 +590,29 @@ FloatArray to_float32_array(const Array& a);
 /// f's values as float64 (exact).
 Array to_float64_array(const FloatArray& f);
 
+/// f(values) with a's values in their own storage (const xt::xarray<T>&, T = double for float64
+/// and float for float32): an op written once as a template on its storage type runs natively in
+/// every dtype, and no float64 mirror of a float32 tensor is made. The one place an op's storage
+/// is chosen by dtype (a new storage type is one more branch here and in the overload below).
+template <class F>
+decltype(auto) on_storage(const Tensor& a, F&& f) {
+    if (a.dtype() == Dtype::Float32) return f(a.values<float>());
+    return f(a.values<double>());
+}
+/// f(values of a, values of b) for an op on two tensors: in their own storage when their dtypes
+/// are equal; when they differ, the narrower one is widened into a temporary float64 copy (kept
+/// for this call only) and f computes in float64 (record() then rounds to result_dtype()).
+template <class F>
+decltype(auto) on_storage(const Tensor& a, const Tensor& b, F&& f) {
+    if (a.dtype() == b.dtype()) {
+        if (a.dtype() == Dtype::Float32) return f(a.values<float>(), b.values<float>());
+        return f(a.values<double>(), b.values<double>());
+    }
+    const Tensor& narrow = a.dtype() == Dtype::Float32 ? a : b;
+    const Array widened = to_float64_array(narrow.values<float>());
+    return f(&narrow == &a ? widened : a.values<double>(), &narrow == &b ? widened : b.values<double>());
+}
+
 /// A leaf of zeros of `shape`.
 Tensor zeros(const Shape& shape, bool requires_grad = false);
 /// A leaf of zeros of `shape` and `dtype`.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #include "core/fast/parallel.hpp"
@@ -13,16 +14,24 @@ namespace xg {
 
 using Strides = std::vector<std::size_t>;
 
+/// An uninitialised array of `shape` for storage T (float64 arrays through empty_array's pages).
+template <class T, class S>
+xt::xarray<T> empty_storage(const S& shape) {
+    if constexpr (std::is_same_v<T, double>) return empty_array(Shape(shape.begin(), shape.end()));
+    else return xt::xarray<T>::from_shape(shape);
+}
+
 /// out[i] = f(a[i]) over every element of a contiguous array: the element-wise kernel of the
-/// unary ops and activations. Large arrays are shared between threads (core/fast/parallel.hpp); f
-/// must not depend on which element came before.
-template <class F>
-Array map_elements(const Array& a, F f) {
-    Array out = empty_like(a);
-    const double* pa = a.data();
-    double* po = out.data();
+/// unary ops and activations, for any storage T (f sees the stored value, widened to double when f
+/// takes a double, and its result is rounded once into T: a float32 op's store). Large arrays are
+/// shared between threads (core/fast/parallel.hpp); f must not depend on which element came before.
+template <class T, class F>
+xt::xarray<T> map_elements(const xt::xarray<T>& a, F f) {
+    xt::xarray<T> out = empty_storage<T>(a.shape());
+    const T* pa = a.data();
+    T* po = out.data();
     detail::parallel_for(a.size(), 1, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) po[i] = f(pa[i]);
+        for (std::size_t i = begin; i < end; ++i) po[i] = static_cast<T>(f(pa[i]));
     });
     return out;
 }
@@ -158,51 +167,46 @@ void parallel_for_each_index2(const Shape& shape, const Strides& sa, const Strid
 }
 
 /// Whether two arrays have the same shape (no Shape is built: this runs on every element-wise op).
-inline bool same_shape(const Array& a, const Array& b) {
+template <class A, class B>
+bool equal_shapes(const A& a, const B& b) {
     return std::equal(a.shape().begin(), a.shape().end(), b.shape().begin(), b.shape().end());
 }
 
 /// out[i] = f(a[i], b[i]) with a and b broadcast against each other (NumPy rules): the one
-/// kernel of every binary op, forward and backward. A backward zips the incoming gradient with
-/// an input (`g * b` for mul) and the result has the gradient's shape; `sum_to` then folds it
-/// back to the input's shape. Same shapes and a one-element operand are plain loops; anything
-/// else walks strides (no lazy broadcast expression). Throws xg::Error naming `op` and both
-/// shapes when they do not broadcast.
-template <class F>
-Array broadcast_zip(const Array& a, const Array& b, F f, const char* op = "broadcast") {
-    const double *pa = a.data(), *pb = b.data();
-    if (same_shape(a, b)) {
-        Array out = empty_like(a);
-        double* po = out.data();
+/// kernel of every binary op, forward and backward, for any storage T (f's result rounded once
+/// into T; a generic f such as std::plus<> computes in T itself: for +, -, * and / of two floats
+/// the same bits as in double rounded once, since double has 53 >= 2 x 24 + 2 bits). A backward
+/// zips the incoming gradient with an input (`g * b` for mul) and the result has the gradient's
+/// shape; `sum_to` then folds it back to the input's shape. Same shapes and a one-element operand
+/// are plain loops; anything else walks strides (no lazy broadcast expression). Throws xg::Error
+/// naming `op` and both shapes when they do not broadcast.
+template <class T, class F>
+xt::xarray<T> broadcast_zip(const xt::xarray<T>& a, const xt::xarray<T>& b, F f, const char* op = "broadcast") {
+    const T *pa = a.data(), *pb = b.data();
+    // out[i] = value(i) over the elements of `like`'s shape
+    const auto elementwise = [](const xt::xarray<T>& like, auto&& value) {
+        xt::xarray<T> out = empty_storage<T>(like.shape());
+        T* po = out.data();
         detail::parallel_for(out.size(), 1, [&](std::size_t begin, std::size_t end) {
-            for (std::size_t i = begin; i < end; ++i) po[i] = f(pa[i], pb[i]);
+            for (std::size_t i = begin; i < end; ++i) po[i] = static_cast<T>(value(i));
         });
         return out;
-    }
+    };
+    if (equal_shapes(a, b)) return elementwise(a, [&](std::size_t i) { return f(pa[i], pb[i]); });
     if (b.size() == 1 && b.dimension() <= a.dimension()) {  // x * 0.5, g * scale
-        Array out = empty_like(a);
-        double* po = out.data();
-        const double vb = pb[0];
-        detail::parallel_for(out.size(), 1, [&](std::size_t begin, std::size_t end) {
-            for (std::size_t i = begin; i < end; ++i) po[i] = f(pa[i], vb);
-        });
-        return out;
+        const T vb = pb[0];
+        return elementwise(a, [&](std::size_t i) { return f(pa[i], vb); });
     }
     if (a.size() == 1 && a.dimension() <= b.dimension()) {  // 1.0 - x
-        Array out = empty_like(b);
-        double* po = out.data();
-        const double va = pa[0];
-        detail::parallel_for(out.size(), 1, [&](std::size_t begin, std::size_t end) {
-            for (std::size_t i = begin; i < end; ++i) po[i] = f(va, pb[i]);
-        });
-        return out;
+        const T va = pa[0];
+        return elementwise(b, [&](std::size_t i) { return f(va, pb[i]); });
     }
     const Shape sa(a.shape().begin(), a.shape().end()), sb(b.shape().begin(), b.shape().end());
     const Shape so = broadcast_shapes(sa, sb, op);
-    Array out = empty_array(so);
-    double* po = out.data();
+    xt::xarray<T> out = empty_storage<T>(so);
+    T* po = out.data();
     parallel_for_each_index2(so, broadcast_strides(sa, so), broadcast_strides(sb, so),
-                             [&](std::size_t i, std::size_t ia, std::size_t ib) { po[i] = f(pa[ia], pb[ib]); });
+                             [&](std::size_t i, std::size_t ia, std::size_t ib) { po[i] = static_cast<T>(f(pa[ia], pb[ib])); });
     return out;
 }
 

@@ -35,10 +35,11 @@ Array sum_to(Array grad, const Shape& shape) {
 }
 
 namespace {
-Array expand_value(const Array& a, const Shape& shape) {
-    Array out = empty_array(shape);
-    const double* pa = a.data();
-    double* po = out.data();
+template <class T>
+xt::xarray<T> expand_value(const xt::xarray<T>& a, const Shape& shape) {
+    xt::xarray<T> out = empty_storage<T>(shape);
+    const T* pa = a.data();
+    T* po = out.data();
     const Shape sa(a.shape().begin(), a.shape().end());
     const Strides from = broadcast_strides(sa, shape);
     // writes at flat only, so the threads may split an expanded (stride 0) axis: the two-array walk
@@ -55,15 +56,18 @@ void check_broadcasts_to(const Shape& from, const Shape& to, const char* op) {
 Tensor expand(const Tensor& a, const Shape& shape) {
     check_broadcasts_to(a.shape(), shape, "expand");
     // d expand(a)/da: every copy sends its gradient back to the one element, summed
-    return record("expand", expand_value(a.value(), shape), {a},
-        [](const BackwardContext& c) -> std::vector<Tensor> { return {sum_to(c.grad, c.input_shape(0))}; });
+    return on_storage(a, [&](const auto& values) {
+        return record("expand", expand_value(values, shape), {a},
+            [](const BackwardContext& c) -> std::vector<Tensor> { return {sum_to(c.grad, c.input_shape(0))}; });
+    });
 }
 
 Tensor sum_to(const Tensor& a, const Shape& shape) {
     if (a.shape() == shape) return a;
     check_broadcasts_to(shape, a.shape(), "sum_to");
     // d sum_to(a)/da = 1 for every element summed: the gradient broadcast back
-    return record("sum_to", summed_to(a.value(), shape), {a},
+    // (summed in double, rounded once into a's dtype)
+    return record("sum_to", on_storage(a, [&](const auto& values) { return summed_to(values, shape); }), {a},
         [](const BackwardContext& c) -> std::vector<Tensor> { return {expand(c.grad, c.input_shape(0))}; });
 }
 
@@ -74,114 +78,14 @@ std::size_t normalize_axis(int axis, std::size_t ndim, const char* op) {
 }
 
 // ---- binary -------------------------------------------------------------------------------
+// Each op runs on its operands' own storage (on_storage): float32 tensors in float32 storage and,
+// for +, -, * and /, float arithmetic (the same bits as float64 arithmetic rounded once; see
+// broadcast_zip), no float64 mirror. Their backwards below are the only statement of each
+// derivative: a first-order backward runs them unrecorded in the gradient's own dtype, and
+// create_graph recorded.
 
 namespace {
 
-// ---- float32 add, sub, mul: float32 storage, float arithmetic (for +, - and * the same bits as
-// float64 arithmetic rounded once: see apply), no float64 mirror of any operand.
-
-enum class Binary { add, sub, mul };
-
-// In float: a float sum, difference or product of two floats is the float64 one rounded once, bit
-// for bit (double has 53 >= 2 x 24 + 2 bits, so its rounding never moves the float rounding), and
-// a float loop vectorises twice as wide.
-template <Binary op>
-float apply(float a, float b) {
-    if constexpr (op == Binary::add) return a + b;
-    else if constexpr (op == Binary::sub) return a - b;
-    else return a * b;
-}
-
-template <Binary op>
-FloatArray zip32(const FloatArray& a, const FloatArray& b, const char* name) {
-    const float *pa = a.data(), *pb = b.data();
-    // out[i] = value(i) over the elements of `like`'s shape
-    const auto elementwise = [](const FloatArray& like, auto&& value) {
-        FloatArray out = FloatArray::from_shape(like.shape());
-        float* po = out.data();
-        detail::parallel_for(out.size(), 1, [&](std::size_t begin, std::size_t end) {
-            for (std::size_t i = begin; i < end; ++i) po[i] = value(i);
-        });
-        return out;
-    };
-    if (a.shape() == b.shape()) return elementwise(a, [&](std::size_t i) { return apply<op>(pa[i], pb[i]); });
-    if (b.size() == 1 && b.dimension() <= a.dimension()) {  // x * 0.5, g * scale
-        const float vb = pb[0];
-        return elementwise(a, [&](std::size_t i) { return apply<op>(pa[i], vb); });
-    }
-    if (a.size() == 1 && a.dimension() <= b.dimension()) {  // 1.0 - x
-        const float va = pa[0];
-        return elementwise(b, [&](std::size_t i) { return apply<op>(va, pb[i]); });
-    }
-    const Shape sa(a.shape().begin(), a.shape().end()), sb(b.shape().begin(), b.shape().end());
-    const Shape so = broadcast_shapes(sa, sb, name);
-    FloatArray out = FloatArray::from_shape(so);
-    float* po = out.data();
-    parallel_for_each_index2(so, broadcast_strides(sa, so), broadcast_strides(sb, so), [&](std::size_t i, std::size_t ia, std::size_t ib) {
-        po[i] = apply<op>(pa[ia], pb[ib]);
-    });
-    return out;
-}
-
-// dLoss/d input i of a float32 add, sub or mul: g (add), -g (sub's b), g * other input (mul),
-// summed in float64 over the axes input i was broadcast along and rounded once.
-FloatArray binary_grad32(Binary op, const GradContext& c, std::size_t i) {
-    const FloatArray& g = c.grad32();
-    const Shape out_shape(g.shape().begin(), g.shape().end()), in_shape = c.input_shape(i);
-    const bool negate = op == Binary::sub && i == 1;
-    if (op != Binary::mul) {
-        if (in_shape == out_shape && i == 0) return c.take_grad32();  // g itself (add's and sub's a): the last read of g
-        if (in_shape == out_shape) {
-            FloatArray part = FloatArray::from_shape(g.shape());
-            const float* pg = g.data();
-            float* pp = part.data();
-            detail::parallel_for(g.size(), 1, [&](std::size_t begin, std::size_t end) {
-                for (std::size_t k = begin; k < end; ++k) pp[k] = negate ? -pg[k] : pg[k];
-            });
-            return part;
-        }
-        Array sums = summed_to(g, in_shape);
-        if (negate) sums = -sums;  // negated after summing: fewer elements, same bits
-        return to_float32_array(sums);
-    }
-    const FloatArray& other = c.input32(1 - i);
-    const Shape other_shape(other.shape().begin(), other.shape().end());
-    const float *pg = g.data(), *po = other.data();
-    if (in_shape == out_shape) {
-        FloatArray part = FloatArray::from_shape(g.shape());
-        float* pp = part.data();
-        parallel_for_each_index2(out_shape, broadcast_strides(other_shape, out_shape), broadcast_strides(other_shape, out_shape),
-                                 [&](std::size_t k, std::size_t ko, std::size_t) {
-                                     pp[k] = pg[k] * po[ko];  // the float product: the float64 one rounded (apply)
-                                 });
-        return part;
-    }
-    // broadcast operand: the products in float64, then their sums (the float64 path rounds the
-    // products to float32 first; this keeps them exact, within the same bound)
-    Array products = Array::from_shape(out_shape);
-    double* pp = products.data();
-    parallel_for_each_index2(out_shape, broadcast_strides(other_shape, out_shape), broadcast_strides(other_shape, out_shape),
-                             [&](std::size_t k, std::size_t ko, std::size_t) { pp[k] = static_cast<double>(pg[k]) * po[ko]; });
-    return to_float32_array(summed_to(products, in_shape));
-}
-
-Tensor binary32(Binary op, const Tensor& a, const Tensor& b, const char* name, Backward twin) {
-    const FloatArray &va = a.values<float>(), &vb = b.values<float>();
-    FloatArray out = op == Binary::add ? zip32<Binary::add>(va, vb, name)
-                     : op == Binary::sub ? zip32<Binary::sub>(va, vb, name)
-                                         : zip32<Binary::mul>(va, vb, name);
-    return record(name, std::move(out), {a, b}, [op](const GradContext& c) -> Grads {
-        Grads g(2);
-        for (std::size_t i : {1, 0}) {  // input 0 last: its part may take the incoming gradient itself
-            if (c.needs_grad(i)) g[i] = binary_grad32(op, c, i);
-        }
-        return g;
-    }, {}, std::move(twin));
-}
-
-bool both_float32(const Tensor& a, const Tensor& b) { return a.dtype() == kFloat32 && b.dtype() == kFloat32; }
-
-// The backwards in Tensor ops: float64's first-order backward and every dtype's create_graph one.
 std::vector<Tensor> add_backward(const BackwardContext& c) {
     return {c.needs_grad(0) ? sum_to(c.grad, c.input_shape(0)) : Tensor(),
             c.needs_grad(1) ? sum_to(c.grad, c.input_shape(1)) : Tensor()};
@@ -197,33 +101,34 @@ std::vector<Tensor> mul_backward(const BackwardContext& c) {
             c.needs_grad(1) ? sum_to(c.grad * c.input(0), c.input_shape(1)) : Tensor()};
 }
 
+// op `name` on a and b element by element (broadcast), in their storage: f(x, y) per element.
+template <class F>
+Tensor zip(const char* name, const Tensor& a, const Tensor& b, F f, Backward backward) {
+    return on_storage(a, b, [&](const auto& va, const auto& vb) {
+        return record(name, broadcast_zip(va, vb, f, name), {a, b}, std::move(backward));
+    });
+}
+
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-    if (both_float32(a, b)) return binary32(Binary::add, a, b, "add", add_backward);
-    Array out = broadcast_zip(a.value(), b.value(), std::plus<>(), "add");
     // d(a+b)/da = 1, d(a+b)/db = 1, each summed over its broadcast axes
-    return record("add", std::move(out), {a, b}, add_backward);
+    return zip("add", a, b, std::plus<>(), add_backward);
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-    if (both_float32(a, b)) return binary32(Binary::sub, a, b, "sub", sub_backward);
-    Array out = broadcast_zip(a.value(), b.value(), std::minus<>(), "sub");
     // d(a-b)/da = 1, d(a-b)/db = -1
-    return record("sub", std::move(out), {a, b}, sub_backward);
+    return zip("sub", a, b, std::minus<>(), sub_backward);
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-    if (both_float32(a, b)) return binary32(Binary::mul, a, b, "mul", mul_backward);
-    Array out = broadcast_zip(a.value(), b.value(), std::multiplies<>(), "mul");
     // d(ab)/da = b, d(ab)/db = a: g times the other input, summed over the input's broadcast axes
-    return record("mul", std::move(out), {a, b}, mul_backward);
+    return zip("mul", a, b, std::multiplies<>(), mul_backward);
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-    Array out = broadcast_zip(a.value(), b.value(), std::divides<>(), "div");
     // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2 = -out/b (the sign put on b: b is often the smaller)
-    return record("div", std::move(out), {a, b}, [](const BackwardContext& c) -> std::vector<Tensor> {
+    return zip("div", a, b, std::divides<>(), [](const BackwardContext& c) -> std::vector<Tensor> {
         return {c.needs_grad(0) ? sum_to(c.grad / c.input(1), c.input_shape(0)) : Tensor(),
                 c.needs_grad(1) ? sum_to(c.grad * c.output() / neg(c.input(1)), c.input_shape(1)) : Tensor()};
     });
@@ -246,6 +151,15 @@ Tensor operator-(const Tensor& a) { return neg(a); }
 
 namespace {
 
+// op `name` on a's elements in a's storage: f(x) per element, computed in double and rounded once
+// into the storage (a float32 result has the float64 op's bits, rounded).
+template <class F>
+Tensor unary(const char* name, const Tensor& a, F f, Backward backward) {
+    return on_storage(a, [&](const auto& values) {
+        return record(name, map_elements(values, [f](double x) { return f(x); }), {a}, std::move(backward));
+    });
+}
+
 // The gradient times a piecewise-constant derivative `w` (relu, abs, clamp, maximum), exactly 0
 // where w is 0 even for an infinite or NaN gradient (PyTorch's backwards select there). w is a
 // constant of the graph: its own derivative is 0 almost everywhere.
@@ -254,18 +168,28 @@ Tensor times_step(const Tensor& g, Array w) {
     return masked_fill(g * Tensor(std::move(w), g.dtype()), zero, 0.0);
 }
 
+// f(x) of each element of t, read in t's storage, as float64 constants (a step's values, a mask).
+template <class R, class F>
+xt::xarray<R> of_elements(const Tensor& t, F f) {
+    return on_storage(t, [&](const auto& values) {
+        xt::xarray<R> out = xt::xarray<R>::from_shape(values.shape());
+        for (std::size_t i = 0; i < values.size(); ++i) out.data()[i] = f(static_cast<double>(values.data()[i]));
+        return out;
+    });
+}
+
 }  // namespace
 
 // ---- unary --------------------------------------------------------------------------------
 
 Tensor neg(const Tensor& a) {
     // d(-a)/da = -1
-    return record("neg", map_elements(a.value(), [](double x) { return -x; }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {neg(c.grad)}; });
+    return unary("neg", a, [](double x) { return -x; }, [](const BackwardContext& c) -> std::vector<Tensor> { return {neg(c.grad)}; });
 }
 
 Tensor pow(const Tensor& a, double p) {
     // d(a^p)/da = p a^(p-1); a^0 = 1 is constant, so 0 also at a = 0 (where 0 * 0^-1 is NaN), as PyTorch
-    return record("pow", map_elements(a.value(), [p](double x) { return std::pow(x, p); }), {a}, [p](const BackwardContext& c) -> std::vector<Tensor> {
+    return unary("pow", a, [p](double x) { return std::pow(x, p); }, [p](const BackwardContext& c) -> std::vector<Tensor> {
         if (p == 0.0) return {zeros(c.input_shape(0))};
         return {c.grad * p * pow(c.input(0), p - 1.0)};
     });
@@ -273,46 +197,46 @@ Tensor pow(const Tensor& a, double p) {
 
 Tensor exp(const Tensor& a) {
     // d(e^a)/da = e^a = out
-    return record("exp", map_elements(a.value(), [](double x) { return std::exp(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * c.output()}; });
+    return unary("exp", a, [](double x) { return std::exp(x); }, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * c.output()}; });
 }
 
 Tensor log(const Tensor& a) {
     // d(ln a)/da = 1/a
-    return record("log", map_elements(a.value(), [](double x) { return std::log(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad / c.input(0)}; });
+    return unary("log", a, [](double x) { return std::log(x); }, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad / c.input(0)}; });
 }
 
 Tensor sqrt(const Tensor& a) {
     // d(sqrt a)/da = 1 / (2 sqrt a) = 1 / (2 out)
-    return record("sqrt", map_elements(a.value(), [](double x) { return std::sqrt(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad / (2.0 * c.output())}; });
+    return unary("sqrt", a, [](double x) { return std::sqrt(x); }, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad / (2.0 * c.output())}; });
 }
 
 Tensor tanh(const Tensor& a) {
     // d(tanh a)/da = 1 - tanh^2 = 1 - out^2
-    return record("tanh", map_elements(a.value(), [](double x) { return std::tanh(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * (1.0 - c.output() * c.output())}; });
+    return unary("tanh", a, [](double x) { return std::tanh(x); }, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * (1.0 - c.output() * c.output())}; });
 }
 
 Tensor erf(const Tensor& a) {
     // d(erf a)/da = 2/sqrt(pi) e^(-a^2)
-    return record("erf", map_elements(a.value(), [](double x) { return std::erf(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * M_2_SQRTPI * exp(neg(c.input(0) * c.input(0)))}; });
+    return unary("erf", a, [](double x) { return std::erf(x); }, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * M_2_SQRTPI * exp(neg(c.input(0) * c.input(0)))}; });
 }
 
 Tensor relu(const Tensor& a) {
     // d(relu a)/da = 0 where a <= 0, else 1; NaN passes through both ways, as in PyTorch
-    return record("relu", map_elements(a.value(), [](double x) { return x <= 0.0 ? 0.0 : x; }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> {
-        return {masked_fill(c.grad, Mask(c.input(0).value() <= 0.0), 0.0)};
+    return unary("relu", a, [](double x) { return x <= 0.0 ? 0.0 : x; }, [](const BackwardContext& c) -> std::vector<Tensor> {
+        return {masked_fill(c.grad, of_elements<bool>(c.input(0), [](double x) { return x <= 0.0; }), 0.0)};
     });
 }
 
 Tensor sigmoid(const Tensor& a) {
     // d(s(a))/da = s(a)(1 - s(a)) = out (1 - out); the two branches avoid overflow of exp
     auto s = [](double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); };
-    return record("sigmoid", map_elements(a.value(), s), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * c.output() * (1.0 - c.output())}; });
+    return unary("sigmoid", a, s, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * c.output() * (1.0 - c.output())}; });
 }
 
 Tensor abs(const Tensor& a) {
     // d|a|/da = sign(a) (0 at 0, as in PyTorch)
-    return record("abs", map_elements(a.value(), [](double x) { return std::fabs(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> {
-        return {times_step(c.grad, map_elements(c.input(0).value(), [](double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }))};
+    return unary("abs", a, [](double x) { return std::fabs(x); }, [](const BackwardContext& c) -> std::vector<Tensor> {
+        return {times_step(c.grad, of_elements<double>(c.input(0), [](double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }))};
     });
 }
 
@@ -320,12 +244,12 @@ Tensor abs(const Tensor& a) {
 
 Tensor sin(const Tensor& a) {
     // d(sin a)/da = cos a
-    return record("sin", map_elements(a.value(), [](double x) { return std::sin(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * cos(c.input(0))}; });
+    return unary("sin", a, [](double x) { return std::sin(x); }, [](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad * cos(c.input(0))}; });
 }
 
 Tensor cos(const Tensor& a) {
     // d(cos a)/da = -sin a
-    return record("cos", map_elements(a.value(), [](double x) { return std::cos(x); }), {a}, [](const BackwardContext& c) -> std::vector<Tensor> { return {neg(c.grad * sin(c.input(0)))}; });
+    return unary("cos", a, [](double x) { return std::cos(x); }, [](const BackwardContext& c) -> std::vector<Tensor> { return {neg(c.grad * sin(c.input(0)))}; });
 }
 
 Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max) {
@@ -336,11 +260,9 @@ Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> m
     }
     const double lo = min.value_or(-INFINITY), hi = max.value_or(INFINITY);
     // std::max/min keep a NaN first argument, so NaN inputs stay NaN (as in PyTorch)
-    Array out = map_elements(a.value(), [lo, hi](double x) { return std::min(std::max(x, lo), hi); });
     // d clamp/da = 1 where lo <= a <= hi (bounds included, as PyTorch), else 0 (also for NaN)
-    return record("clamp", std::move(out), {a}, [lo, hi](const BackwardContext& c) -> std::vector<Tensor> {
-        const Array& x = c.input(0).value();
-        return {masked_fill(c.grad, Mask(!(x >= lo && x <= hi)), 0.0)};
+    return unary("clamp", a, [lo, hi](double x) { return std::min(std::max(x, lo), hi); }, [lo, hi](const BackwardContext& c) -> std::vector<Tensor> {
+        return {masked_fill(c.grad, of_elements<bool>(c.input(0), [lo, hi](double x) { return !(x >= lo && x <= hi); }), 0.0)};
     });
 }
 
@@ -354,14 +276,17 @@ Tensor extremum(const Tensor& a, const Tensor& b, bool larger, const char* op) {
     };
     // d/da = 1 where a wins, 1/2 where a == b, 0 where b wins (and 1 to both next to a NaN, as
     // torch: where(a == b, g / 2, g).masked_fill(b wins, 0)); symmetric for b
-    return record(op, broadcast_zip(a.value(), b.value(), wins, op), {a, b}, [larger](const BackwardContext& c) -> std::vector<Tensor> {
+    return zip(op, a, b, wins, [larger](const BackwardContext& c) -> std::vector<Tensor> {
         std::vector<Tensor> g(2);
         for (std::size_t k = 0; k < 2; ++k) {
             if (!c.needs_grad(k)) continue;
             // the share of the gradient input k takes, per output element
-            Array share = broadcast_zip(c.input(k).value(), c.input(1 - k).value(), [larger](double self, double other) {
-                const bool loses = larger ? self < other : self > other;
-                return self == other ? 0.5 : (loses ? 0.0 : 1.0);
+            Array share = on_storage(c.input(k), c.input(1 - k), [larger](const auto& self_values, const auto& other_values) {
+                const Array self = self_values, other = other_values;  // widened: the share is a float64 constant
+                return broadcast_zip(self, other, [larger](double self, double other) {
+                    const bool loses = larger ? self < other : self > other;
+                    return self == other ? 0.5 : (loses ? 0.0 : 1.0);
+                });
             });
             g[k] = sum_to(times_step(c.grad, std::move(share)), c.input_shape(k));
         }

@@ -6,18 +6,22 @@ namespace xg {
 
 namespace {
 
-Array gather_flat(const FlatGather& m, const Array& in) {
-    Array out = Array::from_shape(m.out_shape);
-    const double* pi = in.data();
+// (in the input's storage T: moving elements computes nothing)
+template <class T>
+xt::xarray<T> gather_flat(const FlatGather& m, const xt::xarray<T>& in) {
+    xt::xarray<T> out = xt::xarray<T>::from_shape(m.out_shape);
+    const T* pi = in.data();
     for (std::size_t i = 0; i < m.offsets.size(); ++i) {
         out.data()[i] = m.offsets[i] == FlatGather::kNoSource ? 0.0 : pi[m.offsets[i]];
     }
     return out;
 }
 
-Array scatter_flat(const FlatGather& m, const Array& out) {
+// (summed in double: record() rounds the sums once into the gradient's dtype)
+template <class T>
+Array scatter_flat(const FlatGather& m, const xt::xarray<T>& out) {
     Array in = xt::zeros<double>(m.in_shape);
-    const double* po = out.data();
+    const T* po = out.data();
     for (std::size_t i = 0; i < m.offsets.size(); ++i) {
         if (m.offsets[i] != FlatGather::kNoSource) in.data()[m.offsets[i]] += po[i];
     }
@@ -28,10 +32,11 @@ Tensor apply(const Tensor& x, const std::shared_ptr<const FlatGather>& m, bool a
 
 // d gather/dx = scatter of the gradient, d scatter/dx = gather of it: each differentiates into the other
 Tensor apply(const Tensor& x, const std::shared_ptr<const FlatGather>& m, bool adjoint) {
-    Array value = adjoint ? scatter_flat(*m, x.value()) : gather_flat(*m, x.value());
-    return record(
-        adjoint ? m->op + "_backward" : m->op, std::move(value), {x},
-        [m, adjoint](const BackwardContext& c) -> std::vector<Tensor> { return {apply(c.grad, m, !adjoint)}; });
+    Backward backward = [m, adjoint](const BackwardContext& c) -> std::vector<Tensor> { return {apply(c.grad, m, !adjoint)}; };
+    return on_storage(x, [&](const auto& values) {
+        if (adjoint) return record(m->op + "_backward", scatter_flat(*m, values), {x}, std::move(backward));
+        return record(m->op, gather_flat(*m, values), {x}, std::move(backward));
+    });
 }
 
 }  // namespace

@@ -48,9 +48,11 @@ Reduction plan(const Shape& in, const Axes& axes, bool keepdim, const char* op) 
     return r;
 }
 
-Array sum_into_kept(const Array& a, const Reduction& r) {
+// The sums in double of a's elements (storage T) into the kept shape.
+template <class T>
+Array sum_into_kept(const xt::xarray<T>& a, const Reduction& r) {
     Array out = xt::zeros<double>(r.kept);
-    const double* pa = a.data();
+    const T* pa = a.data();
     double* po = out.data();
     parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { po[io] += pa[i]; });
     return out;
@@ -82,9 +84,10 @@ bool is_min_of(double x, double m) { return std::isnan(m) ? std::isnan(x) : x ==
 
 // The number k of elements of each reduced slice that equal its extreme `kept`, at those k
 // elements, and 0 elsewhere.
-template <class IsExtreme>
-Array tie_weights(const Array& x, const Array& kept, const Reduction& r, IsExtreme is_extreme) {
-    const double *px = x.data(), *pm = kept.data();
+template <class T, class IsExtreme>
+Array tie_weights(const xt::xarray<T>& x, const Array& kept, const Reduction& r, IsExtreme is_extreme) {
+    const T* px = x.data();
+    const double* pm = kept.data();
     Array ties = xt::zeros<double>(r.kept);
     parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) { ties.data()[io] += is_extreme(px[i], pm[io]) ? 1.0 : 0.0; });
     Array k = Array::from_shape(r.in);
@@ -106,7 +109,7 @@ Tensor sum(const Tensor& a) { return sum(a, {}, false); }
 
 Tensor sum(const Tensor& a, const Axes& axes, bool keepdim) {
     const Reduction r = plan(a.shape(), axes, keepdim, "sum");
-    Array out = reshaped(sum_into_kept(a.value(), r), r.out);
+    Array out = reshaped(on_storage(a, [&](const auto& values) { return sum_into_kept(values, r); }), r.out);
     // d(sum x)/dx_i = 1: the output gradient is copied to every reduced element
     return record("sum", std::move(out), {a}, [r](const BackwardContext& c) -> std::vector<Tensor> { return {spread(c.grad, r)}; });
 }
@@ -116,7 +119,7 @@ Tensor mean(const Tensor& a) { return mean(a, {}, false); }
 Tensor mean(const Tensor& a, const Axes& axes, bool keepdim) {
     const Reduction r = plan(a.shape(), axes, keepdim, "mean");
     if (r.count == 0) fail("mean", "cannot average over an empty axis of shape " + shape_str(r.in));
-    Array out = sum_into_kept(a.value(), r);
+    Array out = on_storage(a, [&](const auto& values) { return sum_into_kept(values, r); });
     out /= static_cast<double>(r.count);
     // d(mean x)/dx_i = 1/N
     return record("mean", reshaped(std::move(out), r.out), {a}, [r](const BackwardContext& c) -> std::vector<Tensor> {
@@ -132,14 +135,18 @@ Tensor var(const Tensor& a, const Axes& axes, bool unbiased, bool keepdim) {
                                 r.count, shape_str(r.in)));
     }
     // Two passes (mean, then squared deviations): E[x^2]-E[x]^2 loses all digits for large means.
-    Array mu = sum_into_kept(a.value(), r);
-    mu /= static_cast<double>(r.count);
-    Array out = xt::zeros<double>(r.kept);
-    const double *pa = a.value().data(), *pm = mu.data();
-    double* po = out.data();
-    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
-        const double d = pa[i] - pm[io];
-        po[io] += d * d;
+    Array out = on_storage(a, [&](const auto& values) {
+        Array mu = sum_into_kept(values, r);
+        mu /= static_cast<double>(r.count);
+        Array squares = xt::zeros<double>(r.kept);
+        const auto* pa = values.data();
+        const double* pm = mu.data();
+        double* po = squares.data();
+        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+            const double d = pa[i] - pm[io];
+            po[io] += d * d;
+        });
+        return squares;
     });
     out /= denom;
     // d var/dx_i = 2 (x_i - mean) / (N - ddof)
@@ -161,18 +168,22 @@ Tensor extreme(const Tensor& a, const Axes& axes, bool keepdim, bool largest, co
     }
     Array out = Array::from_shape(r.kept);
     out.fill(largest ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
-    const double* pa = a.value().data();
     double* po = out.data();
-    parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
-        if (std::isnan(po[io])) return;
-        if (std::isnan(pa[i]) || (largest ? pa[i] > po[io] : pa[i] < po[io])) po[io] = pa[i];
+    on_storage(a, [&](const auto& values) {
+        const auto* pa = values.data();
+        parallel_for_each_index(r.in, r.to_out, [&](std::size_t i, std::size_t io) {
+            if (std::isnan(po[io])) return;
+            if (std::isnan(pa[i]) || (largest ? pa[i] > po[io] : pa[i] < po[io])) po[io] = pa[i];
+        });
     });
     // d max/dx_i = 1/k for the k elements equal to the extreme (the k NaNs when it is NaN), 0
     // elsewhere: g spread over the reduced axes, divided by those constant counts
     Array value = reshaped(out, r.out);  // a copy: `out` stays in the kept shape for backward
     return record(op, std::move(value), {a}, [r, largest, kept = std::move(out)](const BackwardContext& c) -> std::vector<Tensor> {
-        const Array& x = c.input(0).value();
-        return {times_ties(spread(c.grad, r), largest ? tie_weights(x, kept, r, is_max_of) : tie_weights(x, kept, r, is_min_of))};
+        Array ties = on_storage(c.input(0), [&](const auto& x) {
+            return largest ? tie_weights(x, kept, r, is_max_of) : tie_weights(x, kept, r, is_min_of);
+        });
+        return {times_ties(spread(c.grad, r), std::move(ties))};
     }, {{op, r.kept}});
 }
 

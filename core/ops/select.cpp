@@ -40,12 +40,14 @@ bool replaces(double candidate, double best, bool largest) {
 }
 
 IndexArray arg_extreme_flat(const Tensor& a, bool largest, const char* op) {
-    const Array& v = a.value();
-    if (v.size() == 0) fail(op, fmt::format("cannot take the {} of an empty tensor of shape {}", op, shape_str(a.shape())));
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < v.size(); ++i) {
-        if (replaces(v.data()[i], v.data()[best], largest)) best = i;
-    }
+    if (a.numel() == 0) fail(op, fmt::format("cannot take the {} of an empty tensor of shape {}", op, shape_str(a.shape())));
+    const std::size_t best = on_storage(a, [&](const auto& v) {
+        std::size_t first = 0;
+        for (std::size_t i = 1; i < v.size(); ++i) {
+            if (replaces(v.data()[i], v.data()[first], largest)) first = i;
+        }
+        return first;
+    });
     IndexArray out = IndexArray::from_shape({});
     out() = static_cast<std::int64_t>(best);
     return out;
@@ -67,17 +69,19 @@ IndexArray arg_extreme(const Tensor& a, int axis, bool keepdim, bool largest, co
         out_shape.erase(out_shape.begin() + static_cast<long>(ax));
     }
     IndexArray out = IndexArray::from_shape(out_shape);
-    const double* x = a.value().data();
-    for (std::size_t o = 0; o < view.outer; ++o) {
-        for (std::size_t i = 0; i < view.inner; ++i) {
-            const double* row = x + o * view.len * view.inner + i;
-            std::size_t best = 0;
-            for (std::size_t j = 1; j < view.len; ++j) {
-                if (replaces(row[j * view.inner], row[best * view.inner], largest)) best = j;
+    on_storage(a, [&](const auto& values) {
+        const auto* x = values.data();
+        for (std::size_t o = 0; o < view.outer; ++o) {
+            for (std::size_t i = 0; i < view.inner; ++i) {
+                const auto* row = x + o * view.len * view.inner + i;
+                std::size_t best = 0;
+                for (std::size_t j = 1; j < view.len; ++j) {
+                    if (replaces(row[j * view.inner], row[best * view.inner], largest)) best = j;
+                }
+                out.data()[o * view.inner + i] = static_cast<std::int64_t>(best);
             }
-            out.data()[o * view.inner + i] = static_cast<std::int64_t>(best);
         }
-    }
+    });
     return out;
 }
 
@@ -120,12 +124,8 @@ Tensor where(const Mask& cond, const Tensor& a, const Tensor& b) {
     std::vector<char> take_a(count);
     const bool* pc = cond.data();
     for_each_index(out_shape, broadcast_strides(sc, out_shape), [&](std::size_t i, std::size_t ic) { take_a[i] = pc[ic]; });
-    Array out = empty_array(out_shape);
-    const double *pa = a.value().data(), *pb = b.value().data();
-    parallel_for_each_index2(out_shape, broadcast_strides(sa, out_shape), broadcast_strides(sb, out_shape),
-                             [&](std::size_t i, std::size_t ia, std::size_t ib) { out.data()[i] = take_a[i] ? pa[ia] : pb[ib]; });
     // d where/da = 1 where cond, d where/db = 1 where !cond; each summed over its broadcast axes
-    return record("where", std::move(out), {a, b}, [take_a = std::move(take_a), out_shape](const BackwardContext& c) -> std::vector<Tensor> {
+    Backward backward = [take_a, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
         std::vector<Tensor> g(2);
         for (std::size_t k = 0; k < 2; ++k) {
             if (!c.needs_grad(k)) continue;
@@ -134,7 +134,14 @@ Tensor where(const Mask& cond, const Tensor& a, const Tensor& b) {
             g[k] = sum_to(masked_fill(c.grad, other, 0.0), c.input_shape(k));
         }
         return g;
-    }, {{"cond", sc}});
+    };
+    return on_storage(a, b, [&](const auto& va, const auto& vb) {
+        auto out = empty_storage<typename std::decay_t<decltype(va)>::value_type>(out_shape);
+        const auto *pa = va.data(), *pb = vb.data();
+        parallel_for_each_index2(out_shape, broadcast_strides(sa, out_shape), broadcast_strides(sb, out_shape),
+                                 [&](std::size_t i, std::size_t ia, std::size_t ib) { out.data()[i] = take_a[i] ? pa[ia] : pb[ib]; });
+        return record("where", std::move(out), {a, b}, std::move(backward), {{"cond", sc}});
+    });
 }
 
 // ---- index_select ---------------------------------------------------------------------------
@@ -170,13 +177,9 @@ Tensor index_select(const Tensor& a, int axis, const Indices& index_arg) {
         }
         return {scatter_in_graph(c.grad, std::move(m))};
     };
-    // a float32 tensor's rows are copied from its float32 storage (no float64 mirror): a float32 result
-    if (a.dtype() == Dtype::Float32) {
-        return record("index_select", selected_rows(a.values<float>().data(), view, rows, out_shape), {a}, std::move(backward),
-                      {{"index", is}});
-    }
-    return record("index_select", selected_rows(a.value().data(), view, rows, out_shape), {a}, std::move(backward),
-                  {{"index", is}});
+    return on_storage(a, [&](const auto& values) {  // rows copied as stored
+        return record("index_select", selected_rows(values.data(), view, rows, out_shape), {a}, std::move(backward), {{"index", is}});
+    });
 }
 
 // ---- argmax / argmin --------------------------------------------------------------------------

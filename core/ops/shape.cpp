@@ -149,15 +149,11 @@ Tensor reshape(const Tensor& a, const std::vector<long>& shape) {
         fail("reshape", fmt::format("shape {} is invalid for input of shape {} ({} elements)", longs_str(shape), shape_str(in), n));
     }
     // d reshape(x)/dx: reshape the gradient back
-    Backward backward = [in](const BackwardContext& c) -> std::vector<Tensor> {
-        return {reshape(c.grad, std::vector<long>(in.begin(), in.end()))};
-    };
-    if (a.dtype() == Dtype::Float32) {  // float32 storage in and out; the first-order kernel reshapes grad32
-        return record("reshape", reshaped(a.values<float>(), out), {a}, [in](const GradContext& c) -> Grads {
-            return grads_of(reshaped(c.take_grad32(), in));
-        }, {}, std::move(backward));
-    }
-    return record("reshape", reshaped(a.value(), out), {a}, std::move(backward));
+    return on_storage(a, [&](const auto& values) {
+        return record("reshape", reshaped(values, out), {a}, [in](const BackwardContext& c) -> std::vector<Tensor> {
+            return {reshape(c.grad, std::vector<long>(in.begin(), in.end()))};
+        });
+    });
 }
 
 Tensor permute(const Tensor& a, const Axes& order) {
@@ -177,15 +173,11 @@ Tensor permute(const Tensor& a, const Axes& order) {
         inverse[perm[i]] = i;
     }
     // d permute(x)/dx: apply the inverse permutation to the gradient
-    Backward backward = [inverse](const BackwardContext& c) -> std::vector<Tensor> {
-        return {permute(c.grad, Axes(inverse.begin(), inverse.end()))};
-    };
-    if (a.dtype() == Dtype::Float32) {  // float32 storage in and out; the first-order kernel permutes grad32
-        return record("permute", permuted(a.values<float>(), perm), {a}, [inverse](const GradContext& c) -> Grads {
-            return grads_of(permuted(c.grad32(), inverse));
-        }, {}, std::move(backward));
-    }
-    return record("permute", permuted(a.value(), perm), {a}, std::move(backward));
+    return on_storage(a, [&](const auto& values) {
+        return record("permute", permuted(values, perm), {a}, [inverse](const BackwardContext& c) -> std::vector<Tensor> {
+            return {permute(c.grad, Axes(inverse.begin(), inverse.end()))};
+        });
+    });
 }
 
 Tensor transpose(const Tensor& a, int axis0, int axis1) {
@@ -347,14 +339,15 @@ Tensor gather(const Tensor& a, int axis, const Indices& index_arg) {
         }
         offsets[i] = base + static_cast<std::size_t>(pi[i]) * axis_stride;
     });
-    Array out = Array::from_shape(is);
-    const double* pa = a.value().data();
-    for (std::size_t i = 0; i < offsets.size(); ++i) out.data()[i] = pa[offsets[i]];
     // d gather/dx: scatter-add the gradient back to the positions read (repeats accumulate)
     auto map = std::make_shared<const FlatGather>(FlatGather{"gather", in, is, std::move(offsets)});
-    return record("gather", std::move(out), {a}, [map](const BackwardContext& c) -> std::vector<Tensor> {
-        return {scatter_in_graph(c.grad, map)};
-    }, {{"index", is}});
+    return on_storage(a, [&](const auto& values) {
+        auto out = std::decay_t<decltype(values)>::from_shape(is);
+        for (std::size_t i = 0; i < map->offsets.size(); ++i) out.data()[i] = values.data()[map->offsets[i]];
+        return record("gather", std::move(out), {a}, [map](const BackwardContext& c) -> std::vector<Tensor> {
+            return {scatter_in_graph(c.grad, map)};
+        }, {{"index", is}});
+    });
 }
 
 Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
@@ -370,30 +363,19 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
     // d masked_fill/dx = 1 where the mask is false, 0 where it filled: the gradient filled with 0
     // where the mask is true (a masked_fill again, so it differentiates to any order)
     auto filled_at = std::make_shared<const std::vector<char>>(std::move(hit));
-    Backward backward = [filled_at, in](const BackwardContext& c) -> std::vector<Tensor> {
-        Mask filled = Mask::from_shape(in);
-        std::copy(filled_at->begin(), filled_at->end(), filled.data());
-        return {masked_fill(c.grad, filled, 0.0)};
-    };
-    if (a.dtype() == Dtype::Float32) {  // float32 storage in and out; `value` rounded once, as record() rounds
-        FloatArray out = a.values<float>();
-        const auto fill = static_cast<float>(value);
+    return on_storage(a, [&](const auto& values) {
+        using T = typename std::decay_t<decltype(values)>::value_type;
+        auto out = values;  // `value` rounded once into the storage, as record() rounds
+        const auto fill = static_cast<T>(value);
         for (std::size_t i = 0; i < filled_at->size(); ++i) {
             if ((*filled_at)[i]) out.data()[i] = fill;
         }
-        return record("masked_fill", std::move(out), {a}, [filled_at](const GradContext& c) -> Grads {
-            FloatArray g = c.grad32();
-            for (std::size_t i = 0; i < filled_at->size(); ++i) {
-                if ((*filled_at)[i]) g.data()[i] = 0.0f;
-            }
-            return grads_of(std::move(g));
-        }, {{"mask", ms}}, std::move(backward));
-    }
-    Array out = a.value();
-    for (std::size_t i = 0; i < filled_at->size(); ++i) {
-        if ((*filled_at)[i]) out.data()[i] = value;
-    }
-    return record("masked_fill", std::move(out), {a}, std::move(backward), {{"mask", ms}});
+        return record("masked_fill", std::move(out), {a}, [filled_at, in](const BackwardContext& c) -> std::vector<Tensor> {
+            Mask filled = Mask::from_shape(in);
+            std::copy(filled_at->begin(), filled_at->end(), filled.data());
+            return {masked_fill(c.grad, filled, 0.0)};
+        }, {{"mask", ms}});
+    });
 }
 
 }  // namespace xg

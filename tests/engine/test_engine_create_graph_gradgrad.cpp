@@ -319,12 +319,14 @@ std::set<std::string> library_op_names(std::vector<std::string>& unknown_sites) 
     const std::vector<std::string> folders = {"core", "nn", "distributed"};
     // record(op, ...) sites whose op comes from the caller: the names their callers pass.
     const xg_test_support::NamesFromCallers names_from_callers = {
-        {"core/ops/elementwise.cpp: op", {"maximum", "minimum"}},
-        {"core/ops/elementwise.cpp: name", {"add", "sub", "mul"}},  // the float32 kernels of add, sub, mul (binary32)
+        // zip (binary ops) and unary, for either storage
+        {"core/ops/elementwise.cpp: name", {"add", "sub", "mul", "div", "maximum", "minimum", "neg", "pow", "exp", "log", "sqrt",
+                                            "tanh", "erf", "relu", "sigmoid", "abs", "sin", "cos", "clamp"}},
         {"core/ops/reduce.cpp: op", {"max", "min"}},
         {"core/ops/softmax.cpp: name", {"softmax", "log_softmax"}},  // row_op, for either storage
         {"nn/functional/group_norm.cpp: op", {"group_norm", "instance_norm"}},
-        {"core/ops/linear_map.cpp: adjoint ? m->op + \"_backward\" : m->op", {}},  // the FlatGather names below
+        {"core/ops/linear_map.cpp: m->op", {}},
+        {"core/ops/linear_map.cpp: m->op + \"_backward\"", {}},  // the FlatGather names below
         // ops without a double backward get numeric "<op>_backward" nodes that refuse to be
         // differentiated: no create_graph path of their own to compare
         {"core/engine/tensor.cpp: op + \"_backward\"", {}},

@@ -223,11 +223,13 @@ void run(const std::vector<Twin>& twins) { xg::test::check_float32_twins(twins);
 // The op names core/ records; where record() is given a variable, the names listed here.
 std::set<std::string> core_op_names(std::vector<std::string>& unknown_sites) {
     const xg_test_support::NamesFromCallers names_from_callers = {
-        {"core/ops/elementwise.cpp: op", {"maximum", "minimum"}},
-        {"core/ops/elementwise.cpp: name", {"add", "sub", "mul"}},  // the float32 kernels of add, sub, mul (binary32)
+        // zip (binary ops) and unary, for either storage
+        {"core/ops/elementwise.cpp: name", {"add", "sub", "mul", "div", "maximum", "minimum", "neg", "pow", "exp", "log", "sqrt",
+                                            "tanh", "erf", "relu", "sigmoid", "abs", "sin", "cos", "clamp"}},
         {"core/ops/reduce.cpp: op", {"max", "min"}},
         {"core/ops/softmax.cpp: name", {"softmax", "log_softmax"}},  // row_op, for either storage
-        {"core/ops/linear_map.cpp: adjoint ? m->op + \"_backward\" : m->op", {}},  // the FlatGather names, below
+        {"core/ops/linear_map.cpp: m->op", {}},
+        {"core/ops/linear_map.cpp: m->op + \"_backward\"", {}},  // the FlatGather names, below
         // the numeric nodes of fused ops (nn/) without a double backward: their float32 twins are nn's
         {"core/engine/tensor.cpp: op + \"_backward\"", {}},
     };
