@@ -65,12 +65,14 @@ xt::xarray<T> sliced(const Tensor& a, const AxisSlice& sl, const Shape& out_shap
     return out;
 }
 
-// Adds a slice's gradient (T = the gradient's storage) into its input's, in double.
-template <class T>
-void add_sliced_gradient(double* g, const T* grad, const AxisSlice& sl) {
+// d slice(x)/dx: the gradient g goes back into the selected positions (added to what `dx` holds
+// there), zero elsewhere. D is the sum's storage (the walk's float64 accumulator, or a new array
+// of the input's dtype), T the gradient's.
+template <class D, class T>
+void add_sliced_gradient(D* dx, const T* g, const AxisSlice& sl) {
     sl.for_each_block([&](std::size_t from, std::size_t to) {
-        const T* part = grad + to;
-        for (std::size_t k = 0; k < sl.inner; ++k) g[from + k] += part[k];
+        const T* part = g + to;
+        for (std::size_t k = 0; k < sl.inner; ++k) dx[from + k] += part[k];
     });
 }
 
@@ -84,15 +86,6 @@ xt::xarray<T> concatenated(const std::vector<Tensor>& tensors, const Shape& out_
         });
     }
     return out;
-}
-
-// The positions a slice reads, for its create_graph backward (built only then).
-std::shared_ptr<const FlatGather> slice_map(const AxisSlice& sl, const Shape& in, const Shape& out) {
-    auto m = std::make_shared<FlatGather>(FlatGather{"slice", in, out, std::vector<std::size_t>(sl.outer * sl.count * sl.inner)});
-    sl.for_each_block([&](std::size_t from, std::size_t to) {
-        for (std::size_t k = 0; k < sl.inner; ++k) m->offsets[to + k] = from + k;
-    });
-    return m;
 }
 
 // a's elements in the axis order `perm` (out axis i is a's axis perm[i]), copied by a plain
@@ -209,6 +202,24 @@ Tensor squeeze(const Tensor& a, int axis) {
     return reshape(a, std::vector<long>(out.begin(), out.end()));
 }
 
+namespace {
+
+// The gradient of a slice as an op of g: zeros of the input's shape `in`, g added at the sliced
+// positions (add_sliced_gradient). It is linear in g, so its own backward is the slice itself.
+Tensor slice_backward(const Tensor& g, const AxisSlice& sl, const Shape& in, std::size_t axis, std::int64_t first,
+                      std::int64_t last, std::int64_t step) {
+    return on_storage(g, [&](const auto& gs) {
+        using T = typename std::decay_t<decltype(gs)>::value_type;
+        xt::xarray<T> dx = xt::zeros<T>(in);
+        add_sliced_gradient(dx.data(), gs.data(), sl);
+        return record("slice_backward", std::move(dx), {g}, [axis, first, last, step](const BackwardContext& c) -> std::vector<Tensor> {
+            return {slice(c.grad, static_cast<int>(axis), first, last, step)};
+        });
+    });
+}
+
+}  // namespace
+
 Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t end, std::int64_t step) {
     const Shape in = a.shape();
     const std::size_t ax = normalize_axis(axis, in.size(), "slice");
@@ -224,23 +235,20 @@ Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t end, st
     const AxisSlice sl(in, ax, static_cast<std::size_t>(first), static_cast<std::size_t>(last), static_cast<std::size_t>(step));
     Shape out_shape = in;
     out_shape[ax] = sl.count;
-    // d slice(x)/dx: the gradient goes back into the selected positions, zero elsewhere
-    // The create_graph backward; the first-order kernels are kept because the numbers demand it:
-    // added in place, T slices of one tensor cost T slices rather than T tensor-sized arrays
-    // (docs/performance.md). A float32 slice's kernel reads its float32 gradient as it is.
-    Backward in_graph = [sl, in, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
-        return {scatter_in_graph(c.grad, slice_map(sl, in, out_shape))};
+    // d slice(x)/dx = add_sliced_gradient: a first-order backward adds g into the input's gradient
+    // in place (T slices of one tensor cost T slices, not T tensor-sized arrays: docs/performance.md);
+    // create_graph records the same kernel as the op slice_backward.
+    Backward in_graph = [sl, in, ax, first, last, step](const BackwardContext& c) -> std::vector<Tensor> {
+        return {slice_backward(c.grad, sl, in, ax, first, last, step)};
     };
-    if (a.dtype() == Dtype::Float32) {
-        return record("slice", sliced<float>(a, sl, out_shape), {a}, [sl](const GradContext& c) -> Grads {
-            add_sliced_gradient(c.accumulated(0).data(), c.grad32().data(), sl);
+    return on_storage(a, [&](const auto& x) {
+        using T = typename std::decay_t<decltype(x)>::value_type;
+        return record("slice", sliced<T>(a, sl, out_shape), {a}, [sl](const GradContext& c) -> Grads {
+            if constexpr (std::is_same_v<T, float>) add_sliced_gradient(c.accumulated(0).data(), c.grad32().data(), sl);
+            else add_sliced_gradient(c.accumulated(0).data(), c.grad.data(), sl);
             return {std::nullopt};
         }, {}, std::move(in_graph));
-    }
-    return record("slice", sliced<double>(a, sl, out_shape), {a}, [sl](const GradContext& c) -> Grads {
-        add_sliced_gradient(c.accumulated(0).data(), c.grad.data(), sl);
-        return {std::nullopt};
-    }, {}, std::move(in_graph));
+    });
 }
 
 Tensor narrow(const Tensor& a, int axis, std::int64_t start, std::int64_t length) {

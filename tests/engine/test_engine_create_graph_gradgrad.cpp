@@ -323,7 +323,6 @@ std::set<std::string> library_op_names(std::vector<std::string>& unknown_sites) 
         {"core/ops/elementwise.cpp: name", {"add", "sub", "mul", "div", "maximum", "minimum", "neg", "pow", "exp", "log", "sqrt",
                                             "tanh", "erf", "relu", "sigmoid", "abs", "sin", "cos", "clamp"}},
         {"core/ops/reduce.cpp: op", {"max", "min"}},
-        {"core/ops/softmax.cpp: name", {"softmax", "log_softmax"}},  // row_op, for either storage
         {"nn/functional/group_norm.cpp: op", {"group_norm", "instance_norm"}},
         {"core/ops/linear_map.cpp: m->op", {}},
         {"core/ops/linear_map.cpp: m->op + \"_backward\"", {}},  // the FlatGather names below

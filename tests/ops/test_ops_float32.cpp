@@ -207,6 +207,11 @@ std::vector<Twin> create_graph_twins() {
              return one(gradient_of(xg::sum(xg::softmax(z, -1) * z), a[0]));
          },
          {logits, randn_leaf({3, 3}, 54)}, 2 * (2 * 3 * max_abs(logits) + summed(3) + 4) + 2 * (summed(3) + 2)},
+        // the first derivative runs through log_softmax_backward and the second through its own
+        // backward: log_softmax's bound twice, and the square's product and its doubling, twice
+        {"create_graph: gradient of sum(log_softmax(x)^2)",
+         [](const Inputs& a) { return one(gradient_of(xg::sum(square(xg::log_softmax(a[0], -1))), a[0])); }, {logits},
+         2 * (2 * max_abs(logits) + summed(3) + 4) + 2 * 2},
     };
 }
 
@@ -227,7 +232,6 @@ std::set<std::string> core_op_names(std::vector<std::string>& unknown_sites) {
         {"core/ops/elementwise.cpp: name", {"add", "sub", "mul", "div", "maximum", "minimum", "neg", "pow", "exp", "log", "sqrt",
                                             "tanh", "erf", "relu", "sigmoid", "abs", "sin", "cos", "clamp"}},
         {"core/ops/reduce.cpp: op", {"max", "min"}},
-        {"core/ops/softmax.cpp: name", {"softmax", "log_softmax"}},  // row_op, for either storage
         {"core/ops/linear_map.cpp: m->op", {}},
         {"core/ops/linear_map.cpp: m->op + \"_backward\"", {}},  // the FlatGather names, below
         // the numeric nodes of fused ops (nn/) without a double backward: their float32 twins are nn's
