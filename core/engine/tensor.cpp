@@ -243,11 +243,6 @@ const FloatArray& GradContext::grad32() const {
     return *grad32_;
 }
 
-FloatArray GradContext::take_grad32() const {
-    if (takeable32_ != nullptr) return std::move(*takeable32_);
-    return grad32();
-}
-
 const FloatArray& GradContext::output32() const {
     if (node_.dtype != Dtype::Float32) not_float32(node_, "the output");
     if (node_.version > node_.recorded_at) {
@@ -758,14 +753,12 @@ struct PendingGrads {
 
 // A fused op's kernel backward run on the incoming gradient g: a native float32 node given a
 // float32 g reads its storage only (no float64 view of g is made); any other node reads float64
-// values. `pending` collects what the kernel adds through GradContext::accumulated(). With
-// `may_take`, a float32 g that nothing else holds may be moved out by the kernel (take_grad32).
-Grads run_kernel(Node& node, const Tensor& g, std::unordered_map<Node*, Array>* pending, bool may_take = false) {
+// values. `pending` collects what the kernel adds through GradContext::accumulated().
+Grads run_kernel(Node& node, const Tensor& g, std::unordered_map<Node*, Array>* pending) {
     static const Array kNoFloat64Grad;
     const bool native = node.native32 && g.dtype() == Dtype::Float32;
     const FloatArray* g32 = g.dtype() == Dtype::Float32 ? &g.values<float>() : nullptr;
-    FloatArray* takeable = native && may_take && g.node().use_count() == 1 ? &g.node()->value32 : nullptr;
-    return node.kernel(GradContext(native ? kNoFloat64Grad : g.value(), node, pending, g32, takeable));
+    return node.kernel(GradContext(native ? kNoFloat64Grad : g.value(), node, pending, g32));
 }
 
 void check_not_freed(const Node& node) {
@@ -850,7 +843,7 @@ void run_backward(const std::vector<NodePtr>& roots, const std::vector<Tensor>& 
         }
         check_not_freed(*node);
         if (node->kernel) {  // a fused op's hand-written kernel, on plain arrays
-            Grads grads = run_kernel(*node, g, &pending.f64, /*may_take=*/true);  // g is not read after it
+            Grads grads = run_kernel(*node, g, &pending.f64);
             for (std::size_t i = 0; i < node->parents.size() && i < grads.size(); ++i) {
                 Node* p = node->parents[i].get();
                 if (!p->requires_grad || !grads[i]) continue;

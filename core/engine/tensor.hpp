@@ -103,8 +103,8 @@ public:
     /// The context of `node`'s kernel, fed the gradient `grad`; `pending` holds the walk's
     /// gradients of the nodes it has not reached yet (for accumulated(); may be null).
     GradContext(const Array& grad, Node& node, std::unordered_map<Node*, Array>* pending = nullptr,
-                const FloatArray* grad32 = nullptr, FloatArray* takeable32 = nullptr)
-        : grad(grad), node_(node), pending_(pending), grad32_(grad32), takeable32_(takeable32) {}
+                const FloatArray* grad32 = nullptr)
+        : grad(grad), node_(node), pending_(pending), grad32_(grad32) {}
     const Array& grad;  ///< dLoss/dOutput, same shape as output (float64 values; a float32 node's widened)
     /// The op's forward result, as the forward left it.
     const Array& output() const;
@@ -116,10 +116,6 @@ public:
     const FloatArray& grad32() const;
     const FloatArray& output32() const;
     const FloatArray& input32(std::size_t i) const;
-    /// grad32() as the kernel's own array, for a part that IS the incoming gradient (reshape, add):
-    /// moved out when the walk owns it alone and drops it after this kernel, else copied. Call it
-    /// last: the gradient is not to be read after it.
-    FloatArray take_grad32() const;
     /// The shape of input i (shapes are not versioned: reading one is always allowed).
     Shape input_shape(std::size_t i) const;
     /// The number of inputs given to record().
@@ -136,7 +132,6 @@ private:
     Node& node_;  // reading a float32 value as float64 makes its mirror
     std::unordered_map<Node*, Array>* pending_;  // the walk's gradients of nodes not reached yet
     const FloatArray* grad32_;                   // the incoming gradient of a float32 node
-    FloatArray* takeable32_;                     // the same array when the walk lets a kernel take it
 };
 
 /// One input's gradient from a kernel backward: float64 values (Array), float32 values
