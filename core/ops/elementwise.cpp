@@ -86,21 +86,6 @@ std::size_t normalize_axis(int axis, std::size_t ndim, const char* op) {
 
 namespace {
 
-std::vector<Tensor> add_backward(const BackwardContext& c) {
-    return {c.needs_grad(0) ? sum_to(c.grad, c.input_shape(0)) : Tensor(),
-            c.needs_grad(1) ? sum_to(c.grad, c.input_shape(1)) : Tensor()};
-}
-
-std::vector<Tensor> sub_backward(const BackwardContext& c) {
-    return {c.needs_grad(0) ? sum_to(c.grad, c.input_shape(0)) : Tensor(),
-            c.needs_grad(1) ? neg(sum_to(c.grad, c.input_shape(1))) : Tensor()};  // negated after summing: fewer elements, same bits
-}
-
-std::vector<Tensor> mul_backward(const BackwardContext& c) {
-    return {c.needs_grad(0) ? sum_to(c.grad * c.input(1), c.input_shape(0)) : Tensor(),
-            c.needs_grad(1) ? sum_to(c.grad * c.input(0), c.input_shape(1)) : Tensor()};
-}
-
 // op `name` on a and b element by element (broadcast), in their storage: f(x, y) per element.
 template <class F>
 Tensor zip(const char* name, const Tensor& a, const Tensor& b, F f, Backward backward) {
@@ -113,17 +98,26 @@ Tensor zip(const char* name, const Tensor& a, const Tensor& b, F f, Backward bac
 
 Tensor add(const Tensor& a, const Tensor& b) {
     // d(a+b)/da = 1, d(a+b)/db = 1, each summed over its broadcast axes
-    return zip("add", a, b, std::plus<>(), add_backward);
+    return zip("add", a, b, std::plus<>(), [](const BackwardContext& c) -> std::vector<Tensor> {
+        return {c.needs_grad(0) ? sum_to(c.grad, c.input_shape(0)) : Tensor(),
+                c.needs_grad(1) ? sum_to(c.grad, c.input_shape(1)) : Tensor()};
+    });
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
     // d(a-b)/da = 1, d(a-b)/db = -1
-    return zip("sub", a, b, std::minus<>(), sub_backward);
+    return zip("sub", a, b, std::minus<>(), [](const BackwardContext& c) -> std::vector<Tensor> {
+        return {c.needs_grad(0) ? sum_to(c.grad, c.input_shape(0)) : Tensor(),
+                c.needs_grad(1) ? neg(sum_to(c.grad, c.input_shape(1))) : Tensor()};  // negated after summing: fewer elements, same bits
+    });
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
     // d(ab)/da = b, d(ab)/db = a: g times the other input, summed over the input's broadcast axes
-    return zip("mul", a, b, std::multiplies<>(), mul_backward);
+    return zip("mul", a, b, std::multiplies<>(), [](const BackwardContext& c) -> std::vector<Tensor> {
+        return {c.needs_grad(0) ? sum_to(c.grad * c.input(1), c.input_shape(0)) : Tensor(),
+                c.needs_grad(1) ? sum_to(c.grad * c.input(0), c.input_shape(1)) : Tensor()};
+    });
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
