@@ -83,4 +83,65 @@ TEST_CASE("float32 twins: they reach every op nn/ records, and their float32 gra
         {"sync_batch_norm"});
 }
 
+// Issue 41: no nn op reads a float32 tensor as float64 (a float64 mirror beside its float32
+// storage, Node::value_mirror), forward or first-order backward, on either tier. The twins whose
+// graphs still hold a mirror are listed, with the op that reads float64: each entry must still
+// mirror, so the list shrinks as the ops are converted and cannot go stale.
+TEST_CASE("float32 twins: nn ops make no float64 mirror of a float32 tensor, but those listed", "[float32][coverage]") {
+    const std::set<std::string> still_mirrored = {
+        // batch_norm_composed's running-statistics update
+        "batch_norm: batch_norm_composed (4, 3, 6) training",
+        // conv2d (conv1d through it), max_pool2d, avg_pool2d, adaptive_avg_pool2d
+        "conv: Conv1d(2, 3, 3)", "conv: Conv2d(2, 3, 3, padding 1)", "conv: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten",
+        "conv: avg_pool2d 3 stride 2 padding 1 ceil_mode", "conv: conv1d (2, 3, 7) * (4, 3, 3) padding 1",
+        "conv: conv2d (2, 3, 5, 5) * (4, 3, 3, 3) padding 1", "conv: conv2d groups 2 stride (2, 1) (2, 4, 5, 5) * (4, 2, 3, 3)",
+        "conv: max_pool2d 3 stride 2 padding 1", "modules: Conv2d, BatchNorm2d, ReLU, MaxPool2d, Flatten, Linear (3, 2, 4, 4)",
+        // dyt
+        "dyt: DyT(8) (4, 8)", "dyt: dyt (3, 2, 8) no weight or bias", "dyt: dyt (6, 16) weight and bias",
+        // group_norm, instance_norm (and instance_norm_composed's running statistics)
+        "group_norm: GroupNorm(2, 4) (3, 4, 5)", "group_norm: InstanceNorm2d(4, affine, running stats) (2, 4, 3, 3)",
+        "group_norm: group_norm (2, 4, 3, 3) 2 groups", "group_norm: instance_norm (2, 4, 3, 3) running stats",
+        "group_norm: instance_norm_composed (2, 4, 3, 3) running stats",
+        // embedding, dropout
+        "linear: Embedding(10, 6) (2, 3)", "linear: dropout p 0.3 (6, 10), fixed mask",
+        "linear: embedding (2, 3) of (10, 6), padding_idx 3", "linear: embedding (2, 3) of (10, 6), repeated rows",
+        // mse_loss
+        "losses: MSELoss(sum) (4, 6)", "losses: mse_loss (4, 6) mean", "losses: mse_loss (4, 6) none, constant target",
+        // lstm_next_c, lstm_next_h, gru_next_h
+        "recurrent: GRU(4, 5, 2 layers, batch_first) T 2", "recurrent: GRUCell(4, 6) zero state",
+        "recurrent: LSTM(4, 5, 2 layers) T 3", "recurrent: LSTMCell(4, 6) zero state",
+        "recurrent: LayerNormLSTMCell(4, 6) zero state", "recurrent: gru_cell (3, 4) H 6",
+        "recurrent: gru_next_h (3, 18) (3, 18) (3, 6)", "recurrent: lstm_cell (3, 4) H 6",
+        "recurrent: lstm_next_c (3, 24) (3, 6)", "recurrent: lstm_next_h (3, 24) (3, 6)",
+    };
+    std::set<std::string> mirrored;
+    for (const auto& [area, make] : xg_test_support::nn_twin_registry()) {
+        for (const xg::KernelTier tier : {xg::KernelTier::reference, xg::KernelTier::fast}) {
+            const xg::KernelTierGuard guard(tier);
+            for (const xg_test_support::NnTwin& twin : make()) {
+                const std::vector<Tensor> inputs32 = xg::test::float32_copies(twin.inputs64);
+                const std::vector<Tensor> outputs = twin.f(inputs32);
+                std::vector<Tensor> roots, seeds, wrt;
+                for (const Tensor& y : outputs) {
+                    if (y.requires_grad()) roots.push_back(y), seeds.push_back(xg::ones(y.shape(), xg::kFloat32));
+                }
+                for (const Tensor& x : inputs32) {
+                    if (x.requires_grad()) wrt.push_back(x);
+                }
+                std::vector<Tensor> all = outputs;
+                if (!roots.empty() && !wrt.empty()) {
+                    const std::vector<Tensor> grads = xg::grad(roots, wrt, seeds, {true, false, true});
+                    all.insert(all.end(), grads.begin(), grads.end());
+                }
+                xg::test::detail::for_each_node(all, [&](const xg::Node& n) {
+                    if (n.value_mirror != xg::Node::Mirror::None || n.grad_mirror != xg::Node::Mirror::None) {
+                        mirrored.insert(area + ": " + twin.name);
+                    }
+                });
+            }
+        }
+    }
+    CHECK(mirrored == still_mirrored);
+}
+
 }  // namespace xg_test_modules_coverage_float32
