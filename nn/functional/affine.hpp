@@ -64,7 +64,10 @@ public:
 
     /// The node's inputs: {x, weight, bias} without the undefined ones.
     std::vector<Tensor> inputs(const Tensor& x, const Tensor& weight, const Tensor& bias) const {
-        return inputs(std::vector<Tensor>{x}, weight, bias);
+        std::vector<Tensor> all;
+        all.reserve(3);  // built in place: GCC 12 warned (-Warray-bounds, falsely) on growing a one-element list
+        all.push_back(x);
+        return inputs(std::move(all), weight, bias);
     }
     /// The same after several leading inputs (as many as the constructor was told).
     std::vector<Tensor> inputs(std::vector<Tensor> leading, const Tensor& weight, const Tensor& bias) const {

@@ -216,42 +216,34 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
     }
     const std::size_t n = input.numel();
     if (reduction == Reduction::mean && n == 0) fail("mse_loss", "mean over an empty input is undefined");
-    const double *x = input.value().data(), *t = target.value().data();
-    Array out;
-    double scale = 1.0;
-    if (reduction == Reduction::none) {
-        out = Array::from_shape(s);
-        for (std::size_t i = 0; i < n; ++i) out.data()[i] = (x[i] - t[i]) * (x[i] - t[i]);
-    } else {
-        double total = 0.0;
+    const double scale = reduction == Reduction::mean ? 1.0 / static_cast<double>(n) : 1.0;
+    // (x - t)^2 per element, or its sum times `scale`, in double on the inputs' own storage, each
+    // result rounded once into it
+    return on_storage(input, target, [&](const auto& xs, const auto& ts) {
+        using T = typename std::decay_t<decltype(xs)>::value_type;
+        const T *x = xs.data(), *t = ts.data();
+        xt::xarray<T> out;
+        if (reduction == Reduction::none) {
+            out = xt::xarray<T>::from_shape(s);
+            for (std::size_t i = 0; i < n; ++i) {
+                const double d = static_cast<double>(x[i]) - static_cast<double>(t[i]);
+                out.data()[i] = static_cast<T>(d * d);
+            }
+        } else {
+            double total = 0.0;
 #pragma omp simd reduction(+ : total)
-        for (std::size_t i = 0; i < n; ++i) total += (x[i] - t[i]) * (x[i] - t[i]);
-        if (reduction == Reduction::mean) scale = 1.0 / static_cast<double>(n);
-        out = Array(total * scale);
-    }
-    // d/dx (x - t)^2 = 2 (x - t), d/dt = -2 (x - t)
-    return record("mse_loss", std::move(out), {input, target}, [reduction, scale](const GradContext& c) -> Grads {
-        const Array& xv = c.input(0);
-        const Array& tv = c.input(1);
-        Array dx = Array::from_shape(xv.shape());
-        const double *px = xv.data(), *pt = tv.data(), *pg = c.grad.data();
-        for (std::size_t i = 0, n = xv.size(); i < n; ++i) {
-            const double up = reduction == Reduction::none ? pg[i] : pg[0] * scale;
-            dx.data()[i] = 2.0 * up * (px[i] - pt[i]);
+            for (std::size_t i = 0; i < n; ++i) {
+                const double d = static_cast<double>(x[i]) - static_cast<double>(t[i]);
+                total += d * d;
+            }
+            out = xt::xarray<T>(static_cast<T>(total * scale));
         }
-        Grads g(2);
-        if (c.needs_grad(1)) {
-            Array dt = Array::from_shape(xv.shape());
-            for (std::size_t i = 0; i < dx.size(); ++i) dt.data()[i] = -dx.data()[i];
-            g[1] = std::move(dt);
-        }
-        if (c.needs_grad(0)) g[0] = std::move(dx);
-        return g;
-    }, {}, through_composed([reduction, scale](const std::vector<Tensor>& in) {  // create_graph: the composed twin
-        const Tensor d = in[0] - in[1];
-        if (reduction == Reduction::none) return d * d;
-        return reduction == Reduction::mean ? sum(d * d) * scale : sum(d * d);
-    }));
+        // d/dx scale (x - t)^2 = 2 scale (x - t), d/dt = -2 scale (x - t), times g
+        return record("mse_loss", std::move(out), {input, target}, [scale](const BackwardContext& c) -> std::vector<Tensor> {
+            const Tensor dx = c.grad * (c.input(0) - c.input(1)) * (2.0 * scale);
+            return {c.needs_grad(0) ? dx : Tensor(), c.needs_grad(1) ? neg(dx) : Tensor()};
+        });
+    });
 }
 
 }  // namespace xg::nn
