@@ -441,7 +441,9 @@ std::vector<Array> all_gather(const Array& values) {
 
 std::vector<Array> all_gather(const Tensor& tensor) {
     if (!tensor.defined()) fail("distributed.all_gather", "the tensor is undefined");
-    return all_gather(tensor.value());
+    // a float32 tensor's values travel widened (exactly) from a scratch copy: no float64 mirror
+    if (tensor.dtype() == Dtype::Float32) return all_gather(to_float64_array(tensor.values<float>()));
+    return all_gather(tensor.values<double>());
 }
 
 Array all_gather_rows(const Array& values) {

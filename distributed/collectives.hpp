@@ -98,7 +98,8 @@ private:
     int tag_ = 0;  // the message tags of this bucket's ring (the same on every rank)
 };
 
-/// Every rank's `tensor`, in rank order; the shapes may differ between ranks.
+/// Every rank's `tensor`, in rank order; the shapes may differ between ranks. A float32 tensor's
+/// values travel widened (exactly) from a scratch copy: no float64 mirror.
 std::vector<Array> all_gather(const Tensor& tensor);
 /// all_gather of a plain array.
 std::vector<Array> all_gather(const Array& values);

@@ -28,8 +28,12 @@ namespace xg::nn {
 namespace {
 
 using detail::AffineSlots;
+using detail::BasicValuesOr;
 using detail::by_tier;
-using detail::ValuesOr;
+using detail::kernel_grad;
+using detail::kernel_input;
+using detail::kernel_values;
+using detail::stored_as;
 
 constexpr const char* kOp = "SyncBatchNorm";
 
@@ -55,13 +59,16 @@ struct GlobalStats {
 // This rank's (count, mean, sum of squared deviations) per channel, by the corrected two-pass
 // formula, gathered from every rank and merged in rank order (the same bits on every rank):
 //   M = sum_r m_r, mean = sum_r m_r mean_r / M, S = sum_r (S_r + m_r (mean_r - mean)^2)
-GlobalStats synchronised_stats(const double* x, const Layout& l, const Shape& shape, double eps) {
+// T is x's storage type (BatchNorm's kernels: the per-rank statistics are double whatever T, so
+// what crosses between ranks and the merge are double).
+template <class T>
+GlobalStats synchronised_stats(const T* x, const Layout& l, const Shape& shape, double eps) {
     const std::size_t C = l.channels;
     const double m = static_cast<double>(l.count());
     Array local = xt::zeros<double>({std::size_t{3}, C});  // rows: count, mean, sum of squares
     std::vector<double> mean(C), var(C);
     if (l.count() > 0) {
-        by_tier(reference::batch_norm_stats<double>, fast::batch_norm_stats<double>, x, mean.data(), var.data(), l.n, C, l.length);
+        by_tier(reference::batch_norm_stats<T>, fast::batch_norm_stats<T>, x, mean.data(), var.data(), l.n, C, l.length);
     }
     for (std::size_t c = 0; c < C; ++c) {
         local(0, c) = m;
@@ -108,30 +115,23 @@ void SyncBatchNorm::check_input_dim(const Shape& s) const {
     }
 }
 
-Tensor SyncBatchNorm::forward(const Tensor& x) {
-    if (!x.defined()) fail(kOp, "input must be a defined tensor");
-    // Evaluation (or no running statistics outside training): each rank on its own, as PyTorch.
-    if (!is_training()) return BatchNormBase::forward(x);
-    check_input_dim(x.shape());
-    const Layout l = layout_of(x.shape());
+namespace {
+
+// The training forward as one node for both storage types, as batch_norm's batch_norm_node<T>:
+// T = float when x, weight and bias are all float32 (BatchNorm's kernels read and write their
+// float32 storage, so no float64 mirror of x, weight, bias, y or the seed is made); T = double
+// otherwise (float64, or mixed dtypes read as float64 values). The statistics, the sums that cross
+// between ranks and dw, db are double whatever T; y and dx are rounded once at their store, dw and
+// db once at the end.
+template <class T>
+Tensor sync_batch_norm_node(const Tensor& x, const Tensor& weight, const Tensor& bias, GlobalStats s, const Layout& l) {
     const std::size_t C = l.channels;
-    GlobalStats s = synchronised_stats(x.data(), l, x.shape(), eps);
-
-    if (track_running_stats) {
-        // running = (1 - factor) running + factor stat, with the global unbiased variance S / (M - 1)
-        const double batches = num_batches_tracked.item() + 1.0;
-        const double factor = momentum ? *momentum : 1.0 / batches;
-        detail::update_running_statistic(running_mean, factor, [&](std::size_t c) { return factor * s.mean(c); });
-        detail::update_running_statistic(running_var, factor,
-                                         [&](std::size_t c) { return factor * s.sum_sq(c) / (s.count - 1.0); });
-        num_batches_tracked.mutable_value()() = batches;
-    }
-
-    const ValuesOr w(weight, C, 1.0), b(bias, C, 0.0);
-    Array y = Array::from_shape(x.shape());
+    const BasicValuesOr<T> w(weight, C, 1.0), b(bias, C, 0.0);
+    const xt::xarray<T>& xv = kernel_values<T>(x);
+    xt::xarray<T> y = xt::xarray<T>::from_shape(xv.shape());
     if (l.count() > 0) {
-        by_tier(reference::batch_norm_forward<double>, fast::batch_norm_forward<double>, x.data(), w.data(), b.data(),
-                s.mean.data(), s.rstd.data(), y.data(), l.n, C, l.length);
+        by_tier(reference::batch_norm_forward<T>, fast::batch_norm_forward<T>, xv.data(), w.data(), b.data(), s.mean.data(),
+                s.rstd.data(), y.data(), l.n, C, l.length);
     }
 
     const AffineSlots affine(weight, bias);
@@ -142,19 +142,21 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
         "sync_batch_norm", std::move(y), affine.inputs(x, weight, bias),
         [l, affine, M = s.count, mean = std::move(s.mean), rstd = std::move(s.rstd)](const GradContext& ctx) -> Grads {
             const std::size_t C = l.channels;
-            const ValuesOr w(affine.weight_values(ctx), C, 1.0);
+            const BasicValuesOr<T> w(affine.weight_values<T>(ctx), C, 1.0);
+            const xt::xarray<T>& xv = kernel_input<T>(ctx, 0);
+            const xt::xarray<T>& g = kernel_grad<T>(ctx);
             // rows: sum g (db) and sum g xhat (dw) over this rank's values, then over every rank's
             Array sums = xt::zeros<double>({std::size_t{2}, C});
             double *sum_g = sums.data(), *sum_g_xhat = sums.data() + C;
             if (l.count() > 0) {
-                by_tier(reference::batch_norm_backward<double>, fast::batch_norm_backward<double>, ctx.input(0).data(),
-                        ctx.grad.data(), w.data(), mean.data(), rstd.data(), nullptr, sum_g_xhat, sum_g, l.n, C, l.length, true);
+                by_tier(reference::batch_norm_backward<T>, fast::batch_norm_backward<T>, xv.data(), g.data(), w.data(),
+                        mean.data(), rstd.data(), nullptr, sum_g_xhat, sum_g, l.n, C, l.length, true);
             }
             Grads grads(ctx.num_inputs());
             Array db = Array::from_shape({C}), dw = Array::from_shape({C});
             std::copy(sum_g, sum_g + C, db.data());
             std::copy(sum_g_xhat, sum_g_xhat + C, dw.data());
-            affine.put_grads(ctx, grads, std::move(dw), std::move(db));
+            affine.put_grads(ctx, grads, stored_as<T>(std::move(dw)), stored_as<T>(std::move(db)));
             if (!ctx.needs_grad(0)) return grads;
             distributed::all_reduce(sums);
             std::vector<double> mean_g(C), mean_g_xhat(C);
@@ -162,16 +164,40 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
                 mean_g[c] = sum_g[c] / M;
                 mean_g_xhat[c] = sum_g_xhat[c] / M;
             }
-            Array dx = Array::from_shape(ctx.input_shape(0));
+            xt::xarray<T> dx = xt::xarray<T>::from_shape(xv.shape());
             if (l.count() > 0) {
-                by_tier(reference::batch_norm_input_grad<double>, fast::batch_norm_input_grad<double>, ctx.input(0).data(),
-                        ctx.grad.data(), w.data(), mean.data(), rstd.data(), mean_g.data(), mean_g_xhat.data(), dx.data(), l.n, C,
-                        l.length);
+                by_tier(reference::batch_norm_input_grad<T>, fast::batch_norm_input_grad<T>, xv.data(), g.data(), w.data(),
+                        mean.data(), rstd.data(), mean_g.data(), mean_g_xhat.data(), dx.data(), l.n, C, l.length);
             }
             grads[0] = std::move(dx);
             return grads;
         },
         std::move(saved));
+}
+
+}  // namespace
+
+Tensor SyncBatchNorm::forward(const Tensor& x) {
+    if (!x.defined()) fail(kOp, "input must be a defined tensor");
+    // Evaluation (or no running statistics outside training): each rank on its own, as PyTorch.
+    if (!is_training()) return BatchNormBase::forward(x);
+    check_input_dim(x.shape());
+    const Layout l = layout_of(x.shape());
+    const bool native32 = detail::all_float32(x, {&weight, &bias});
+    GlobalStats s = native32 ? synchronised_stats(kernel_values<float>(x).data(), l, x.shape(), eps)
+                             : synchronised_stats(kernel_values<double>(x).data(), l, x.shape(), eps);
+
+    if (track_running_stats) {
+        // running = (1 - factor) running + factor stat, with the global unbiased variance S / (M - 1)
+        const double batches = num_batches_tracked.item() + 1.0;
+        const double factor = momentum ? *momentum : 1.0 / batches;
+        detail::update_running_statistic(running_mean, factor, [&](std::size_t c) { return factor * s.mean(c); });
+        detail::update_running_statistic(running_var, factor,
+                                         [&](std::size_t c) { return factor * s.sum_sq(c) / (s.count - 1.0); });
+        num_batches_tracked.mutable_value()() = batches;
+    }
+    if (native32) return sync_batch_norm_node<float>(x, weight, bias, std::move(s), l);
+    return sync_batch_norm_node<double>(x, weight, bias, std::move(s), l);
 }
 
 std::shared_ptr<Module> convert_sync_batchnorm(std::shared_ptr<Module> module) {

@@ -1,16 +1,20 @@
 // conv2d as one graph node. Derivation of the backward: docs/derivations/conv2d.md. The kernels:
 // nn/reference/conv.cpp (the sums as direct loops) and nn/fast/conv.cpp (im2col + GEMM per sample
 // and group), chosen per call by xg::kernel_tier(). The composed twin, unfold and pad are built
-// from core ops.
+// from core ops. The node is a template on the storage type T: float when x, weight and bias are all
+// float32 (the kernels read and write their float32 storage: no float64 mirror), double otherwise.
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "core/ops/composed_backward.hpp"
 #include "nn/fast/conv.hpp"
+#include "nn/functional/affine.hpp"
+#include "nn/functional/kernel_storage.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/functional/window.hpp"
 #include "nn/reference/conv.hpp"
@@ -51,14 +55,22 @@ ConvDims check_conv2d(const char* op, const Tensor& x, const Tensor& weight, con
     return d;
 }
 
-}  // namespace
-
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
-              std::int64_t groups) {
-    const ConvDims d = check_conv2d("conv2d", x, weight, bias, stride, padding, dilation, groups);
-    Array y = empty_array({d.N, d.O, d.win.OH, d.win.OW});
-    detail::by_tier(reference::conv2d_forward, fast::conv2d_forward, x.data(), weight.data(), bias.defined() ? bias.data() : nullptr,
-                    y.data(), d);
+// The node for storage type T (kernel_storage.hpp: kernel_values, kernel_input, kernel_grad).
+template <class T>
+Tensor conv2d_node(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
+                   std::int64_t groups, const ConvDims& d) {
+    using detail::kernel_grad;
+    using detail::kernel_input;
+    using detail::kernel_values;
+    const Shape y_shape{d.N, d.O, d.win.OH, d.win.OW};
+    xt::xarray<T> y;
+    if constexpr (std::is_same_v<T, double>) {
+        y = empty_array(y_shape);
+    } else {
+        y = xt::xarray<T>::from_shape(y_shape);
+    }
+    detail::by_tier(reference::conv2d_forward<T>, fast::conv2d_forward<T>, kernel_values<T>(x).data(), kernel_values<T>(weight).data(),
+                    bias.defined() ? kernel_values<T>(bias).data() : nullptr, y.data(), d);
 
     std::vector<Tensor> inputs{x, weight};
     if (bias.defined()) inputs.push_back(bias);
@@ -66,14 +78,14 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
     return record("conv2d", std::move(y), std::move(inputs), [d](const GradContext& c) -> Grads {
         Grads grads(c.num_inputs());
         const bool with_bias = c.num_inputs() > 2 && c.needs_grad(2);
-        Array dx, dw, db;
-        if (c.needs_grad(0)) dx = xt::zeros<double>(c.input_shape(0));
-        if (c.needs_grad(1)) dw = xt::zeros<double>(c.input_shape(1));
-        if (with_bias) db = xt::zeros<double>({d.O});
+        xt::xarray<T> dx, dw, db;
+        if (c.needs_grad(0)) dx = xt::zeros<T>(c.input_shape(0));
+        if (c.needs_grad(1)) dw = xt::zeros<T>(c.input_shape(1));
+        if (with_bias) db = xt::zeros<T>({d.O});
         // x is read only for dW, W only for dx
-        detail::by_tier(reference::conv2d_backward, fast::conv2d_backward, c.needs_grad(1) ? c.input(0).data() : nullptr,
-                        c.needs_grad(0) ? c.input(1).data() : nullptr, c.grad.data(), c.needs_grad(0) ? dx.data() : nullptr,
-                        c.needs_grad(1) ? dw.data() : nullptr, with_bias ? db.data() : nullptr, d);
+        detail::by_tier(reference::conv2d_backward<T>, fast::conv2d_backward<T>, c.needs_grad(1) ? kernel_input<T>(c, 0).data() : nullptr,
+                        c.needs_grad(0) ? kernel_input<T>(c, 1).data() : nullptr, kernel_grad<T>(c).data(),
+                        c.needs_grad(0) ? dx.data() : nullptr, c.needs_grad(1) ? dw.data() : nullptr, with_bias ? db.data() : nullptr, d);
         if (c.needs_grad(0)) grads[0] = std::move(dx);
         if (c.needs_grad(1)) grads[1] = std::move(dw);
         if (with_bias) grads[2] = std::move(db);
@@ -81,6 +93,15 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
     }, {}, through_composed([stride, padding, dilation, groups](const std::vector<Tensor>& in) {  // create_graph: the twin
         return conv2d_composed(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), stride, padding, dilation, groups);
     }));
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
+              std::int64_t groups) {
+    const ConvDims d = check_conv2d("conv2d", x, weight, bias, stride, padding, dilation, groups);
+    if (detail::all_float32(x, {&weight, &bias})) return conv2d_node<float>(x, weight, bias, stride, padding, dilation, groups, d);
+    return conv2d_node<double>(x, weight, bias, stride, padding, dilation, groups, d);
 }
 
 Tensor conv2d_composed(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,

@@ -3,7 +3,15 @@
 // The loops run over one weight W[o, c, i, j] at a time and the whole output plane under it, so
 // every y still adds its products in the order (c, i, j). The fast tier computes the same sums as
 // one GEMM per sample and group (im2col).
+// Every value read is widened to double and every sum is a double (a float32 op = float32 storage
+// + float64 arithmetic between stores: docs/precision.md, "Accumulators"); each result is rounded
+// once into T at its store. For T = double the sums are the outputs themselves, as before.
 #include "nn/reference/conv.hpp"
+
+#include <type_traits>
+#include <vector>
+
+#include "core/engine/dtype.hpp"
 
 namespace xg::nn::reference {
 
@@ -25,36 +33,66 @@ void for_each_position(const detail::Window2d& win, std::size_t i, std::size_t j
     }
 }
 
+// The double sums a kernel adds into `size` outputs of storage type T (null: none): for double the
+// outputs themselves; for float a copy widened from them, rounded once into them by store().
+template <class T>
+class DoubleSums {
+public:
+    DoubleSums(T* out, std::size_t size)
+        : out_(out), wide_(std::is_same_v<T, double> || out == nullptr ? std::vector<double>() : std::vector<double>(out, out + size)) {}
+    double* data() {
+        if constexpr (std::is_same_v<T, double>) {
+            return out_;
+        } else {
+            return out_ == nullptr ? nullptr : wide_.data();
+        }
+    }
+    void store() {
+        if constexpr (!std::is_same_v<T, double>) {
+            for (std::size_t k = 0; k < wide_.size(); ++k) out_[k] = T(wide_[k]);
+        }
+    }
+
+private:
+    T* out_;
+    std::vector<double> wide_;
+};
+
 }  // namespace
 
-void conv2d_forward(const double* x, const double* w, const double* b, double* y, const detail::ConvDims& d) {
+template <class T>
+void conv2d_forward(const T* x, const T* w, const T* b, T* y, const detail::ConvDims& d) {
     const detail::Window2d& win = d.win;
+    std::vector<double> y_no(win.out_area());  // one output plane's sums
     for (std::size_t n = 0; n < d.N; ++n) {
         for (std::size_t o = 0; o < d.O; ++o) {
-            double* y_no = y + (n * d.O + o) * win.out_area();
-            for (std::size_t k = 0; k < win.out_area(); ++k) y_no[k] = b == nullptr ? 0.0 : b[o];  // y = b_o + sum W x
+            for (std::size_t k = 0; k < win.out_area(); ++k) y_no[k] = b == nullptr ? 0.0 : double(b[o]);  // y = b_o + sum W x
             const std::size_t g = o / d.Og;  // o's group
             for (std::size_t c = 0; c < d.Cg; ++c) {
-                const double* x_nc = x + (n * d.C + g * d.Cg + c) * win.H * win.W;
+                const T* x_nc = x + (n * d.C + g * d.Cg + c) * win.H * win.W;
                 for (std::size_t i = 0; i < win.kh; ++i) {
                     for (std::size_t j = 0; j < win.kw; ++j) {
-                        const double w_ocij = w[((o * d.Cg + c) * win.kh + i) * win.kw + j];
-                        for_each_position(win, i, j, [&](std::size_t k, std::size_t xk) { y_no[k] += w_ocij * x_nc[xk]; });
+                        const double w_ocij = double(w[((o * d.Cg + c) * win.kh + i) * win.kw + j]);
+                        for_each_position(win, i, j, [&](std::size_t k, std::size_t xk) { y_no[k] += w_ocij * double(x_nc[xk]); });
                     }
                 }
             }
+            T* y_out = y + (n * d.O + o) * win.out_area();
+            for (std::size_t k = 0; k < win.out_area(); ++k) y_out[k] = T(y_no[k]);
         }
     }
 }
 
-void conv2d_backward(const double* x, const double* w, const double* g, double* dx, double* dw, double* db,
-                     const detail::ConvDims& d) {
+template <class T>
+void conv2d_backward(const T* x, const T* w, const T* g, T* dx_out, T* dw_out, T* db_out, const detail::ConvDims& d) {
     const detail::Window2d& win = d.win;
+    DoubleSums<T> dx_sums(dx_out, d.N * d.C * win.H * win.W), dw_sums(dw_out, d.O * d.K), db_sums(db_out, d.O);
+    double *dx = dx_sums.data(), *dw = dw_sums.data(), *db = db_sums.data();
     for (std::size_t n = 0; n < d.N; ++n) {
         for (std::size_t o = 0; o < d.O; ++o) {
-            const double* g_no = g + (n * d.O + o) * win.out_area();
+            const T* g_no = g + (n * d.O + o) * win.out_area();
             if (db != nullptr) {
-                for (std::size_t k = 0; k < win.out_area(); ++k) db[o] += g_no[k];  // dL/db_o = sum g
+                for (std::size_t k = 0; k < win.out_area(); ++k) db[o] += double(g_no[k]);  // dL/db_o = sum g
             }
             const std::size_t group = o / d.Og;
             for (std::size_t c = 0; c < d.Cg; ++c) {
@@ -63,11 +101,14 @@ void conv2d_backward(const double* x, const double* w, const double* g, double* 
                     for (std::size_t j = 0; j < win.kw; ++j) {
                         const std::size_t wk = ((o * d.Cg + c) * win.kh + i) * win.kw + j;
                         if (dx != nullptr) {  // dL/dx[n, c, r, q] += W[o, c, i, j] g
-                            for_each_position(win, i, j, [&](std::size_t k, std::size_t xk) { dx[x_plane + xk] += w[wk] * g_no[k]; });
+                            const double w_ocij = double(w[wk]);
+                            for_each_position(win, i, j,
+                                              [&](std::size_t k, std::size_t xk) { dx[x_plane + xk] += w_ocij * double(g_no[k]); });
                         }
                         if (dw != nullptr) {  // dL/dW[o, c, i, j] += x[n, c, r, q] g
                             double dw_ocij = dw[wk];
-                            for_each_position(win, i, j, [&](std::size_t k, std::size_t xk) { dw_ocij += x[x_plane + xk] * g_no[k]; });
+                            for_each_position(win, i, j,
+                                              [&](std::size_t k, std::size_t xk) { dw_ocij += double(x[x_plane + xk]) * double(g_no[k]); });
                             dw[wk] = dw_ocij;
                         }
                     }
@@ -75,6 +116,11 @@ void conv2d_backward(const double* x, const double* w, const double* g, double* 
             }
         }
     }
+    dx_sums.store();
+    dw_sums.store();
+    db_sums.store();
 }
+
+XG_FOR_EACH_STORAGE_TYPE(XG_CONV_KERNELS)
 
 }  // namespace xg::nn::reference

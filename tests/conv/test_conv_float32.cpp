@@ -1,12 +1,15 @@
 // `ctest -L float32`: convolution and pooling, functions and modules, in float32 against float64
-// (tests/support/float32_nn_twins.hpp).
+// (tests/support/float32_nn_twins.hpp), and conv2d/conv1d as native float32 nodes.
+#include <cmath>
 #include <memory>
 
 #include <catch2/catch.hpp>
 
 #include "nn/functional/functional.hpp"
 #include "nn/modules/conv.hpp"
+#include "tests/support/float32_cases.hpp"
 #include "tests/support/float32_nn_twins.hpp"
+#include "tests/support/norm_tiers.hpp"
 
 namespace xg_test_conv_float32 {
 
@@ -68,6 +71,118 @@ const xg_test_support::RegisterNnTwins registered("conv", &conv_twins);
 
 TEST_CASE("float32 twin: convolution and pooling agree with float64", "[float32][conv]") {
     xg_test_support::run_nn_twins(conv_twins());
+}
+
+// gamma_m = m u / (1 - m u): the bound of a sum of m products, in any order, each product and each
+// partial sum rounded (with or without FMAs), relative to the sum of the products' absolute values.
+double gamma(double m, xg::Dtype dtype) {
+    const double mu = m * xg::unit_roundoff(dtype);
+    return mu / (1.0 - mu);
+}
+
+// The largest |a - b| / bound over the elements (a, b float32 and float64 results of one shape).
+double worst_ratio(const xg::FloatArray& a, const xg::Array& b, const xg::Array& bound) {
+    REQUIRE(a.size() == b.size());
+    double worst = 0.0;
+    for (std::size_t k = 0; k < a.size(); ++k) {
+        const double diff = std::abs(static_cast<double>(a.data()[k]) - b.data()[k]);
+        if (diff == 0.0) continue;
+        worst = std::max(worst, bound.data()[k] > 0.0 ? diff / bound.data()[k] : INFINITY);
+    }
+    return worst;
+}
+
+struct NativeConvCase {
+    const char* what;
+    xg::Shape x, w;
+    bool bias;
+    xg::nn::Size2 stride, padding, dilation;
+    std::int64_t groups;
+    bool one_d;  // conv1d: x (N, C, L), w (O, C/G, K), the 2-D sizes' width parts used
+};
+
+// conv2d and conv1d (an image of height 1, through reshape, itself native) as native float32
+// nodes (tests/support/float32_cases.hpp): x, weight, bias, y and the seed get no float64 mirror,
+// forward or backward.
+// Reference tier: bit for bit the float64 route rounded once (the reference kernels widen every
+// value and sum in double, in the float64 kernels' order, rounding each result once).
+// Fast tier: sgemm sums the products in float32 (docs/precision.md, "Matrix products in float32"),
+// so the bound is derived per element from float32 roundoff: with S the sum of the absolute values
+// of an element's terms (the float64 op run on |x|, |W|, |b| and the seed |g|: exact products of
+// float32 values, summed in double) and m their count, any order of float32 sums is within
+// gamma_m(u32) S of the exact sum and the float64 route within gamma_m(u64) S; S itself is off by
+// at most gamma_m(u64) S, a factor (1 + gamma_m(u64)) on the bound:
+//   y:  m = C/G KH KW + 1 (the products and the bias: y is seeded with b, sgemm adds beta = 1)
+//   dx: m = O/G KH KW (sgemm sums the O/G products of a column, col2im adds the taps that reach
+//       the value in float32: at most O/G KH KW terms in all)
+//   dW: m = N OH OW + 1 (each chunk of samples summed in float32 inside sgemm; the chunks added in
+//       double, then one rounding: gamma_{N OH OW} + u <= gamma_{N OH OW + 1})
+//   db: m = 1 (a double sum of N OH OW terms, rounded once: u |db| <= u S), plus the double sums'
+//       gamma_{N OH OW}(u64) for both routes
+TEST_CASE("float32 conv2d and conv1d are native float32 nodes without a float64 mirror: the float64 route's bits on the "
+          "reference tier and within the derived sgemm bound on the fast tier",
+          "[float32][conv]") {
+    const NativeConvCase cases[] = {
+        {"conv2d padding 1 with bias", {2, 3, 5, 5}, {4, 3, 3, 3}, true, 1, 1, 1, 1, false},
+        {"conv2d 2 groups, strides, padding, dilation, no bias", {3, 4, 9, 11}, {6, 2, 3, 2}, false, {2, 3}, {2, 1}, {2, 1}, 2, false},
+        {"conv2d above the threads' split", {4, 4, 23, 19}, {6, 4, 3, 3}, true, 1, 1, 1, 1, false},
+        {"conv1d padding 1 with bias", {2, 3, 7}, {4, 3, 3}, true, 1, {0, 1}, 1, 1, true},
+    };
+    std::uint64_t seed = 80;
+    for (const NativeConvCase& c : cases) {
+        INFO(c.what << ": x " << xg::shape_str(c.x) << ", w " << xg::shape_str(c.w));
+        const auto conv = [&c](const Inputs& p) {
+            const Tensor b = c.bias ? p[2] : Tensor();
+            if (c.one_d) return F::conv1d(p[0], p[1], b, c.stride.w, c.padding.w, c.dilation.w, c.groups);
+            return F::conv2d(p[0], p[1], b, c.stride, c.padding, c.dilation, c.groups);
+        };
+        std::vector<xg::Array> leaves{xg_test_support::random_array(c.x, seed++), xg_test_support::random_array(c.w, seed++)};
+        if (c.bias) leaves.push_back(xg_test_support::random_array({c.w[0]}, seed++));
+        const xg::Shape y_shape = conv({Tensor(leaves[0]), Tensor(leaves[1]), c.bias ? Tensor(leaves[2]) : Tensor()}).shape();
+        const xg::Array g = xg_test_support::random_array(y_shape, seed++);
+
+        // the terms' counts (conv1d: KH = 1)
+        const std::size_t KH = c.one_d ? 1 : c.w[2], KW = c.one_d ? c.w[2] : c.w[3];
+        const std::size_t OHW = c.one_d ? y_shape[2] : y_shape[2] * y_shape[3];
+        const double m_y = static_cast<double>(c.w[1] * KH * KW + 1);
+        const double m_dx = static_cast<double>(c.w[0] / static_cast<std::size_t>(c.groups) * KH * KW);
+        const double m_dw = static_cast<double>(c.x[0] * OHW + 1);
+        const double m_db64 = static_cast<double>(c.x[0] * OHW);
+
+        xg_test_support::check_native_float32_node_on_tiers(conv, leaves, g, [&](const xg_test_support::NativeFloat32Run& run) {
+            // S: the float64 op on the absolute values of the float32 leaves and seed
+            std::vector<Tensor> abs_leaves;
+            for (const Tensor& t : run.leaves) abs_leaves.emplace_back(xt::abs(xg::to_float64_array(t.values<float>())), true);
+            const Tensor abs_y = conv(abs_leaves);
+            abs_y.backward(Tensor(xt::abs(run.route.g)));
+            const auto bound = [](const xg::Array& S, double m32, double m64) -> xg::Array {
+                const double g64 = gamma(m64, xg::kFloat64);
+                return (gamma(m32, xg::kFloat32) + g64) * (1.0 + g64) * S;
+            };
+            const double y_ratio = worst_ratio(run.y.values<float>(), run.route.y.value(), bound(abs_y.value(), m_y, m_y));
+            const double dx_ratio = worst_ratio(run.leaves[0].grad_values<float>(), run.route.leaves[0].grad_value(),
+                                                bound(abs_leaves[0].grad_value(), m_dx, m_dx));
+            const double dw_ratio = worst_ratio(run.leaves[1].grad_values<float>(), run.route.leaves[1].grad_value(),
+                                                bound(abs_leaves[1].grad_value(), m_dw, m_dw));
+            INFO("worst error / bound: y " << y_ratio << ", dx " << dx_ratio << ", dW " << dw_ratio);
+            CHECK(y_ratio <= 1.0);
+            CHECK(dx_ratio <= 1.0);
+            CHECK(dw_ratio <= 1.0);
+            if (c.bias) {
+                const double db_ratio = worst_ratio(run.leaves[2].grad_values<float>(), run.route.leaves[2].grad_value(),
+                                                    bound(abs_leaves[2].grad_value(), 1.0, m_db64));
+                INFO("db " << db_ratio);
+                CHECK(db_ratio <= 1.0);
+            }
+        });
+    }
+}
+
+TEST_CASE("conv2d with float32 x and a float64 weight keeps the float64 route", "[float32][conv]") {
+    const Tensor x(xg_test_support::random_array({2, 3, 5, 5}, 90), xg::kFloat32, true);
+    const Tensor w(xg_test_support::random_array({4, 3, 3, 3}, 91), true);
+    xg_test_support::check_mixed_dtypes_keep_float64_route([](const Inputs& p) { return F::conv2d(p[0], p[1], Tensor(), 1, 1); },
+                                                           {x, w});
 }
 
 }  // namespace xg_test_conv_float32

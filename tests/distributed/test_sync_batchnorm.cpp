@@ -2,9 +2,12 @@
 // input gradients, weight and bias gradients (summed over the ranks), running statistics, within
 // 1e-12, with equal and unequal per-rank counts (and a rank with no rows). Run under mpirun
 // -np 2 and -np 3 (ctest -L distributed).
+#include <cstring>
+
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "core/engine/kernel_tier.hpp"
 #include "distributed/collectives.hpp"
 #include "nn/modules/image_norm.hpp"
 #include "nn/modules/layers.hpp"
@@ -239,6 +242,119 @@ TEST_CASE("float32 SyncBatchNorm: running statistics without a float64 mirror, t
                 CHECK(t32.dtype() == kFloat32);
                 CHECK((t32.node()->value_mirror == Node::Mirror::None && t32.node()->grad_mirror == Node::Mirror::None));
                 CHECK(max_diff_all_ranks(to_float64_array(t32.values<float>()), to_float64_array(to_float32_array(t64.value()))) == 0.0);
+            }
+        }
+    }
+}
+
+namespace {
+
+// How many values of this rank's a and b differ in their bits (all of them when the shapes differ),
+// summed over every rank: every rank gets the same count, so a CHECK on it leaves no rank behind.
+double differing_bits_all_ranks(const FloatArray& a, const FloatArray& b) {
+    double local = 0.0;
+    if (a.shape() != b.shape()) {
+        local = static_cast<double>(std::max<std::size_t>(a.size() + b.size(), 1));
+    } else {
+        for (std::size_t i = 0; i < a.size(); ++i) local += std::memcmp(a.data() + i, b.data() + i, sizeof(float)) != 0 ? 1.0 : 0.0;
+    }
+    Array total = Array({local});
+    distributed::all_reduce(total);
+    return total(0);
+}
+
+// The summed count over every rank of the local falsehoods among `conditions`.
+double failures_all_ranks(std::initializer_list<bool> conditions) {
+    double local = 0.0;
+    for (const bool ok : conditions) local += ok ? 0.0 : 1.0;
+    Array total = Array({local});
+    distributed::all_reduce(total);
+    return total(0);
+}
+
+bool no_mirror(const Tensor& t) {
+    return t.node()->value_mirror == Node::Mirror::None && t.node()->grad_mirror == Node::Mirror::None;
+}
+
+// One training step of a SyncBatchNorm on this rank's rows x and seed g (values on the float32 grid)
+// in `dtype`: its output, the gradients of x, weight and bias rounded to float32 (exact for a
+// float32 run), and whether it was a native float32 node with no float64 mirror anywhere.
+struct SyncStep {
+    FloatArray y, dx, dw, db;
+    bool native_without_mirror = true;
+};
+
+SyncStep sync_step(Dtype dtype, const Array& x_values, const Array& g_values, const Array& w_values, const Array& b_values,
+                   bool affine) {
+    const std::size_t C = w_values.size();
+    nn::SyncBatchNorm sync(static_cast<std::int64_t>(C), 1e-5, 0.1, affine);
+    sync.to(dtype);
+    Tensor x(x_values, dtype, true), w(w_values, dtype, true), b(b_values, dtype, true);
+    if (affine) {
+        sync.replace_parameter("weight", w);
+        sync.replace_parameter("bias", b);
+    }
+    const Tensor g(g_values, dtype);
+    const Tensor y = sync.forward(x);
+    y.backward(g);
+    const auto as_float32 = [dtype](const Tensor& t, bool grad) {
+        if (dtype == kFloat32) return grad ? t.grad_values<float>() : t.values<float>();
+        return to_float32_array(grad ? t.grad_value() : t.value());
+    };
+    SyncStep step{as_float32(y, false), as_float32(x, true), {}, {}};
+    if (affine) {
+        step.dw = as_float32(sync.weight, true);
+        step.db = as_float32(sync.bias, true);
+    }
+    if (dtype == kFloat32) {
+        step.native_without_mirror = y.dtype() == kFloat32 && y.node()->native32 && no_mirror(x) && no_mirror(y) && no_mirror(g) &&
+                                     (!affine || (no_mirror(sync.weight) && no_mirror(sync.bias)));
+    }
+    return step;
+}
+
+}  // namespace
+
+// Issue 41, item 1: a float32 SyncBatchNorm (x, weight and bias float32) is a native float32 node:
+// BatchNorm's kernels read and write the float32 storage, so x, weight, bias, y and the seed get no
+// float64 mirror, forward or backward. The bound: none, bit for bit on both tiers, with 1, 2 and 3
+// ranks. The kernels widen every float32 value they read and run the double kernels' arithmetic in
+// the same order (the fast tier's too: tests/batch_norm/test_batch_norm_float32.cpp); each rank's
+// statistics and backward sums are double whatever the storage, gathered, merged and all-reduced in
+// double as in the float64 route; y and dx are rounded once at their store, dw and db (this rank's
+// part) once at the end. So the float32 results are the float64 route's on the same values rounded
+// once. Unequal counts and a rank with no rows too.
+TEST_CASE("float32 SyncBatchNorm is a native float32 node: no float64 mirror, the float64 route's bits on both tiers",
+          "[distributed][sync_batchnorm][float32]") {
+    const int world = distributed::world_size(), me = distributed::rank();
+    for (const Case& c : {Case{{4}, true, false}, Case{{4}, false, false}, Case{{3, 5}, false, false},
+                          Case{{2, 3, 2}, true, false}, Case{{4}, false, true}}) {
+        const auto counts = xg::test::rank_counts(world, 5, c.equal, c.empty_rank);
+        std::size_t total = 0;
+        for (std::size_t n : counts) total += n;
+        const std::size_t begin = xg::test::first_row(counts, me), end = begin + counts[me];
+        const std::size_t C = c.trailing[0];
+        Shape global_shape{total};
+        global_shape.insert(global_shape.end(), c.trailing.begin(), c.trailing.end());
+        // every value on the float32 grid, so that both routes start from the same numbers
+        const auto on_float32_grid = [](const Array& a) { return to_float64_array(to_float32_array(a)); };
+        const Array X = on_float32_grid(xg::test::rows(xg::test::global_randn(global_shape, 90, 3.0, 2.0), begin, end));
+        const Array G = on_float32_grid(xg::test::rows(xg::test::global_randn(global_shape, 91), begin, end));
+        const Array W = on_float32_grid(xg::test::global_randn({C}, 92, 0.5, 1.0)), B = on_float32_grid(xg::test::global_randn({C}, 93));
+        for (const KernelTier tier : {KernelTier::reference, KernelTier::fast}) {
+            for (const bool affine : {true, false}) {
+                INFO(describe(c) << ", " << world << " ranks, " << (tier == KernelTier::reference ? "reference" : "fast") << " tier"
+                                 << (affine ? ", affine" : ", no affine"));
+                const KernelTierGuard guard(tier);
+                const SyncStep f32 = sync_step(kFloat32, X, G, W, B, affine);
+                const SyncStep f64 = sync_step(kFloat64, X, G, W, B, affine);
+                CHECK(failures_all_ranks({f32.native_without_mirror}) == 0.0);
+                CHECK(differing_bits_all_ranks(f32.y, f64.y) == 0.0);
+                CHECK(differing_bits_all_ranks(f32.dx, f64.dx) == 0.0);
+                if (affine) {
+                    CHECK(differing_bits_all_ranks(f32.dw, f64.dw) == 0.0);
+                    CHECK(differing_bits_all_ranks(f32.db, f64.db) == 0.0);
+                }
             }
         }
     }
