@@ -19,8 +19,13 @@ namespace xg::nn::functional {
 namespace {
 
 using detail::AffineSlots;
+using detail::BasicValuesOr;
+using detail::by_tier;
+using detail::kernel_grad;
+using detail::kernel_input;
+using detail::kernel_values;
 using detail::RowLayout;
-using detail::ValuesOr;
+using detail::stored_as;
 
 RowLayout check_dyt(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight,
                     const Tensor& bias) {
@@ -35,35 +40,50 @@ RowLayout check_dyt(const char* op, const Tensor& x, const Shape& normalized_sha
 
 }  // namespace
 
-Tensor dyt(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight, const Tensor& bias) {
-    const RowLayout l = check_dyt("dyt", x, normalized_shape, alpha, weight, bias);
-    const ValuesOr w(weight, l.width, 1.0), b(bias, l.width, 0.0);
-    Array y = empty_like(x.value());
-    detail::by_tier(reference::dyt_forward, fast::dyt_forward, x.data(), alpha.data()[0], w.data(), b.data(), y.data(), l.rows,
-                    l.width);
+namespace {
+
+// One node for both storage types: T = float when x, alpha, weight and bias are all float32 (the
+// kernels read and write their float32 storage: no float64 mirror); T = double otherwise.
+template <class T>
+Tensor dyt_node(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight, const Tensor& bias,
+                const RowLayout& l) {
+    const BasicValuesOr<T> w(weight, l.width, 1.0), b(bias, l.width, 0.0);
+    const xt::xarray<T>& xv = kernel_values<T>(x);
+    xt::xarray<T> y = xt::xarray<T>::from_shape(xv.shape());
+    by_tier(reference::dyt_forward<T>, fast::dyt_forward<T>, xv.data(), double(kernel_values<T>(alpha).data()[0]), w.data(),
+            b.data(), y.data(), l.rows, l.width);
 
     const AffineSlots affine(weight, bias, 2);  // inputs: x, alpha, then the affine
     // dx = g w a (1 - t^2), t = tanh(a x); dalpha = sum g w x (1 - t^2); dw = sum over rows g t; db = sum over rows g
     return record("dyt", std::move(y), affine.inputs({x, alpha}, weight, bias), [l, affine](const GradContext& c) -> Grads {
-        const ValuesOr w(affine.weight_values(c), l.width, 1.0);
-        Array dw = xt::zeros<double>({l.width}), db = xt::zeros<double>({l.width});
-        Array dx;
-        if (c.needs_grad(0)) dx = empty_like(c.input(0));
+        const BasicValuesOr<T> w(affine.weight_values<T>(c), l.width, 1.0);
+        Array dw = xt::zeros<double>({l.width}), db = xt::zeros<double>({l.width});  // double sums: docs/precision.md
+        xt::xarray<T> dx;
+        if (c.needs_grad(0)) dx = xt::xarray<T>::from_shape(c.input_shape(0));
         double dalpha = 0.0;
-        detail::by_tier(reference::dyt_backward, fast::dyt_backward, c.input(0).data(), c.grad.data(), c.input(1).data()[0],
-                        w.data(), c.needs_grad(0) ? dx.data() : nullptr, dalpha, dw.data(), db.data(), l.rows, l.width);
+        by_tier(reference::dyt_backward<T>, fast::dyt_backward<T>, kernel_input<T>(c, 0).data(), kernel_grad<T>(c).data(),
+                double(kernel_input<T>(c, 1).data()[0]), w.data(), c.needs_grad(0) ? dx.data() : nullptr, dalpha, dw.data(),
+                db.data(), l.rows, l.width);
         Grads g(c.num_inputs());
         if (c.needs_grad(0)) g[0] = std::move(dx);
         if (c.needs_grad(1)) {
-            Array da = Array::from_shape(c.input_shape(1));
-            da.data()[0] = dalpha;
+            xt::xarray<T> da = xt::xarray<T>::from_shape(c.input_shape(1));
+            da.data()[0] = T(dalpha);
             g[1] = std::move(da);
         }
-        affine.put_grads(c, g, std::move(dw), std::move(db));
+        affine.put_grads(c, g, stored_as<T>(std::move(dw)), stored_as<T>(std::move(db)));
         return g;
     }, {}, through_composed([normalized_shape, affine](const std::vector<Tensor>& in) {  // create_graph: the composed twin
         return dyt_composed(in[0], normalized_shape, in[1], affine.weight(in), affine.bias(in));
     }));
+}
+
+}  // namespace
+
+Tensor dyt(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight, const Tensor& bias) {
+    const RowLayout l = check_dyt("dyt", x, normalized_shape, alpha, weight, bias);
+    if (detail::all_float32(x, {&alpha, &weight, &bias})) return dyt_node<float>(x, normalized_shape, alpha, weight, bias, l);
+    return dyt_node<double>(x, normalized_shape, alpha, weight, bias, l);
 }
 
 Tensor dyt_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight,

@@ -5,6 +5,7 @@
 
 #include "nn/functional/functional.hpp"
 #include "nn/modules/dyt.hpp"
+#include "tests/support/float32_cases.hpp"
 #include "tests/support/float32_nn_twins.hpp"
 
 namespace xg_test_dyt_float32 {
@@ -34,5 +35,30 @@ NnTwinList dyt_twins() {
 const xg_test_support::RegisterNnTwins registered("dyt", &dyt_twins);
 
 TEST_CASE("float32 twin: dyt and DyT agree with float64", "[float32][dyt]") { xg_test_support::run_nn_twins(dyt_twins()); }
+
+// The native float32 node (tests/support/float32_cases.hpp): x, alpha, weight, bias, y and the seed
+// get no float64 mirror, forward or backward. The bound: none, bit for bit on both tiers. Both tiers'
+// kernels widen every float32 value they read, run the double arithmetic of the float64 kernels in
+// the same order, and round y, dx and dalpha once at their store, dw and db once at the end; the
+// float64 route computes the same doubles from the same values, and its results rounded once are
+// those bits.
+TEST_CASE("float32 dyt is a native float32 node: no float64 mirror, the float64 arithmetic's bits on both tiers",
+          "[float32][dyt]") {
+    for (const bool affine : {true, false}) {
+        INFO((affine ? "weight and bias" : "no weight or bias"));
+        const auto dyt = [affine](const Inputs& p) { return F::dyt(p[0], {8}, p[1], affine ? p[2] : Tensor(), affine ? p[3] : Tensor()); };
+        std::vector<xg::Array> leaves{xg_test_support::random_array({5, 8}, 60, 2.0), xg::Array({0.7})};
+        if (affine) leaves.insert(leaves.end(), {xg_test_support::random_array({8}, 61), xg_test_support::random_array({8}, 62)});
+        xg_test_support::check_native_float32_node_on_tiers(
+            dyt, leaves, xg_test_support::random_array({5, 8}, 63),
+            [](const auto& run) { xg_test_support::check_float64_route_bits(run.y, run.leaves, run.route); });
+    }
+}
+
+TEST_CASE("dyt with float32 x and a float64 alpha keeps the float64 route", "[float32][dyt]") {
+    const Tensor x = Tensor(xg_test_support::random_array({4, 8}, 64), xg::kFloat32, true);
+    const Tensor alpha(xg::Array({0.5}), true);
+    xg_test_support::check_mixed_dtypes_keep_float64_route([](const Inputs& p) { return F::dyt(p[0], {8}, p[1]); }, {x, alpha});
+}
 
 }  // namespace xg_test_dyt_float32
