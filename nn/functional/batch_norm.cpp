@@ -173,7 +173,7 @@ Tensor batch_norm_composed(const Tensor& x, Tensor running_mean, Tensor running_
         const Tensor mu = mean(x, axes, true);
         const Tensor variance = var(x, axes, false, true);
         y = (x - mu) / sqrt(variance + eps);
-        update_running(running_mean, running_var, flat(mu.value()), flat(variance.value()), l, momentum);
+        update_running(running_mean, running_var, flat(running_values(mu)), flat(running_values(variance)), l, momentum);
     } else {
         const Tensor mu = reshape(running_mean.detach(), channel_shape);
         const Tensor variance = reshape(running_var.detach(), channel_shape);

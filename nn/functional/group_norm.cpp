@@ -11,6 +11,7 @@
 #include "nn/fast/group_norm.hpp"
 #include "nn/functional/affine.hpp"
 #include "nn/functional/functional.hpp"
+#include "nn/functional/running_stats.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/reference/group_norm.hpp"
 
@@ -19,9 +20,14 @@ namespace xg::nn::functional {
 namespace {
 
 using detail::AffineSlots;
+using detail::BasicValuesOr;
 using detail::by_tier;
 using detail::check_per_channel;
-using detail::ValuesOr;
+using detail::kernel_grad;
+using detail::kernel_input;
+using detail::kernel_values;
+using detail::running_values;
+using detail::stored_as;
 
 struct GroupLayout {
     std::size_t n = 0, channels = 0, groups = 1, spatial = 1;  // N, C, G, S
@@ -55,13 +61,17 @@ Tensor group_norm_graph(const Tensor& x, const GroupLayout& l, const Tensor& wei
                         RowStats* stats = nullptr);
 
 // The group_norm node (op "group_norm", or "instance_norm" with one channel per group); the row
-// statistics come back for InstanceNorm's running estimates.
+// statistics come back for InstanceNorm's running estimates. One node for both storage types:
+// T = float when x, weight and bias are all float32 (the kernels read and write their float32
+// storage: no float64 mirror), T = double otherwise.
+template <class T>
 Tensor group_norm_node(const char* op, const Tensor& x, const GroupLayout& l, const Tensor& weight, const Tensor& bias,
-                       double eps, RowStats* stats = nullptr) {
-    const ValuesOr w(weight, l.channels, 1.0), b(bias, l.channels, 0.0);
-    Array y = empty_like(x.value());
+                       double eps, RowStats* stats) {
+    const BasicValuesOr<T> w(weight, l.channels, 1.0), b(bias, l.channels, 0.0);
+    const xt::xarray<T>& xv = kernel_values<T>(x);
+    xt::xarray<T> y = xt::xarray<T>::from_shape(xv.shape());
     Array mean = Array::from_shape({l.rows()}), rstd = Array::from_shape({l.rows()}), var = Array::from_shape({l.rows()});
-    by_tier(reference::group_norm_forward, fast::group_norm_forward, x.data(), w.data(), b.data(), y.data(), mean.data(),
+    by_tier(reference::group_norm_forward<T>, fast::group_norm_forward<T>, xv.data(), w.data(), b.data(), y.data(), mean.data(),
             rstd.data(), var.data(), l.n, l.channels, l.groups, l.spatial, eps);
     if (stats != nullptr) *stats = {mean, var};
 
@@ -71,15 +81,16 @@ Tensor group_norm_node(const char* op, const Tensor& x, const GroupLayout& l, co
     return record(
         op, std::move(y), affine.inputs(x, weight, bias),
         [l, affine, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& c) -> Grads {
-            const ValuesOr w(affine.weight_values(c), l.channels, 1.0);
-            Array dw = xt::zeros<double>({l.channels}), db = xt::zeros<double>({l.channels}), dx;
-            if (c.needs_grad(0)) dx = empty_like(c.input(0));
-            by_tier(reference::group_norm_backward, fast::group_norm_backward, c.input(0).data(), c.grad.data(), w.data(),
-                    mean.data(), rstd.data(), c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l.n, l.channels,
-                    l.groups, l.spatial);
+            const BasicValuesOr<T> w(affine.weight_values<T>(c), l.channels, 1.0);
+            Array dw = xt::zeros<double>({l.channels}), db = xt::zeros<double>({l.channels});  // double sums: docs/precision.md
+            xt::xarray<T> dx;
+            if (c.needs_grad(0)) dx = xt::xarray<T>::from_shape(c.input_shape(0));
+            by_tier(reference::group_norm_backward<T>, fast::group_norm_backward<T>, kernel_input<T>(c, 0).data(),
+                    kernel_grad<T>(c).data(), w.data(), mean.data(), rstd.data(), c.needs_grad(0) ? dx.data() : nullptr, dw.data(),
+                    db.data(), l.n, l.channels, l.groups, l.spatial);
             Grads g(c.num_inputs());
             if (c.needs_grad(0)) g[0] = std::move(dx);
-            affine.put_grads(c, g, std::move(dw), std::move(db));
+            affine.put_grads(c, g, stored_as<T>(std::move(dw)), stored_as<T>(std::move(db)));
             return g;
         },
         std::move(saved),
@@ -87,6 +98,12 @@ Tensor group_norm_node(const char* op, const Tensor& x, const GroupLayout& l, co
         through_composed([l, affine, eps](const std::vector<Tensor>& in) {
             return group_norm_graph(in[0], l, affine.weight(in), affine.bias(in), eps);
         }));
+}
+
+Tensor group_norm_node(const char* op, const Tensor& x, const GroupLayout& l, const Tensor& weight, const Tensor& bias,
+                       double eps, RowStats* stats = nullptr) {
+    if (detail::all_float32(x, {&weight, &bias})) return group_norm_node<float>(op, x, l, weight, bias, eps, stats);
+    return group_norm_node<double>(op, x, l, weight, bias, eps, stats);
 }
 
 // (N, C, *) -> (C, 1, ..., 1): a per-channel tensor that broadcasts against x.
@@ -100,7 +117,7 @@ Tensor group_norm_graph(const Tensor& x, const GroupLayout& l, const Tensor& wei
                         RowStats* stats) {
     const Tensor rows = reshape(x, {static_cast<long>(l.n), static_cast<long>(l.groups), -1});
     const Tensor mu = mean(rows, {2}, true), variance = var(rows, {2}, false, true);
-    if (stats != nullptr) *stats = {mu.value(), variance.value()};
+    if (stats != nullptr) *stats = {running_values(mu), running_values(variance)};
     std::vector<long> shape;
     for (std::size_t d : x.shape()) shape.push_back(static_cast<long>(d));
     Tensor y = reshape((rows - mu) / sqrt(variance + eps), shape);
@@ -131,16 +148,16 @@ void check_instance_norm(const char* op, const Tensor& x, const Tensor& running_
 void update_instance_running(Tensor& running_mean, Tensor& running_var, const RowStats& s, const GroupLayout& l,
                              double momentum) {
     const double unbias = static_cast<double>(l.spatial) / static_cast<double>(l.spatial - 1);
-    for (std::size_t c = 0; c < l.channels; ++c) {
-        double m = 0.0, v = 0.0;
-        for (std::size_t n = 0; n < l.n; ++n) {
-            m += s.mean.data()[n * l.channels + c];
-            v += s.var.data()[n * l.channels + c] * unbias;
-        }
-        const double count = static_cast<double>(l.n);
-        if (running_mean.defined()) running_mean.mutable_value()(c) = (1.0 - momentum) * running_mean.value()(c) + momentum * m / count;
-        if (running_var.defined()) running_var.mutable_value()(c) = (1.0 - momentum) * running_var.value()(c) + momentum * v / count;
-    }
+    const double count = static_cast<double>(l.n);
+    const auto batch_average = [&](const Array& per_row, double factor) {
+        return [&, factor](std::size_t c) {
+            double sum = 0.0;
+            for (std::size_t n = 0; n < l.n; ++n) sum += per_row.data()[n * l.channels + c] * factor;
+            return momentum * sum / count;
+        };
+    };
+    detail::update_running_statistic(running_mean, momentum, batch_average(s.mean, 1.0));
+    detail::update_running_statistic(running_var, momentum, batch_average(s.var, unbias));
 }
 
 Tensor instance_norm_impl(const char* op, bool composed, const Tensor& x, Tensor running_mean, Tensor running_var,

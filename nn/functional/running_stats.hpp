@@ -9,7 +9,8 @@
 
 namespace xg::nn::detail {
 
-/// A running statistic's values as float64: a float32 one widened (exactly) into a new array.
+/// A running statistic's values (or a batch statistic's, on its way into them) as float64, with no
+/// float64 mirror: a float32 one widened (exactly) into a new array.
 inline Array running_values(const Tensor& running) {
     if (running.dtype() == Dtype::Float32) return to_float64_array(running.values<float>());
     return running.values<double>();

@@ -6,6 +6,7 @@
 
 #include "nn/functional/functional.hpp"
 #include "nn/modules/image_norm.hpp"
+#include "tests/support/float32_cases.hpp"
 #include "tests/support/float32_nn_twins.hpp"
 
 namespace xg_test_group_norm_float32 {
@@ -46,6 +47,36 @@ const xg_test_support::RegisterNnTwins registered("group_norm", &group_norm_twin
 
 TEST_CASE("float32 twin: group_norm, instance_norm, GroupNorm and InstanceNorm2d agree with float64", "[float32][group_norm]") {
     xg_test_support::run_nn_twins(group_norm_twins());
+}
+
+// The native float32 node (tests/support/float32_cases.hpp): x, weight, bias, y and the seed get no
+// float64 mirror, forward or backward. The bound: none, bit for bit on both tiers. Both tiers'
+// kernels widen every float32 value they read, run the double arithmetic of the float64 kernels in
+// the same order, and round y and dx once at their store, dw and db once at the end; the float64
+// route computes the same doubles from the same values, and its results rounded once are those bits.
+TEST_CASE("float32 group_norm and instance_norm are native float32 nodes: no float64 mirror, the float64 arithmetic's bits "
+          "on both tiers",
+          "[float32][group_norm]") {
+    for (const bool affine : {true, false}) {
+        INFO((affine ? "affine" : "no affine"));
+        std::vector<xg::Array> leaves{xg_test_support::random_array({3, 4, 5}, 70, 2.0, 0.5)};
+        if (affine) leaves.insert(leaves.end(), {xg_test_support::random_array({4}, 71), xg_test_support::random_array({4}, 72)});
+        const auto group_norm = [affine](const Inputs& p) { return F::group_norm(p[0], 2, affine ? p[1] : Tensor(), affine ? p[2] : Tensor()); };
+        const auto instance_norm = [affine](const Inputs& p) {
+            return F::instance_norm(p[0], Tensor(), Tensor(), affine ? p[1] : Tensor(), affine ? p[2] : Tensor());
+        };
+        for (const auto& op : {xg_test_support::Float32NodeOp(group_norm), xg_test_support::Float32NodeOp(instance_norm)}) {
+            xg_test_support::check_native_float32_node_on_tiers(
+                op, leaves, xg_test_support::random_array({3, 4, 5}, 73),
+                [](const auto& run) { xg_test_support::check_float64_route_bits(run.y, run.leaves, run.route); });
+        }
+    }
+}
+
+TEST_CASE("group_norm with float32 x and a float64 weight keeps the float64 route", "[float32][group_norm]") {
+    const Tensor x = Tensor(xg_test_support::random_array({2, 4, 3}, 74), xg::kFloat32, true);
+    const Tensor w(xg_test_support::random_array({4}, 75), true);
+    xg_test_support::check_mixed_dtypes_keep_float64_route([](const Inputs& p) { return F::group_norm(p[0], 2, p[1]); }, {x, w});
 }
 
 }  // namespace xg_test_group_norm_float32

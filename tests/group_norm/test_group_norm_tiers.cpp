@@ -44,8 +44,8 @@ TEST_CASE("group_norm tiers: fast kernels match the reference kernels", "[tiers]
                 mean[fast] = Array::from_shape({N * G}), rstd[fast] = Array::from_shape({N * G}), var[fast] = Array::from_shape({N * G});
                 dw[fast] = xt::zeros<double>({C}), db[fast] = xt::zeros<double>({C}), dw_only[fast] = xt::zeros<double>({C});
                 Array db_only = xt::zeros<double>({C});
-                auto* forward = fast ? xg::nn::fast::group_norm_forward : xg::nn::reference::group_norm_forward;
-                auto* backward = fast ? xg::nn::fast::group_norm_backward : xg::nn::reference::group_norm_backward;
+                auto* forward = fast ? xg::nn::fast::group_norm_forward<double> : xg::nn::reference::group_norm_forward<double>;
+                auto* backward = fast ? xg::nn::fast::group_norm_backward<double> : xg::nn::reference::group_norm_backward<double>;
                 forward(x.data(), w.data(), b.data(), y[fast].data(), mean[fast].data(), rstd[fast].data(), var[fast].data(), N, C, G,
                         S, 1e-5);
                 backward(x.data(), g.data(), w.data(), mean[fast].data(), rstd[fast].data(), dx[fast].data(), dw[fast].data(),
@@ -101,7 +101,7 @@ TEST_CASE("group_norm tiers: the op runs the kernels of the tier it is on", "[ti
         const xg::KernelTierGuard tier(fast ? xg::KernelTier::fast : xg::KernelTier::reference);
         Array y = Array::from_shape({N, C, S}), mean = Array::from_shape({N * G}), rstd = Array::from_shape({N * G}),
               var = Array::from_shape({N * G});
-        (fast ? xg::nn::fast::group_norm_forward : xg::nn::reference::group_norm_forward)(
+        (fast ? xg::nn::fast::group_norm_forward<double> : xg::nn::reference::group_norm_forward<double>)(
             x.data(), ones.data(), zeros.data(), y.data(), mean.data(), rstd.data(), var.data(), N, C, G, S, 1e-5);
         CHECK(F::group_norm(Tensor(x), static_cast<std::int64_t>(G)).value() == y);  // bit for bit
     }
