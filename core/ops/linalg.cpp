@@ -57,7 +57,7 @@ Tensor indexed_gemm(const GemmOperand& a, const GemmOperand& b, MatrixIndices c,
     MatrixIndices ai = a.index, bi = b.index;
     return on_storage(a.stack, b.stack, [&](const auto& va, const auto& vb) {
         auto value = indexed_products(va, ta, *ai, vb, tb, *bi, *c, out_shape);  // C[c] (+)= op(A[a]) op(B[b])
-        // dA = ta ? gemm(B, G, tb, T) : gemm(G, B, F, !tb) over (b, c) -> a; dB = tb ? gemm(G, A, T, ta) : gemm(A, G, !ta, F) over (c, a) -> b
+        // dA[a] (+)= ta ? gemm(B[b], G[c], tb, T) : gemm(G[c], B[b], F, !tb); dB[b] (+)= tb ? gemm(G[c], A[a], T, ta) : gemm(A[a], G[c], !ta, F)
         return record(of_gradient ? "matmul_backward" : "matmul", std::move(value), {a.stack, b.stack},
                       [ta, tb, ai, bi, c](const BackwardContext& ctx) -> std::vector<Tensor> {
             const Tensor& g = ctx.grad;  // the transposed cases derived: docs/autograd.md, section 4

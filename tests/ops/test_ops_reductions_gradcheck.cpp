@@ -1,5 +1,6 @@
-// Finite-difference checks of matmul (2-D and batched with broadcast batch axes) and of the
-// reductions sum/mean/var/max over several axes, with and without keepdim, negative axes too.
+// Finite-difference checks of matmul (2-D and batched with broadcast batch axes), of indexed_gemm (the
+// op under it, with transpose flags), and of the reductions sum/mean/var/max over several axes, with
+// and without keepdim, negative axes too.
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
