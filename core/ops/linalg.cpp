@@ -1,26 +1,89 @@
-// Matrix products through BLAS dgemm (core/ops/gemm.hpp), 2-D and batched with broadcast batch axes;
-// 1-D operands follow PyTorch's rules (a row on the left, a column on the right). Two float32
-// operands take sgemm on their float32 storage (no float64 mirror), forward and backward.
-#include <functional>
+// Matrix products through BLAS (core/ops/gemm.hpp): dgemm on float64 storage, sgemm on float32
+// storage (no float64 mirror), 2-D and batched with broadcast batch axes; 1-D operands follow
+// PyTorch's rules (a row on the left, a column on the right). Every product, forward and
+// backward, is one op: indexed_gemm (core/ops/indexed_gemm.hpp), whose derivative is written once.
+#include <algorithm>
 #include <memory>
 #include <numeric>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "core/ops/gemm.hpp"
+#include "core/ops/indexed_gemm.hpp"
 #include "core/ops/ops.hpp"
 #include "core/fast/strided.hpp"
 
 namespace xg {
 
+namespace detail {
+
 namespace {
 
-using detail::gemm;
+// The number of matrices of a stack: the product of its leading axes (not numel / matrix size,
+// which an empty matrix would leave undefined).
+std::size_t matrix_count(const Shape& s) {
+    return std::accumulate(s.begin(), s.end() - 2, std::size_t{1}, std::multiplies<>());
+}
+
+// The forward of indexed_gemm on one storage type T: one GEMM per product, in order, with beta = 0
+// for the first product into its output matrix and beta = 1 after it.
+template <class T>
+xt::xarray<T> indexed_products(const xt::xarray<T>& a, bool ta, const std::vector<std::size_t>& ai, const xt::xarray<T>& b,
+                               bool tb, const std::vector<std::size_t>& bi, const std::vector<std::size_t>& ci,
+                               const Shape& out_shape) {
+    const std::size_t a_rows = a.shape()[a.dimension() - 2], a_cols = a.shape()[a.dimension() - 1];
+    const std::size_t b_rows = b.shape()[b.dimension() - 2], b_cols = b.shape()[b.dimension() - 1];
+    const std::size_t out_size = out_shape[out_shape.size() - 2] * out_shape.back();
+    xt::xarray<T> out = empty_storage<T>(out_shape);
+    std::vector<bool> written(matrix_count(out_shape), false);
+    const T *pa = a.data(), *pb = b.data();
+    for (std::size_t i = 0; i < ci.size(); ++i) {
+        const T beta = written[ci[i]] ? T(1) : T(0);
+        written[ci[i]] = true;
+        gemm(pa + ai[i] * a_rows * a_cols, a_rows, a_cols, ta, pb + bi[i] * b_rows * b_cols, b_rows, b_cols, tb,
+             out.data() + ci[i] * out_size, beta);
+    }
+    for (std::size_t j = 0; j < written.size(); ++j) {  // only when an output matrix meets no product
+        if (!written[j]) std::fill_n(out.data() + j * out_size, out_size, T(0));
+    }
+    return out;
+}
+
+}  // namespace
+
+Tensor indexed_gemm(const GemmOperand& a, const GemmOperand& b, MatrixIndices c, const Shape& out_shape, bool of_gradient) {
+    const bool ta = a.transposed, tb = b.transposed;
+    MatrixIndices ai = a.index, bi = b.index;
+    return on_storage(a.stack, b.stack, [&](const auto& va, const auto& vb) {
+        auto value = indexed_products(va, ta, *ai, vb, tb, *bi, *c, out_shape);  // C[c] (+)= op(A[a]) op(B[b])
+        // dA[a] (+)= ta ? gemm(B[b], G[c], tb, T) : gemm(G[c], B[b], F, !tb); dB[b] (+)= tb ? gemm(G[c], A[a], T, ta) : gemm(A[a], G[c], !ta, F)
+        return record(of_gradient ? "matmul_backward" : "matmul", std::move(value), {a.stack, b.stack},
+                      [ta, tb, ai, bi, c](const BackwardContext& ctx) -> std::vector<Tensor> {
+            const Tensor& g = ctx.grad;  // the transposed cases derived: docs/autograd.md, section 4
+            std::vector<Tensor> grads(2);
+            if (ctx.needs_grad(0)) {
+                const Tensor bv = ctx.input(1);
+                grads[0] = ta ? indexed_gemm({bv, tb, bi}, {g, true, c}, ai, ctx.input_shape(0), true)
+                              : indexed_gemm({g, false, c}, {bv, !tb, bi}, ai, ctx.input_shape(0), true);
+            }
+            if (ctx.needs_grad(1)) {
+                const Tensor av = ctx.input(0);
+                grads[1] = tb ? indexed_gemm({g, true, c}, {av, ta, ai}, bi, ctx.input_shape(1), true)
+                              : indexed_gemm({av, !ta, ai}, {g, false, c}, bi, ctx.input_shape(1), true);
+            }
+            return grads;
+        });
+    });
+}
+
+}  // namespace detail
+
+namespace {
 
 struct BatchPlan {
-    Shape batch;                     // broadcast batch shape of the output
-    std::vector<std::size_t> a_off;  // per output matrix: which matrix of a (index, not elements)
-    std::vector<std::size_t> b_off;
+    Shape batch;                   // broadcast batch shape of the output
+    detail::MatrixIndices a, b, c;  // per output matrix: which matrix of a, of b, and of the output
 };
 
 BatchPlan plan_batches(const Shape& a, const Shape& b) {
@@ -32,63 +95,17 @@ BatchPlan plan_batches(const Shape& a, const Shape& b) {
         fail("matmul", fmt::format("batch axes of {} and {} cannot be broadcast together", shape_str(a), shape_str(b)));
     }
     const Strides sa = broadcast_strides(ba, p.batch), sb = broadcast_strides(bb, p.batch);
+    std::vector<std::size_t> a_index, b_index;
     for_each_index2(p.batch, sa, sb, [&](std::size_t, std::size_t ia, std::size_t ib) {
-        p.a_off.push_back(ia);
-        p.b_off.push_back(ib);
+        a_index.push_back(ia);
+        b_index.push_back(ib);
     });
+    std::vector<std::size_t> c_index(a_index.size());
+    std::iota(c_index.begin(), c_index.end(), std::size_t{0});
+    p.a = std::make_shared<const std::vector<std::size_t>>(std::move(a_index));
+    p.b = std::make_shared<const std::vector<std::size_t>>(std::move(b_index));
+    p.c = std::make_shared<const std::vector<std::size_t>>(std::move(c_index));
     return p;
-}
-
-// dA = dC @ B^T, dB = A^T @ dC, each summed over the batch axes its operand was broadcast along
-std::vector<Tensor> matmul_backward(const BackwardContext& c) {
-    return {c.needs_grad(0) ? sum_to(matmul(c.grad, transpose(c.input(1), -1, -2)), c.input_shape(0)) : Tensor(),
-            c.needs_grad(1) ? sum_to(matmul(transpose(c.input(0), -1, -2), c.grad), c.input_shape(1)) : Tensor()};
-}
-
-// The float32 kernel: sgemm on the float32 storage (float32 accumulation inside BLAS, as libtorch;
-// docs/precision.md, "Matrix products in float32"). Its backward takes the transposes as BLAS
-// flags instead of copies, and sums a broadcast operand's gradient over the batch by GEMMs with
-// beta = 1 into one float32 buffer, in batch order (the same order at every thread count).
-Tensor matmul_float32(const Tensor& a, const Tensor& b, std::shared_ptr<const BatchPlan> p, std::size_t m, std::size_t k,
-                      std::size_t n, Shape out_shape) {
-    FloatArray out = FloatArray::from_shape(out_shape);
-    const float *pa = a.values<float>().data(), *pb = b.values<float>().data();
-    for (std::size_t i = 0; i < p->a_off.size(); ++i) {
-        gemm(pa + p->a_off[i] * m * k, m, k, false, pb + p->b_off[i] * k * n, k, n, false, out.data() + i * m * n, 0.0f);
-    }
-    return record("matmul", std::move(out), {a, b}, [p, m, k, n](const GradContext& c) -> Grads {
-        Grads g(2);
-        const float* pg = c.grad32().data();
-        const std::size_t count = p->a_off.size();
-        // An operand with a matrix per output matrix (not broadcast) takes each GEMM once: beta = 0
-        // into an uninitialised buffer, with no zeroing pass and no read of it.
-        const auto gradient_buffer = [count](const Shape& shape, std::size_t matrix_size, float& beta) {
-            const bool broadcast = std::accumulate(shape.begin(), shape.end(), std::size_t{1}, std::multiplies<>()) != count * matrix_size;
-            beta = broadcast ? 1.0f : 0.0f;
-            return broadcast ? FloatArray(xt::zeros<float>(shape)) : FloatArray::from_shape(shape);
-        };
-        if (c.needs_grad(0)) {  // dA_i (m, k) += dC_i (m, n) @ B_i^T
-            const float* pb = c.input32(1).data();
-            float beta = 1.0f;
-            FloatArray ga = gradient_buffer(c.input_shape(0), m * k, beta);
-            for (std::size_t i = 0; i < count; ++i) {
-                gemm(pg + i * m * n, m, n, false, pb + p->b_off[i] * k * n, k, n, true, ga.data() + p->a_off[i] * m * k,
-                     beta);
-            }
-            g[0] = std::move(ga);
-        }
-        if (c.needs_grad(1)) {  // dB_i (k, n) += A_i^T (k, m) @ dC_i (m, n)
-            const float* pa = c.input32(0).data();
-            float beta = 1.0f;
-            FloatArray gb = gradient_buffer(c.input_shape(1), k * n, beta);
-            for (std::size_t i = 0; i < count; ++i) {
-                gemm(pa + p->a_off[i] * m * k, m, k, true, pg + i * m * n, m, n, false, gb.data() + p->b_off[i] * k * n,
-                     beta);
-            }
-            g[1] = std::move(gb);
-        }
-        return g;
-    }, {}, matmul_backward);
 }
 
 }  // namespace
@@ -115,18 +132,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         fail("matmul", fmt::format("inner dimensions differ: {} @ {} ({} vs {})", shape_str(sa), shape_str(sb), k, k2));
     }
     BatchPlan p = plan_batches(sa, sb);
-    Shape so = p.batch;
+    Shape so = std::move(p.batch);
     so.push_back(m);
     so.push_back(n);
-    if (a.dtype() == kFloat32 && b.dtype() == kFloat32) {
-        return matmul_float32(a, b, std::make_shared<const BatchPlan>(std::move(p)), m, k, n, std::move(so));
-    }
-    Array out = empty_array(so);
-    const double *pa = a.value().data(), *pb = b.value().data();
-    for (std::size_t i = 0; i < p.a_off.size(); ++i) {
-        gemm(pa + p.a_off[i] * m * k, m, k, false, pb + p.b_off[i] * k * n, k, n, false, out.data() + i * m * n, 0.0);
-    }
-    return record("matmul", std::move(out), {a, b}, matmul_backward);
+    return detail::indexed_gemm({a, false, std::move(p.a)}, {b, false, std::move(p.b)}, std::move(p.c), so, false);
 }
 
 }  // namespace xg

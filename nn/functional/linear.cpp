@@ -1,13 +1,18 @@
-// Linear: y = x W^T + b as one graph node over (rows, in) @ (in, out) through BLAS dgemm, or sgemm
-// when x, W and b are all float32 (native float32 storage: no float64 mirror of any of them).
+// Linear: y = x W^T + b as one graph node over (rows, in) @ (in, out): one kernel, a template on
+// its storage type (BLAS dgemm on float64, sgemm when x, W and b are all float32: native float32
+// storage, no float64 mirror of any of them), and the composed twin for create_graph.
 // Derivation of the backward: docs/derivations/linear.md.
 #include <algorithm>
+#include <type_traits>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "core/ops/composed_backward.hpp"
 #include "core/fast/kernel_clones.hpp"
 #include "core/ops/gemm.hpp"
+#include "core/fast/strided.hpp"
+#include "nn/functional/kernel_storage.hpp"
 #include "nn/functional/functional.hpp"
 
 namespace xg::nn::functional {
@@ -15,6 +20,9 @@ namespace xg::nn::functional {
 namespace {
 
 using xg::detail::gemm;
+using xg::nn::detail::kernel_grad;
+using xg::nn::detail::kernel_input;
+using xg::nn::detail::kernel_values;
 
 struct LinearDims {
     std::size_t rows, in, out;
@@ -40,6 +48,8 @@ LinearDims check_linear(const char* op, const Tensor& x, const Tensor& weight, c
     return d;
 }
 
+// The storage the kernel runs on: float32 when x, W and b all are (native float32 storage: no
+// float64 mirror of any of them), float64 otherwise (a float32 operand read through its mirror).
 bool all_float32(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     return x.dtype() == kFloat32 && weight.dtype() == kFloat32 && (!bias.defined() || bias.dtype() == kFloat32);
 }
@@ -48,55 +58,73 @@ Backward linear_twin() {
     return through_composed([](const std::vector<Tensor>& in) { return linear_composed(in[0], in[1], in.size() > 2 ? in[2] : Tensor()); });
 }
 
-// out[j] = sum over rows r of g[r][j], each column summed in double in row order and rounded once.
-// Every column's sum has the same order at any vector width, so the AVX2 clone (4 doubles per
-// vector instead of 2) gives the same bits.
-XG_KERNEL_CLONES void column_sums_widened(const float* g, std::size_t rows, std::size_t cols, float* out) {
-    std::vector<double> sum(cols, 0.0);
-    double* ps = sum.data();
+// out[j] = sum over rows r of g[r][j], each column summed in double in row order and rounded once
+// into T (for double: no rounding, the plain sum). Every column's sum has the same order at any
+// vector width, so the AVX2 clone (4 doubles per vector instead of 2) gives the same bits.
+template <class T>
+XG_KERNEL_INLINE void column_sums_body(const T* g, std::size_t rows, std::size_t cols, T* out) {
+    std::vector<double> widened;
+    double* ps = nullptr;
+    if constexpr (std::is_same_v<T, double>) {
+        ps = out;  // summed in place: double is already the accumulator's type
+    } else {
+        widened.resize(cols);
+        ps = widened.data();
+    }
+    std::fill_n(ps, cols, 0.0);
     for (std::size_t r = 0; r < rows; ++r) {
-        const float* row = g + r * cols;
+        const T* row = g + r * cols;
 #pragma omp simd
         for (std::size_t j = 0; j < cols; ++j) ps[j] += static_cast<double>(row[j]);
     }
-    for (std::size_t j = 0; j < cols; ++j) out[j] = static_cast<float>(ps[j]);
+    if constexpr (!std::is_same_v<T, double>) {
+        for (std::size_t j = 0; j < cols; ++j) out[j] = static_cast<T>(ps[j]);
+    }
+}
+XG_KERNEL_CLONES void column_sums(const double* g, std::size_t rows, std::size_t cols, double* out) {
+    column_sums_body(g, rows, cols, out);
+}
+XG_KERNEL_CLONES void column_sums(const float* g, std::size_t rows, std::size_t cols, float* out) {
+    column_sums_body(g, rows, cols, out);
 }
 
-// The float32 kernel: sgemm reads and writes float32 storage and accumulates in float32 inside BLAS
-// (as libtorch's float32 linear does; the error this costs against float64 accumulation is measured
-// in docs/precision.md, "Matrix products in float32").
-Tensor linear_float32(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearDims& d) {
-    FloatArray y = FloatArray::from_shape(d.out_shape);
+// The kernel on storage T: dgemm for double, sgemm for float (float32 storage AND float32
+// accumulation inside BLAS, as libtorch's float32 linear; the error this costs against float64
+// accumulation is measured in docs/precision.md, "Matrix products in float32").
+template <class T>
+Tensor linear_kernel(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearDims& d) {
+    xt::xarray<T> y = empty_storage<T>(d.out_shape);
     if (bias.defined()) {
-        const float* pb = bias.values<float>().data();
-        float* py = y.data();
+        // Seed every row with the bias so a single gemm with beta = 1 finishes the job.
+        const T* pb = kernel_values<T>(bias).data();
+        T* py = y.data();
         for (std::size_t r = 0; r < d.rows; ++r) std::copy(pb, pb + d.out, py + r * d.out);
     }
-    gemm(x.values<float>().data(), d.rows, d.in, false, weight.values<float>().data(), d.out, d.in, true, y.data(),
-         bias.defined() ? 1.0f : 0.0f);
+    gemm(kernel_values<T>(x).data(), d.rows, d.in, false, kernel_values<T>(weight).data(), d.out, d.in, true, y.data(),
+         bias.defined() ? T(1) : T(0));
 
     std::vector<Tensor> inputs{x, weight};
     if (bias.defined()) inputs.push_back(bias);
-    // dx = dy W, dW = dy^T x (sgemm), db = sum of dy over rows (summed in float64, rounded once)
+    // dx = dy W, dW = dy^T x (GEMM in T), db = sum of dy over rows (summed in double, rounded once into T)
     return record("linear", std::move(y), std::move(inputs), [d](const GradContext& c) -> Grads {
         Grads g(c.num_inputs());
-        const float* pg = c.grad32().data();
+        const T* pg = kernel_grad<T>(c).data();
         if (c.needs_grad(0)) {
-            FloatArray gx = FloatArray::from_shape(c.input_shape(0));
-            gemm(pg, d.rows, d.out, false, c.input32(1).data(), d.out, d.in, false, gx.data(), 0.0f);
+            xt::xarray<T> gx = empty_storage<T>(c.input_shape(0));
+            gemm(pg, d.rows, d.out, false, kernel_input<T>(c, 1).data(), d.out, d.in, false, gx.data(), T(0));
             g[0] = std::move(gx);
         }
         if (c.needs_grad(1)) {
-            FloatArray gw = FloatArray::from_shape({d.out, d.in});
-            gemm(pg, d.rows, d.out, true, c.input32(0).data(), d.rows, d.in, false, gw.data(), 0.0f);
+            xt::xarray<T> gw = xt::xarray<T>::from_shape({d.out, d.in});
+            gemm(pg, d.rows, d.out, true, kernel_input<T>(c, 0).data(), d.rows, d.in, false, gw.data(), T(0));
             g[1] = std::move(gw);
         }
         if (c.num_inputs() > 2 && c.needs_grad(2)) {
             // A float64 accumulator: a float32 running sum over `rows` rows drifts by up to rows * u
             // of the row magnitudes, float64 keeps the one rounding of the store; the pass is bound by
             // reading dy either way (docs/precision.md, "Matrix products in float32").
-            FloatArray gb = FloatArray::from_shape({d.out});
-            column_sums_widened(pg, d.rows, d.out, gb.data());
+            xt::xarray<T> gb = xt::xarray<T>::from_shape({d.out});
+            column_sums(pg, d.rows, d.out, gb.data());
             g[2] = std::move(gb);
         }
         return g;
@@ -107,44 +135,7 @@ Tensor linear_float32(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const LinearDims d = check_linear("linear", x, weight, bias);
-    if (all_float32(x, weight, bias)) return linear_float32(x, weight, bias, d);
-    Array y = empty_array(d.out_shape);
-    if (bias.defined()) {
-        // Seed every row with the bias so a single gemm with beta = 1 finishes the job.
-        const double* pb = bias.data();
-        double* py = y.data();
-        for (std::size_t r = 0; r < d.rows; ++r) std::copy(pb, pb + d.out, py + r * d.out);
-    }
-    gemm(x.data(), d.rows, d.in, false, weight.data(), d.out, d.in, true, y.data(), bias.defined() ? 1.0 : 0.0);
-
-    std::vector<Tensor> inputs{x, weight};
-    if (bias.defined()) inputs.push_back(bias);
-    // dx = dy W, dW = dy^T x, db = sum of dy over rows
-    return record("linear", std::move(y), std::move(inputs), [d](const GradContext& c) -> Grads {
-        Grads g(c.num_inputs());
-        const double* pg = c.grad.data();
-        if (c.needs_grad(0)) {
-            Array gx = empty_array(c.input_shape(0));
-            gemm(pg, d.rows, d.out, false, c.input(1).data(), d.out, d.in, false, gx.data(), 0.0);
-            g[0] = std::move(gx);
-        }
-        if (c.needs_grad(1)) {
-            Array gw = Array::from_shape({d.out, d.in});
-            gemm(pg, d.rows, d.out, true, c.input(0).data(), d.rows, d.in, false, gw.data(), 0.0);
-            g[1] = std::move(gw);
-        }
-        if (c.num_inputs() > 2 && c.needs_grad(2)) {
-            Array gb = xt::zeros<double>({d.out});
-            double* pb = gb.data();
-            for (std::size_t r = 0; r < d.rows; ++r) {
-                const double* row = pg + r * d.out;
-#pragma omp simd
-                for (std::size_t j = 0; j < d.out; ++j) pb[j] += row[j];
-            }
-            g[2] = std::move(gb);
-        }
-        return g;
-    }, {}, linear_twin());
+    return all_float32(x, weight, bias) ? linear_kernel<float>(x, weight, bias, d) : linear_kernel<double>(x, weight, bias, d);
 }
 
 Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias) {

@@ -120,6 +120,13 @@ std::vector<Twin> linalg_and_reduction_twins() {
         // b's gradient sums over the batch as well: 2 x 2 terms
         {"matmul batched broadcast (2,2,3)@(3,4)", [](const Inputs& a) { return one(xg::matmul(a[0], a[1])); },
          {randn_leaf({2, 2, 3}, 25), randn_leaf({3, 4}, 26)}, summed(4) + 2},
+        // a's gradient sums over the batch (GEMMs with beta = 1 into one float32 buffer): 2 x 2 terms
+        {"matmul batched broadcast left (3,4)@(2,4,2)", [](const Inputs& a) { return one(xg::matmul(a[0], a[1])); },
+         {randn_leaf({3, 4}, 32), randn_leaf({2, 4, 2}, 33)}, summed(4) + 2},
+        // both operands broadcast: batch (2,1) against (3,) is (2,3); a's gradient sums 3 x 2 terms,
+        // b's 2 x 2
+        {"matmul batched broadcast both (2,1,2,3)@(3,3,2)", [](const Inputs& a) { return one(xg::matmul(a[0], a[1])); },
+         {randn_leaf({2, 1, 2, 3}, 34), randn_leaf({3, 3, 2}, 35)}, summed(6) + 2},
         // two products in a chain: the first one's error is summed again by the second
         {"matmul (3,)@(3,4)@(4,)", [](const Inputs& a) { return one(xg::matmul(xg::matmul(a[0], a[1]), a[2])); },
          {randn_leaf({3}, 27), randn_leaf({3, 4}, 28), randn_leaf({4}, 29)}, summed(3) * summed(4)},
@@ -212,6 +219,12 @@ std::vector<Twin> create_graph_twins() {
         {"create_graph: gradient of sum(log_softmax(x)^2)",
          [](const Inputs& a) { return one(gradient_of(xg::sum(square(xg::log_softmax(a[0], -1))), a[0])); }, {logits},
          2 * (2 * max_abs(logits) + summed(3) + 4) + 2 * 2},
+        // d/dW sum((x W)^2) = 2 sum over the batch of x^T (x W), W broadcast over 2 batches: a
+        // matmul_backward node accumulating over the batch, then its own gradient (3 and 2 x 2 terms
+        // per product, a chain of two products and the factor 2: the chain's bound, as above)
+        {"create_graph: gradient of sum((x W)^2), W broadcast over the batch",
+         [](const Inputs& a) { return one(gradient_of(xg::sum(square(xg::matmul(a[0], a[1]))), a[1])); },
+         {randn_leaf({2, 2, 3}, 55), randn_leaf({3, 2}, 56)}, summed(3) * summed(4) + 3},
     };
 }
 
@@ -367,6 +380,36 @@ TEST_CASE("float32: reshape, permute, masked_fill, softmax and log_softmax make 
     CHECK(x.node()->grad_mirror == xg::Node::Mirror::None);
     xg::test::detail::for_each_node(outs, [](const xg::Node& n) {
         INFO(n.op);
+        CHECK(n.value_mirror == xg::Node::Mirror::None);
+    });
+}
+
+TEST_CASE("float32: matmul with a broadcast operand makes no float64 mirror, at first order and under create_graph", "[float32]") {
+    // W (3, 4) broadcast over the batch of x (2, 2, 3): its gradient is a sum of two products, made
+    // by sgemm into one float32 buffer (beta = 0, then beta = 1) in batch order
+    const Tensor x(randn_leaf({2, 2, 3}, 73).value(), xg::kFloat32, true), w(randn_leaf({3, 4}, 74).value(), xg::kFloat32, true);
+    const Tensor seed(randn_leaf({2, 2, 4}, 75).value(), xg::kFloat32);
+    auto no_mirror = [](const Tensor& t) { return t.node()->value_mirror == xg::Node::Mirror::None; };
+    const Tensor y = xg::matmul(x, w);
+    CHECK(y.dtype() == xg::kFloat32);
+    CHECK(y.node()->native32);
+    CHECK(no_mirror(y));
+    y.backward(seed, true);
+    CHECK(x.grad().dtype() == xg::kFloat32);
+    CHECK(w.grad().dtype() == xg::kFloat32);
+    CHECK(x.node()->grad_mirror == xg::Node::Mirror::None);
+    CHECK(w.node()->grad_mirror == xg::Node::Mirror::None);
+    CHECK(no_mirror(x));
+    CHECK(no_mirror(w));
+    CHECK(no_mirror(seed));
+    // under create_graph: the gradients are float32 matmul_backward nodes, and differentiate again
+    const std::vector<Tensor> g = xg::grad({y}, {x, w}, {seed}, {true, true, false});
+    CHECK(g[1].op() == "matmul_backward");
+    const Tensor again = xg::sum(g[1] * g[1]) + xg::sum(g[0] * g[0]);
+    again.backward();
+    xg::test::detail::for_each_node({y, g[0], g[1], again}, [](const xg::Node& n) {
+        INFO(n.op);
+        CHECK(n.dtype == xg::kFloat32);
         CHECK(n.value_mirror == xg::Node::Mirror::None);
     });
 }

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/support/gradgrad_cases.hpp"
+#include "tests/support/indexed_gemm_cases.hpp"
 
 namespace xg_test_ops_gradgrad {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -60,9 +61,26 @@ TEST_CASE("gradgradcheck of reductions, shape ops and matmul", "[gradgradcheck]"
                        {randn_leaf({2, 3, 4}, 26), randn_leaf({4, 2}, 27)}, "matmul batched, broadcast right");
     check_second_order([](const Inputs& a) { return xg::matmul(a[0], a[1]); }, {randn_leaf({4}, 28), randn_leaf({4, 2}, 29)},
                        "matmul 1-D left");
+    check_second_order([](const Inputs& a) { return xg::matmul(a[0], a[1]); },
+                       {randn_leaf({3, 4}, 33), randn_leaf({2, 4, 2}, 34)}, "matmul batched, broadcast left");
+    check_second_order([](const Inputs& a) { return xg::matmul(a[0], a[1]); },
+                       {randn_leaf({2, 1, 2, 3}, 35), randn_leaf({3, 3, 2}, 36)}, "matmul batched, broadcast both");
     // a small MLP: every op of it at once, N = 1
     check_second_order([](const Inputs& a) { return xg::sum(xg::tanh(xg::matmul(a[0], a[1]) + a[2])); },
                        {randn_leaf({1, 3}, 30), randn_leaf({3, 2}, 31), randn_leaf({2}, 32)}, "tanh MLP layer N=1");
+}
+
+TEST_CASE("gradgradcheck of indexed_gemm, every transpose, summed and unwritten output matrices", "[gradgradcheck]") {
+    // matmul's backward makes (F, T) and (T, F) products, whose backwards make (F, F), (F, T) and
+    // (T, F) again; (T, T) is checked here too, with the products of indexed_gemm_cases.hpp
+    using namespace xg::test::indexed_gemm_cases;
+    for (const bool ta : {false, true}) {
+        for (const bool tb : {false, true}) {
+            check_second_order([ta, tb](const Inputs& x) { return products(x[0], ta, x[1], tb); },
+                               {randn_leaf(a_shape(ta), 42), randn_leaf(b_shape(tb), 43)},
+                               std::string("indexed_gemm ta ") + (ta ? "T" : "F") + ", tb " + (tb ? "T" : "F"));
+        }
+    }
 }
 
 TEST_CASE("gradgradcheck catches a wrong double backward", "[gradgradcheck]") {

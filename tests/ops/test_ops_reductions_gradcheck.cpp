@@ -1,5 +1,6 @@
-// Finite-difference checks of matmul (2-D and batched with broadcast batch axes) and of the
-// reductions sum/mean/var/max over several axes, with and without keepdim, negative axes too.
+// Finite-difference checks of matmul (2-D and batched with broadcast batch axes), of indexed_gemm (the
+// op under it, with transpose flags), and of the reductions sum/mean/var/max over several axes, with
+// and without keepdim, negative axes too.
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -9,6 +10,7 @@
 #include "core/ops/ops.hpp"
 #include "core/engine/random.hpp"
 #include "tests/support/gradcheck_cases.hpp"
+#include "tests/support/indexed_gemm_cases.hpp"
 
 namespace xg_test_ops_reductions_gradcheck {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
 
@@ -49,6 +51,25 @@ TEST_CASE("gradcheck: matmul broadcast batch", "[gradcheck]") {
     // A plain matrix against a batch: the (3,2) weight gathers gradient from every batch.
     check_gradient([](const Inputs& x) { return xg::matmul(x[0], x[1]); }, {randn_leaf({2, 2, 3}, 7), randn_leaf({3, 2}, 8)},
                    "matmul (2,2,3)@(3,2)");
+}
+
+TEST_CASE("gradcheck: matmul broadcast left operand", "[gradcheck]") {
+    // A plain matrix on the left of a batch: its gradient sums the batch's products (beta = 1).
+    check_gradient([](const Inputs& x) { return xg::matmul(x[0], x[1]); }, {randn_leaf({3, 4}, 9), randn_leaf({2, 4, 2}, 10)},
+                   "matmul (3,4)@(2,4,2)");
+}
+
+TEST_CASE("gradcheck: indexed_gemm, every transpose, summed and unwritten output matrices", "[gradcheck]") {
+    // The op under matmul (core/ops/indexed_gemm.hpp) with transpose flags, which matmul's own
+    // backward uses: both operands' gradients for each of the four cases.
+    using namespace xg::test::indexed_gemm_cases;
+    for (const bool ta : {false, true}) {
+        for (const bool tb : {false, true}) {
+            check_gradient([ta, tb](const Inputs& x) { return products(x[0], ta, x[1], tb); },
+                           {randn_leaf(a_shape(ta), 14), randn_leaf(b_shape(tb), 15)},
+                           std::string("indexed_gemm ta ") + (ta ? "T" : "F") + ", tb " + (tb ? "T" : "F"));
+        }
+    }
 }
 
 // ---- sum / mean ---------------------------------------------------------------------------
