@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -428,6 +429,63 @@ TEST_CASE("float32 twins reach every op core/ records", "[float32]") {
     xg_test_support::check_recorded_ops_reached(
         recorded, xg::test::float32_twin_ops_reached(),
         "is recorded in core/ but no float32 twin of tests/ops/test_ops_float32.cpp reaches it: add one");
+}
+
+// Issue 41: a core op states its derivative once, as one backward in Tensor ops (Node::backward)
+// that serves first order and create_graph in every dtype. A hand-written kernel backward beside it
+// (Node::kernel) would be a second statement, kept only where listed here with the reason.
+TEST_CASE("every core op states its derivative once: one backward in Tensor ops, in float64 and float32", "[float32]") {
+    const std::map<std::string, std::string> kernel_allowed = {
+        // its kernel IS the statement: add_sliced_gradient, adding in place at first order, and the
+        // op slice_backward (the same function into zeros) under create_graph
+        {"slice", "adds its gradient in place: T slices of one tensor cost T slices, not T tensor-sized arrays"},
+    };
+    std::set<std::string> reached;
+    for (const Twin& t : all_twins()) {
+        for (const bool float32 : {false, true}) {
+            INFO(t.name << (float32 ? " (float32)" : " (float64)"));
+            const Outputs outs = t.f(float32 ? xg::test::float32_copies(t.inputs64) : t.inputs64);
+            xg::test::detail::for_each_node(outs, [&](const xg::Node& n) {
+                if (n.is_leaf()) return;
+                reached.insert(n.op);
+                INFO("node '" << n.op << "'");
+                CHECK(n.backward);  // the derivative, in Tensor ops
+                if (n.kernel) CHECK(kernel_allowed.count(n.op) == 1);
+            });
+        }
+    }
+    std::vector<std::string> unknown_sites;
+    xg_test_support::check_recorded_ops_reached(core_op_names(unknown_sites), reached,
+                                                "is recorded in core/ but no twin of tests/ops/test_ops_float32.cpp reaches it: add one");
+}
+
+// Issue 41: a float32 tensor lives in its float32 storage only; no core op, forward or first-order
+// backward, reads it as float64 (which would make a float64 mirror beside it, Node::value_mirror).
+TEST_CASE("no core op makes a float64 mirror of a float32 tensor, forward or backward", "[float32]") {
+    for (const Twin& t : all_twins()) {
+        INFO(t.name);
+        const std::vector<Tensor> x32 = xg::test::float32_copies(t.inputs64);
+        std::vector<Tensor> wrt, seeds;
+        for (const Tensor& x : x32) {
+            if (x.requires_grad()) wrt.push_back(x);
+        }
+        const Outputs outs = t.f(x32);
+        xg::Generator gen(5);
+        for (const Tensor& out : outs) seeds.push_back(Tensor::from_float32(xg::to_float32_array(xg::randn(out.shape(), gen).value())));
+        const std::vector<Tensor> grads = xg::grad(outs, wrt, seeds, {true, false, true});
+        std::vector<Tensor> all = outs;
+        all.insert(all.end(), grads.begin(), grads.end());
+        xg::test::detail::for_each_node(all, [&](const xg::Node& n) {
+            INFO("node '" << n.op << "'");
+            CHECK(n.value_mirror == xg::Node::Mirror::None);
+            CHECK(n.grad_mirror == xg::Node::Mirror::None);
+        });
+    }
+    // the check itself: reading a float32 tensor as float64 does make a mirror
+    const Tensor probe = Tensor::from_float32(xg::to_float32_array(randn_leaf({2, 3}, 61).value()));
+    REQUIRE(probe.node()->value_mirror == xg::Node::Mirror::None);
+    (void)probe.value();
+    CHECK(probe.node()->value_mirror != xg::Node::Mirror::None);
 }
 
 }  // namespace xg_test_ops_float32
