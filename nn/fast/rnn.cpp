@@ -1,5 +1,6 @@
 #include "nn/fast/rnn.hpp"
 
+#include "core/engine/dtype.hpp"
 #include "nn/fast/gate_math.hpp"
 
 namespace xg::nn::fast {
@@ -11,79 +12,88 @@ using detail::tanh;
 
 }  // namespace
 
-void lstm_next_c_forward(const double* gates, const double* c, std::size_t B, std::size_t H, double* c_next, double* i, double* f,
-                         double* g) {
+// T is the tensors' storage (double, or float read into doubles, each result rounded once); the
+// activated gates are double whatever T.
+template <class T>
+void lstm_next_c_forward(const T* gates, const T* c, std::size_t B, std::size_t H, T* c_next, double* i, double* f, double* g) {
     for (std::size_t b = 0; b < B; ++b) {
-        const double *a = gates + b * 4 * H, *c_prev = c + b * H;
+        const T *a = gates + b * 4 * H, *c_prev = c + b * H;
         for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-            i[k] = sigmoid(a[j]), f[k] = sigmoid(a[H + j]), g[k] = tanh(a[2 * H + j]);
-            c_next[k] = f[k] * c_prev[j] + i[k] * g[k];
+            i[k] = sigmoid(double(a[j])), f[k] = sigmoid(double(a[H + j])), g[k] = tanh(double(a[2 * H + j]));
+            c_next[k] = T(f[k] * double(c_prev[j]) + i[k] * g[k]);
         }
     }
 }
 
-void lstm_next_c_backward(const double* dc_all, const double* c, const double* i, const double* f, const double* g, std::size_t B,
-                          std::size_t H, double* da, double* dc) {
+template <class T>
+void lstm_next_c_backward(const T* dc_all, const T* c, const double* i, const double* f, const double* g, std::size_t B,
+                          std::size_t H, T* da, T* dc) {
     for (std::size_t b = 0; b < B; ++b) {
-        const double *c_prev = c + b * H, *dc_next = dc_all + b * H;
-        double* da_b = da + b * 4 * H;
+        const T *c_prev = c + b * H, *dc_next = dc_all + b * H;
+        T* da_b = da + b * 4 * H;
         for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-            da_b[j] = dc_next[j] * g[k] * i[k] * (1.0 - i[k]);
-            da_b[H + j] = dc_next[j] * c_prev[j] * f[k] * (1.0 - f[k]);
-            da_b[2 * H + j] = dc_next[j] * i[k] * (1.0 - g[k] * g[k]);
-            dc[k] = dc_next[j] * f[k];
+            const double dcn = double(dc_next[j]);
+            da_b[j] = T(dcn * g[k] * i[k] * (1.0 - i[k]));
+            da_b[H + j] = T(dcn * double(c_prev[j]) * f[k] * (1.0 - f[k]));
+            da_b[2 * H + j] = T(dcn * i[k] * (1.0 - g[k] * g[k]));
+            dc[k] = T(dcn * f[k]);
         }
     }
 }
 
-void lstm_next_h_forward(const double* gates, const double* c_next, std::size_t B, std::size_t H, double* h, double* o, double* tanh_c) {
+template <class T>
+void lstm_next_h_forward(const T* gates, const T* c_next, std::size_t B, std::size_t H, T* h, double* o, double* tanh_c) {
     for (std::size_t b = 0; b < B; ++b) {
-        const double *a = gates + b * 4 * H, *c = c_next + b * H;
+        const T *a = gates + b * 4 * H, *c = c_next + b * H;
         for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-            o[k] = sigmoid(a[3 * H + j]), tanh_c[k] = tanh(c[j]);
-            h[k] = o[k] * tanh_c[k];
+            o[k] = sigmoid(double(a[3 * H + j])), tanh_c[k] = tanh(double(c[j]));
+            h[k] = T(o[k] * tanh_c[k]);
         }
     }
 }
 
-void lstm_next_h_backward(const double* dh_all, const double* o, const double* tanh_c, std::size_t B, std::size_t H, double* da,
-                          double* dc) {
+template <class T>
+void lstm_next_h_backward(const T* dh_all, const double* o, const double* tanh_c, std::size_t B, std::size_t H, T* da, T* dc) {
     for (std::size_t b = 0; b < B; ++b) {
-        const double* dh = dh_all + b * H;
+        const T* dh = dh_all + b * H;
         for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-            da[b * 4 * H + 3 * H + j] = dh[j] * tanh_c[k] * o[k] * (1.0 - o[k]);
-            dc[k] = dh[j] * o[k] * (1.0 - tanh_c[k] * tanh_c[k]);
+            const double dhj = double(dh[j]);
+            da[b * 4 * H + 3 * H + j] = T(dhj * tanh_c[k] * o[k] * (1.0 - o[k]));
+            dc[k] = T(dhj * o[k] * (1.0 - tanh_c[k] * tanh_c[k]));
         }
     }
 }
 
-void gru_next_h_forward(const double* gi, const double* gh, const double* h, std::size_t B, std::size_t H, double* h_next, double* r,
-                        double* z, double* n) {
+template <class T>
+void gru_next_h_forward(const T* gi, const T* gh, const T* h, std::size_t B, std::size_t H, T* h_next, double* r, double* z,
+                        double* n) {
     for (std::size_t b = 0; b < B; ++b) {
-        const double *x = gi + b * 3 * H, *s = gh + b * 3 * H, *h_prev = h + b * H;
+        const T *x = gi + b * 3 * H, *s = gh + b * 3 * H, *h_prev = h + b * H;
         for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-            r[k] = sigmoid(x[j] + s[j]), z[k] = sigmoid(x[H + j] + s[H + j]);
-            n[k] = tanh(x[2 * H + j] + r[k] * s[2 * H + j]);
-            h_next[k] = (1.0 - z[k]) * n[k] + z[k] * h_prev[j];
+            r[k] = sigmoid(double(x[j]) + double(s[j])), z[k] = sigmoid(double(x[H + j]) + double(s[H + j]));
+            n[k] = tanh(double(x[2 * H + j]) + r[k] * double(s[2 * H + j]));
+            h_next[k] = T((1.0 - z[k]) * n[k] + z[k] * double(h_prev[j]));
         }
     }
 }
 
-void gru_next_h_backward(const double* dh_all, const double* gh, const double* h, const double* r, const double* z, const double* n,
-                         std::size_t B, std::size_t H, double* dgi, double* dgh, double* dh) {
+template <class T>
+void gru_next_h_backward(const T* dh_all, const T* gh, const T* h, const double* r, const double* z, const double* n,
+                         std::size_t B, std::size_t H, T* dgi, T* dgh, T* dh) {
     for (std::size_t b = 0; b < B; ++b) {
-        const double *s = gh + b * 3 * H, *h_prev = h + b * H;
-        const double* dh_next = dh_all + b * H;
-        double *dx = dgi + b * 3 * H, *ds = dgh + b * 3 * H;
+        const T *s = gh + b * 3 * H, *h_prev = h + b * H;
+        const T* dh_next = dh_all + b * H;
+        T *dx = dgi + b * 3 * H, *ds = dgh + b * 3 * H;
         for (std::size_t j = 0, k = b * H; j < H; ++j, ++k) {
-            const double da_n = dh_next[j] * (1.0 - z[k]) * (1.0 - n[k] * n[k]);
-            const double da_r = da_n * s[2 * H + j] * r[k] * (1.0 - r[k]);
-            const double da_z = dh_next[j] * (h_prev[j] - n[k]) * z[k] * (1.0 - z[k]);
-            dx[j] = ds[j] = da_r;
-            dx[H + j] = ds[H + j] = da_z;
-            dx[2 * H + j] = da_n;
-            ds[2 * H + j] = da_n * r[k];
-            dh[k] = dh_next[j] * z[k];
+            const double dhn = double(dh_next[j]);
+            const double da_n = dhn * (1.0 - z[k]) * (1.0 - n[k] * n[k]);
+            const double da_r = da_n * double(s[2 * H + j]) * r[k] * (1.0 - r[k]);
+            const double da_z = dhn * (double(h_prev[j]) - n[k]) * z[k] * (1.0 - z[k]);
+            dx[j] = ds[j] = T(da_r);
+            dx[H + j] = ds[H + j] = T(da_z);
+            dx[2 * H + j] = T(da_n);
+            ds[2 * H + j] = T(da_n * r[k]);
+            dh[k] = T(dhn * z[k]);
         }
     }
 }
@@ -120,5 +130,7 @@ void lstm_cell_backward(const double* dhc, const double* c_all, const double* ac
         }
     }
 }
+
+XG_FOR_EACH_STORAGE_TYPE(XG_RNN_KERNELS)
 
 }  // namespace xg::nn::fast

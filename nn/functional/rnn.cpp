@@ -11,6 +11,7 @@
 #include "core/ops/gemm.hpp"
 #include "core/ops/composed_backward.hpp"
 #include "nn/functional/functional.hpp"
+#include "nn/functional/kernel_storage.hpp"
 #include "nn/fast/rnn.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/reference/rnn.hpp"
@@ -35,58 +36,82 @@ std::size_t check_gates(const char* op, const char* gates_name, const Tensor& ga
 
 }  // namespace
 
-// The activated gates are kept for the backward: recomputing them would cost five exp/tanh per
-// element again (measured 7 of 35 ms for the LSTM step benchmark, docs/derivations/lstm.md).
-Tensor lstm_next_c(const Tensor& gates, const Tensor& c) {
-    const std::size_t H = check_gates("lstm_next_c", "gates", gates, 4, "c", c), B = c.size(0);
-    Array c_next = empty_like(c.value());
+namespace {
+
+using nn::detail::kernel_grad;
+using nn::detail::kernel_input;
+using nn::detail::kernel_values;
+
+// The element-wise steps run on the storage T of their tensors: float when all are float32 (no
+// float64 mirror; double arithmetic, each result rounded once), double otherwise.
+bool all_float32(std::initializer_list<const Tensor*> tensors) {
+    for (const Tensor* t : tensors) {
+        if (t->dtype() != kFloat32) return false;
+    }
+    return true;
+}
+
+// The activated gates are kept for the backward (in double whatever T): recomputing them would cost
+// five exp/tanh per element again (measured 7 of 35 ms for the LSTM step benchmark, docs/derivations/lstm.md).
+template <class T>
+Tensor lstm_next_c_node(const Tensor& gates, const Tensor& c, std::size_t B, std::size_t H) {
+    xt::xarray<T> c_next = xt::xarray<T>::from_shape({B, H});
     Array i = Array::from_shape({B, H}), f = Array::from_shape({B, H}), g = Array::from_shape({B, H});
-    detail::by_tier(reference::lstm_next_c_forward, fast::lstm_next_c_forward, gates.data(), c.data(), B, H, c_next.data(), i.data(),
-                    f.data(), g.data());
+    detail::by_tier(reference::lstm_next_c_forward<T>, fast::lstm_next_c_forward<T>, kernel_values<T>(gates).data(),
+                    kernel_values<T>(c).data(), B, H, c_next.data(), i.data(), f.data(), g.data());
     // da_i = dc' g i (1 - i), da_f = dc' c f (1 - f), da_g = dc' i (1 - g^2), da_o = 0; dc = dc' f
     return record("lstm_next_c", std::move(c_next), {gates, c},
                   [B, H, i = std::move(i), f = std::move(f), g = std::move(g)](const GradContext& ctx) -> Grads {
-        Array da = xt::zeros<double>({B, 4 * H}), dc = empty_like(ctx.input(1));
-        detail::by_tier(reference::lstm_next_c_backward, fast::lstm_next_c_backward, ctx.grad.data(), ctx.input(1).data(), i.data(),
-                        f.data(), g.data(), B, H, da.data(), dc.data());
-        return grads_of(std::move(da), std::move(dc));
+        xt::xarray<T> da = xt::zeros<T>({B, 4 * H}), dc = xt::xarray<T>::from_shape({B, H});
+        detail::by_tier(reference::lstm_next_c_backward<T>, fast::lstm_next_c_backward<T>, kernel_grad<T>(ctx).data(),
+                        kernel_input<T>(ctx, 1).data(), i.data(), f.data(), g.data(), B, H, da.data(), dc.data());
+        Grads grads(2);
+        grads[0] = std::move(da), grads[1] = std::move(dc);
+        return grads;
     }, {{"i", {B, H}}, {"f", {B, H}}, {"g", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
         // create_graph: c' = sigmoid(a_f) c + sigmoid(a_i) tanh(a_g) from core ops
         return sigmoid(narrow(in[0], 1, H, H)) * in[1] + sigmoid(narrow(in[0], 1, 0, H)) * tanh(narrow(in[0], 1, 2 * H, H));
     }));
 }
 
-Tensor lstm_next_h(const Tensor& gates, const Tensor& c_next) {
-    const std::size_t H = check_gates("lstm_next_h", "gates", gates, 4, "c_next", c_next), B = c_next.size(0);
-    Array h = empty_like(c_next.value()), o = Array::from_shape({B, H}), tanh_c = Array::from_shape({B, H});
-    detail::by_tier(reference::lstm_next_h_forward, fast::lstm_next_h_forward, gates.data(), c_next.data(), B, H, h.data(), o.data(),
-                    tanh_c.data());
+template <class T>
+Tensor lstm_next_h_node(const Tensor& gates, const Tensor& c_next, std::size_t B, std::size_t H) {
+    xt::xarray<T> h = xt::xarray<T>::from_shape({B, H});
+    Array o = Array::from_shape({B, H}), tanh_c = Array::from_shape({B, H});
+    detail::by_tier(reference::lstm_next_h_forward<T>, fast::lstm_next_h_forward<T>, kernel_values<T>(gates).data(),
+                    kernel_values<T>(c_next).data(), B, H, h.data(), o.data(), tanh_c.data());
     // da_o = dh tanh(c') o (1 - o), other gates 0; dc' = dh o (1 - tanh(c')^2)
     return record("lstm_next_h", std::move(h), {gates, c_next},
                   [B, H, o = std::move(o), tanh_c = std::move(tanh_c)](const GradContext& ctx) -> Grads {
-        Array da = xt::zeros<double>({B, 4 * H}), dc = empty_array(ctx.input_shape(1));
-        detail::by_tier(reference::lstm_next_h_backward, fast::lstm_next_h_backward, ctx.grad.data(), o.data(), tanh_c.data(), B, H,
-                        da.data(), dc.data());
-        return grads_of(std::move(da), std::move(dc));
+        xt::xarray<T> da = xt::zeros<T>({B, 4 * H}), dc = xt::xarray<T>::from_shape({B, H});
+        detail::by_tier(reference::lstm_next_h_backward<T>, fast::lstm_next_h_backward<T>, kernel_grad<T>(ctx).data(), o.data(),
+                        tanh_c.data(), B, H, da.data(), dc.data());
+        Grads grads(2);
+        grads[0] = std::move(da), grads[1] = std::move(dc);
+        return grads;
     }, {{"o", {B, H}}, {"tanh_c", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
         return sigmoid(narrow(in[0], 1, 3 * H, H)) * tanh(in[1]);  // create_graph: h' = sigmoid(a_o) tanh(c')
     }));
 }
 
-Tensor gru_next_h(const Tensor& gi, const Tensor& gh, const Tensor& h) {
-    const std::size_t H = check_gates("gru_next_h", "gi", gi, 3, "h", h), B = h.size(0);
-    check_gates("gru_next_h", "gh", gh, 3, "h", h);
-    Array h_next = empty_like(h.value()), r = Array::from_shape({B, H}), z = Array::from_shape({B, H}), n = Array::from_shape({B, H});
-    detail::by_tier(reference::gru_next_h_forward, fast::gru_next_h_forward, gi.data(), gh.data(), h.data(), B, H, h_next.data(),
-                    r.data(), z.data(), n.data());
+template <class T>
+Tensor gru_next_h_node(const Tensor& gi, const Tensor& gh, const Tensor& h, std::size_t B, std::size_t H) {
+    xt::xarray<T> h_next = xt::xarray<T>::from_shape({B, H});
+    Array r = Array::from_shape({B, H}), z = Array::from_shape({B, H}), n = Array::from_shape({B, H});
+    detail::by_tier(reference::gru_next_h_forward<T>, fast::gru_next_h_forward<T>, kernel_values<T>(gi).data(),
+                    kernel_values<T>(gh).data(), kernel_values<T>(h).data(), B, H, h_next.data(), r.data(), z.data(), n.data());
     // dn = dh' (1 - z), dz = dh' (h - n), dh = dh' z; da_n = dn (1 - n^2) -> dgi_n = da_n, dgh_n = da_n r;
     // da_r = da_n gh_n r (1 - r) and da_z = dz z (1 - z) go to gi and gh alike
     return record("gru_next_h", std::move(h_next), {gi, gh, h},
                   [B, H, r = std::move(r), z = std::move(z), n = std::move(n)](const GradContext& ctx) -> Grads {
-        Array dgi = empty_array(ctx.input_shape(0)), dgh = empty_array(ctx.input_shape(1)), dh = empty_array(ctx.input_shape(2));
-        detail::by_tier(reference::gru_next_h_backward, fast::gru_next_h_backward, ctx.grad.data(), ctx.input(1).data(),
-                        ctx.input(2).data(), r.data(), z.data(), n.data(), B, H, dgi.data(), dgh.data(), dh.data());
-        return grads_of(std::move(dgi), std::move(dgh), std::move(dh));
+        xt::xarray<T> dgi = xt::xarray<T>::from_shape({B, 3 * H}), dgh = xt::xarray<T>::from_shape({B, 3 * H}),
+                      dh = xt::xarray<T>::from_shape({B, H});
+        detail::by_tier(reference::gru_next_h_backward<T>, fast::gru_next_h_backward<T>, kernel_grad<T>(ctx).data(),
+                        kernel_input<T>(ctx, 1).data(), kernel_input<T>(ctx, 2).data(), r.data(), z.data(), n.data(), B, H, dgi.data(),
+                        dgh.data(), dh.data());
+        Grads grads(3);
+        grads[0] = std::move(dgi), grads[1] = std::move(dgh), grads[2] = std::move(dh);
+        return grads;
     }, {{"r", {B, H}}, {"z", {B, H}}, {"n", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
         // create_graph: the same step from core ops
         const auto part = [H](const Tensor& a, std::size_t k) { return narrow(a, 1, k * H, H); };
@@ -94,6 +119,27 @@ Tensor gru_next_h(const Tensor& gi, const Tensor& gh, const Tensor& h) {
         const Tensor n = tanh(part(in[0], 2) + r * part(in[1], 2));
         return (1.0 - z) * n + z * in[2];
     }));
+}
+
+}  // namespace
+
+Tensor lstm_next_c(const Tensor& gates, const Tensor& c) {
+    const std::size_t H = check_gates("lstm_next_c", "gates", gates, 4, "c", c), B = c.size(0);
+    if (all_float32({&gates, &c})) return lstm_next_c_node<float>(gates, c, B, H);
+    return lstm_next_c_node<double>(gates, c, B, H);
+}
+
+Tensor lstm_next_h(const Tensor& gates, const Tensor& c_next) {
+    const std::size_t H = check_gates("lstm_next_h", "gates", gates, 4, "c_next", c_next), B = c_next.size(0);
+    if (all_float32({&gates, &c_next})) return lstm_next_h_node<float>(gates, c_next, B, H);
+    return lstm_next_h_node<double>(gates, c_next, B, H);
+}
+
+Tensor gru_next_h(const Tensor& gi, const Tensor& gh, const Tensor& h) {
+    const std::size_t H = check_gates("gru_next_h", "gi", gi, 3, "h", h), B = h.size(0);
+    check_gates("gru_next_h", "gh", gh, 3, "h", h);
+    if (all_float32({&gi, &gh, &h})) return gru_next_h_node<float>(gi, gh, h, B, H);
+    return gru_next_h_node<double>(gi, gh, h, B, H);
 }
 
 namespace {

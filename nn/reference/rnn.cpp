@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "core/engine/dtype.hpp"
+
 namespace xg::nn::reference {
 
 namespace {
@@ -13,85 +15,92 @@ double sigma(double v) { return 1.0 / (1.0 + std::exp(-v)); }  // sigma(v) = 1 /
 
 }  // namespace
 
-void lstm_next_c_forward(const double* a, const double* c, std::size_t B, std::size_t H, double* c_next, double* i, double* f,
-                         double* g) {
+template <class T>
+void lstm_next_c_forward(const T* a, const T* c, std::size_t B, std::size_t H, T* c_next, double* i, double* f, double* g) {
     for (std::size_t b = 0; b < B; ++b) {
-        const double* a_b = a + b * 4 * H;  // [a_i, a_f, a_g, a_o]
+        const T* a_b = a + b * 4 * H;  // [a_i, a_f, a_g, a_o]
         for (std::size_t j = 0; j < H; ++j) {
             const std::size_t k = b * H + j;
-            i[k] = sigma(a_b[j]), f[k] = sigma(a_b[H + j]), g[k] = std::tanh(a_b[2 * H + j]);
-            c_next[k] = f[k] * c[k] + i[k] * g[k];  // c' = f c + i g
+            i[k] = sigma(double(a_b[j])), f[k] = sigma(double(a_b[H + j])), g[k] = std::tanh(double(a_b[2 * H + j]));
+            c_next[k] = T(f[k] * double(c[k]) + i[k] * g[k]);  // c' = f c + i g
         }
     }
 }
 
-void lstm_next_c_backward(const double* dc_next, const double* c, const double* i, const double* f, const double* g, std::size_t B,
-                          std::size_t H, double* da, double* dc) {
+template <class T>
+void lstm_next_c_backward(const T* dc_next, const T* c, const double* i, const double* f, const double* g, std::size_t B,
+                          std::size_t H, T* da, T* dc) {
     for (std::size_t b = 0; b < B; ++b) {
-        double* da_b = da + b * 4 * H;
+        T* da_b = da + b * 4 * H;
         for (std::size_t j = 0; j < H; ++j) {
             const std::size_t k = b * H + j;
-            da_b[j] = dc_next[k] * g[k] * i[k] * (1.0 - i[k]);          // da_i = dc' g i (1 - i)
-            da_b[H + j] = dc_next[k] * c[k] * f[k] * (1.0 - f[k]);      // da_f = dc' c f (1 - f)
-            da_b[2 * H + j] = dc_next[k] * i[k] * (1.0 - g[k] * g[k]);  // da_g = dc' i (1 - g^2)
-            dc[k] = dc_next[k] * f[k];                                  // dc = dc' f
+            const double dc_k = double(dc_next[k]);
+            da_b[j] = T(dc_k * g[k] * i[k] * (1.0 - i[k]));                 // da_i = dc' g i (1 - i)
+            da_b[H + j] = T(dc_k * double(c[k]) * f[k] * (1.0 - f[k]));     // da_f = dc' c f (1 - f)
+            da_b[2 * H + j] = T(dc_k * i[k] * (1.0 - g[k] * g[k]));         // da_g = dc' i (1 - g^2)
+            dc[k] = T(dc_k * f[k]);                                         // dc = dc' f
         }
     }
 }
 
-void lstm_next_h_forward(const double* a, const double* c_next, std::size_t B, std::size_t H, double* h, double* o, double* tanh_c) {
+template <class T>
+void lstm_next_h_forward(const T* a, const T* c_next, std::size_t B, std::size_t H, T* h, double* o, double* tanh_c) {
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t j = 0; j < H; ++j) {
             const std::size_t k = b * H + j;
-            o[k] = sigma(a[b * 4 * H + 3 * H + j]), tanh_c[k] = std::tanh(c_next[k]);
-            h[k] = o[k] * tanh_c[k];  // h' = o tanh(c')
+            o[k] = sigma(double(a[b * 4 * H + 3 * H + j])), tanh_c[k] = std::tanh(double(c_next[k]));
+            h[k] = T(o[k] * tanh_c[k]);  // h' = o tanh(c')
         }
     }
 }
 
-void lstm_next_h_backward(const double* dh, const double* o, const double* tanh_c, std::size_t B, std::size_t H, double* da,
-                          double* dc_next) {
+template <class T>
+void lstm_next_h_backward(const T* dh, const double* o, const double* tanh_c, std::size_t B, std::size_t H, T* da, T* dc_next) {
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t j = 0; j < H; ++j) {
             const std::size_t k = b * H + j;
-            da[b * 4 * H + 3 * H + j] = dh[k] * tanh_c[k] * o[k] * (1.0 - o[k]);  // da_o = dh' tanh(c') o (1 - o)
-            dc_next[k] = dh[k] * o[k] * (1.0 - tanh_c[k] * tanh_c[k]);             // dc' = dh' o (1 - tanh(c')^2)
+            const double dh_k = double(dh[k]);
+            da[b * 4 * H + 3 * H + j] = T(dh_k * tanh_c[k] * o[k] * (1.0 - o[k]));  // da_o = dh' tanh(c') o (1 - o)
+            dc_next[k] = T(dh_k * o[k] * (1.0 - tanh_c[k] * tanh_c[k]));             // dc' = dh' o (1 - tanh(c')^2)
         }
     }
 }
 
-void gru_next_h_forward(const double* gi, const double* gh, const double* h, std::size_t B, std::size_t H, double* h_next, double* r,
-                        double* z, double* n) {
+template <class T>
+void gru_next_h_forward(const T* gi, const T* gh, const T* h, std::size_t B, std::size_t H, T* h_next, double* r, double* z,
+                        double* n) {
     for (std::size_t b = 0; b < B; ++b) {
-        const double *gi_b = gi + b * 3 * H, *gh_b = gh + b * 3 * H;  // [r, z, n] each
+        const T *gi_b = gi + b * 3 * H, *gh_b = gh + b * 3 * H;  // [r, z, n] each
         for (std::size_t j = 0; j < H; ++j) {
             const std::size_t k = b * H + j;
-            r[k] = sigma(gi_b[j] + gh_b[j]);                         // r = sigma(gi_r + gh_r)
-            z[k] = sigma(gi_b[H + j] + gh_b[H + j]);                 // z = sigma(gi_z + gh_z)
-            n[k] = std::tanh(gi_b[2 * H + j] + r[k] * gh_b[2 * H + j]);  // n = tanh(gi_n + r gh_n)
-            h_next[k] = (1.0 - z[k]) * n[k] + z[k] * h[k];           // h' = (1 - z) n + z h
+            r[k] = sigma(double(gi_b[j]) + double(gh_b[j]));                         // r = sigma(gi_r + gh_r)
+            z[k] = sigma(double(gi_b[H + j]) + double(gh_b[H + j]));                 // z = sigma(gi_z + gh_z)
+            n[k] = std::tanh(double(gi_b[2 * H + j]) + r[k] * double(gh_b[2 * H + j]));  // n = tanh(gi_n + r gh_n)
+            h_next[k] = T((1.0 - z[k]) * n[k] + z[k] * double(h[k]));               // h' = (1 - z) n + z h
         }
     }
 }
 
-void gru_next_h_backward(const double* dh_next, const double* gh, const double* h, const double* r, const double* z, const double* n,
-                         std::size_t B, std::size_t H, double* dgi, double* dgh, double* dh) {
+template <class T>
+void gru_next_h_backward(const T* dh_next, const T* gh, const T* h, const double* r, const double* z, const double* n,
+                         std::size_t B, std::size_t H, T* dgi, T* dgh, T* dh) {
     for (std::size_t b = 0; b < B; ++b) {
-        const double* gh_b = gh + b * 3 * H;
-        double *dgi_b = dgi + b * 3 * H, *dgh_b = dgh + b * 3 * H;
+        const T* gh_b = gh + b * 3 * H;
+        T *dgi_b = dgi + b * 3 * H, *dgh_b = dgh + b * 3 * H;
         for (std::size_t j = 0; j < H; ++j) {
             const std::size_t k = b * H + j;
-            const double dn = dh_next[k] * (1.0 - z[k]);          // dn = dh' (1 - z)
-            const double dz = dh_next[k] * (h[k] - n[k]);         // dz = dh' (h - n)
-            const double da_n = dn * (1.0 - n[k] * n[k]);         // da_n = dn (1 - n^2)
-            const double dr = da_n * gh_b[2 * H + j];             // dr = da_n gh_n
-            const double da_r = dr * r[k] * (1.0 - r[k]);         // da_r = dr r (1 - r)
-            const double da_z = dz * z[k] * (1.0 - z[k]);         // da_z = dz z (1 - z)
-            dgi_b[j] = dgh_b[j] = da_r;                           // dgi_r = dgh_r = da_r
-            dgi_b[H + j] = dgh_b[H + j] = da_z;                   // dgi_z = dgh_z = da_z
-            dgi_b[2 * H + j] = da_n;                              // dgi_n = da_n
-            dgh_b[2 * H + j] = da_n * r[k];                       // dgh_n = da_n r
-            dh[k] = dh_next[k] * z[k];                            // dh = dh' z
+            const double dh_k = double(dh_next[k]);
+            const double dn = dh_k * (1.0 - z[k]);                     // dn = dh' (1 - z)
+            const double dz = dh_k * (double(h[k]) - n[k]);            // dz = dh' (h - n)
+            const double da_n = dn * (1.0 - n[k] * n[k]);              // da_n = dn (1 - n^2)
+            const double dr = da_n * double(gh_b[2 * H + j]);          // dr = da_n gh_n
+            const double da_r = dr * r[k] * (1.0 - r[k]);              // da_r = dr r (1 - r)
+            const double da_z = dz * z[k] * (1.0 - z[k]);              // da_z = dz z (1 - z)
+            dgi_b[j] = dgh_b[j] = T(da_r);                             // dgi_r = dgh_r = da_r
+            dgi_b[H + j] = dgh_b[H + j] = T(da_z);                     // dgi_z = dgh_z = da_z
+            dgi_b[2 * H + j] = T(da_n);                                // dgi_n = da_n
+            dgh_b[2 * H + j] = T(da_n * r[k]);                         // dgh_n = da_n r
+            dh[k] = T(dh_k * z[k]);                                    // dh = dh' z
         }
     }
 }
@@ -129,5 +138,7 @@ void lstm_cell_backward(const double* dhc, const double* c, const double* act, c
         }
     }
 }
+
+XG_FOR_EACH_STORAGE_TYPE(XG_RNN_KERNELS)
 
 }  // namespace xg::nn::reference

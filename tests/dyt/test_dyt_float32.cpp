@@ -7,6 +7,7 @@
 #include "nn/modules/dyt.hpp"
 #include "tests/support/float32_cases.hpp"
 #include "tests/support/float32_nn_twins.hpp"
+#include "tests/support/norm_tiers.hpp"  // random_array
 
 namespace xg_test_dyt_float32 {
 

@@ -8,6 +8,7 @@
 #include "nn/modules/image_norm.hpp"
 #include "tests/support/float32_cases.hpp"
 #include "tests/support/float32_nn_twins.hpp"
+#include "tests/support/norm_tiers.hpp"  // random_array
 
 namespace xg_test_group_norm_float32 {
 

@@ -5,7 +5,9 @@
 
 #include "nn/functional/functional.hpp"
 #include "nn/modules/recurrent.hpp"
+#include "tests/support/float32_cases.hpp"
 #include "tests/support/float32_nn_twins.hpp"
+#include "tests/support/norm_tiers.hpp"  // random_array
 
 namespace xg_test_recurrent_float32 {
 
@@ -91,6 +93,28 @@ const xg_test_support::RegisterNnTwins registered("recurrent", &recurrent_twins)
 
 TEST_CASE("float32 twin: the recurrent cells and layers agree with float64", "[float32][recurrent]") {
     xg_test_support::run_nn_twins(recurrent_twins());
+}
+
+// The native float32 nodes of the element-wise steps (tests/support/float32_cases.hpp): their
+// inputs, outputs and the seed get no float64 mirror, forward or backward. The bound: none, bit for
+// bit on both tiers: both tiers' kernels widen every float32 value they read, run the float64
+// kernels' double arithmetic (the activated gates are double whatever the storage) and round each
+// result once at its store; the float64 route computes the same doubles from the same values.
+TEST_CASE("float32 lstm_next_c, lstm_next_h and gru_next_h are native float32 nodes: the float64 arithmetic's bits on both tiers",
+          "[float32][recurrent]") {
+    const auto check = [](const xg_test_support::Float32NodeOp& op, const std::vector<xg::Array>& leaves, const xg::Shape& out) {
+        xg_test_support::check_native_float32_node_on_tiers(
+            op, leaves, xg_test_support::random_array(out, 89),
+            [](const auto& run) { xg_test_support::check_float64_route_bits(run.y, run.leaves, run.route); });
+    };
+    check([](const Inputs& p) { return F::lstm_next_c(p[0], p[1]); },
+          {xg_test_support::random_array({3, 24}, 80, 2.0), xg_test_support::random_array({3, 6}, 81)}, {3, 6});
+    check([](const Inputs& p) { return F::lstm_next_h(p[0], p[1]); },
+          {xg_test_support::random_array({3, 24}, 82, 2.0), xg_test_support::random_array({3, 6}, 83)}, {3, 6});
+    check([](const Inputs& p) { return F::gru_next_h(p[0], p[1], p[2]); },
+          {xg_test_support::random_array({3, 18}, 84, 2.0), xg_test_support::random_array({3, 18}, 85, 2.0),
+           xg_test_support::random_array({3, 6}, 86)},
+          {3, 6});
 }
 
 }  // namespace xg_test_recurrent_float32
