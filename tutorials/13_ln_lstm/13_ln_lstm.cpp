@@ -3,11 +3,15 @@
 // the steps each needs to reach a target loss, over 3 seeds. Quick by default; --full trains a
 // bigger model for longer.
 // Guide: docs/tutorials/13-ln-lstm.md. Run with --step to pause after each step.
+#include "tutorials/13_ln_lstm/ln_lstm.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,167 +26,22 @@
 #include "tutorials/common/seed_stats.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-using namespace xg;
+#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
+
 using namespace xg::tutorial;
 using tutorial_values::mean_pm_std;
 using tutorial_values::seed_mean;
 using tutorial_values::seed_std;
+namespace tv = tutorial_values;
 
 namespace {
 
-const char* const kTextPath = "/usr/share/common-licenses/GPL-3";  // in Debian's base-files: always there
-
-struct Config {
-    std::size_t embed = 32, hidden = 64, context = 32, batch = 16;
-    std::size_t steps = 150, eval_every = 25;
-    double lr = 3e-3;      // Adam, both models; gradients clipped to norm 1
-    double target = 2.9;   // held-out loss (nats per character) whose first crossing is reported
-    std::vector<std::uint64_t> seeds{1, 2, 3};
-};
-
-// ---- the text, split into a training part and a held-out part ----------------------------------
-
-struct Text {
-    std::string chars;                      // the vocabulary: sorted distinct bytes
-    std::vector<std::int64_t> train, held;  // the first 90% and the last 10%, as ids
-};
-
-Text load_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error(fmt::format("13_ln_lstm: cannot read {}", path));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string s = ss.str();
-    Text t;
-    t.chars = s;
-    std::sort(t.chars.begin(), t.chars.end());
-    t.chars.erase(std::unique(t.chars.begin(), t.chars.end()), t.chars.end());
-    std::vector<std::int64_t> ids;
-    for (char c : s) ids.push_back(static_cast<std::int64_t>(t.chars.find(c)));
-    const std::size_t split = ids.size() * 9 / 10;
-    t.train.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(split));
-    t.held.assign(ids.begin() + static_cast<std::ptrdiff_t>(split), ids.end());
-    return t;
-}
-
-// Windows of T + 1 characters starting at `starts`: inputs[t] (B) and targets (T*B, time-major).
-struct Windows {
-    std::vector<IndexArray> inputs;
-    IndexArray targets;
-};
-
-Windows windows(const std::vector<std::int64_t>& ids, const std::vector<std::size_t>& starts, std::size_t T) {
-    const std::size_t B = starts.size();
-    Windows w;
-    w.targets = IndexArray::from_shape({T * B});
-    for (std::size_t t = 0; t < T; ++t) {
-        IndexArray x = IndexArray::from_shape({B});
-        for (std::size_t b = 0; b < B; ++b) {
-            x(b) = ids[starts[b] + t];
-            w.targets(t * B + b) = ids[starts[b] + t + 1];
-        }
-        w.inputs.push_back(x);
-    }
-    return w;
-}
-
-// ---- the models: Embedding -> one recurrent cell unrolled over T -> Linear ----------------------
-
-// The four models compared: the cell, and for BN-LSTM the initial gain of its BatchNorms.
-struct Variant {
-    enum Cell { lstm, layer_norm, batch_norm } cell;
-    double gain;       // BN-LSTM only
-    const char* name;  // as the tables print it
-};
-const std::vector<Variant> kVariants{{Variant::lstm, 0, "LSTM"},
-                                     {Variant::layer_norm, 0, "LN-LSTM"},
-                                     {Variant::batch_norm, 0.1, "BN-LSTM g0.1"},
-                                     {Variant::batch_norm, 1.0, "BN-LSTM g1"}};
-
-class CharModel : public nn::Module {
-public:
-    CharModel(std::size_t vocab, const Config& c, const Variant& v) : kind_(v.cell) {
-        embedding = register_module("embedding", std::make_shared<nn::Embedding>(vocab, c.embed));
-        if (v.cell == Variant::layer_norm) {
-            ln_cell = register_module("cell", std::make_shared<nn::LayerNormLSTMCell>(c.embed, c.hidden));
-        } else if (v.cell == Variant::batch_norm) {
-            const auto steps = static_cast<std::int64_t>(c.context);
-            bn_cell = register_module("cell", std::make_shared<tutorial_values::BatchNormLSTMCell>(c.embed, c.hidden, steps, v.gain));
-        } else {
-            cell = register_module("cell", std::make_shared<nn::LSTMCell>(c.embed, c.hidden));
-        }
-        head = register_module("head", std::make_shared<nn::Linear>(c.hidden, vocab));
-    }
-    // Logits (T*B, vocab), time-major, from a zero initial state.
-    Tensor forward_windows(const Windows& w) {
-        std::optional<nn::LSTMState> state;
-        std::vector<Tensor> hs;
-        for (std::size_t t = 0; t < w.inputs.size(); ++t) {
-            const Tensor e = embedding->forward(w.inputs[t]);
-            state = kind_ == Variant::layer_norm   ? ln_cell->forward(e, state)
-                    : kind_ == Variant::batch_norm ? bn_cell->forward(e, state, t)  // statistics of step t
-                                                   : cell->forward(e, state);
-            hs.push_back(state->h);
-        }
-        return head->forward(cat(hs, 0));
-    }
-    std::shared_ptr<nn::Embedding> embedding;
-    std::shared_ptr<nn::LSTMCell> cell;
-    std::shared_ptr<nn::LayerNormLSTMCell> ln_cell;
-    std::shared_ptr<tutorial_values::BatchNormLSTMCell> bn_cell;
-    std::shared_ptr<nn::Linear> head;
-
-private:
-    Variant::Cell kind_;
-};
-
-// Mean cross-entropy over the whole held-out part, cut into consecutive windows of T + 1
-// characters (each starting from a zero state). In evaluation mode: BN-LSTM normalises with its
-// running statistics of each time step, not with the held-out batch's.
-double held_out_loss(CharModel& model, const Text& text, std::size_t T) {
-    NoGradGuard no_grad;
-    model.eval();
-    struct BackToTraining {
-        CharModel& m;
-        ~BackToTraining() { m.train(); }
-    } back{model};
-    std::vector<std::size_t> starts;
-    for (std::size_t s = 0; s + T + 1 <= text.held.size(); s += T) starts.push_back(s);
-    const Windows w = windows(text.held, starts, T);
-    return nn::cross_entropy(model.forward_windows(w), w.targets).item();
-}
-
-struct Curve {
-    std::vector<double> held;  // held-out loss at step 0, eval_every, 2 eval_every, ...
-    double train_tail = 0;     // mean training loss over the last eval_every steps
-    double seconds = 0;
-};
-
-Curve train(const Text& text, const Config& c, const Variant& variant, std::uint64_t seed) {
-    manual_seed(seed);
-    CharModel model(text.chars.size(), c, variant);
-    optim::Adam opt(model.parameters(), optim::AdamOptions(c.lr));
-    Generator order(seed + 1000);  // the same windows for every model of a seed
-    Curve curve;
-    const double start = now_seconds();
-    curve.held.push_back(held_out_loss(model, text, c.context));
-    double tail = 0;
-    for (std::size_t step = 1; step <= c.steps; ++step) {
-        std::vector<std::size_t> starts;
-        for (std::size_t b = 0; b < c.batch; ++b) starts.push_back(order.randint(text.train.size() - c.context - 1));
-        const Windows w = windows(text.train, starts, c.context);
-        opt.zero_grad();
-        Tensor loss = nn::cross_entropy(model.forward_windows(w), w.targets);
-        loss.backward();
-        optim::clip_grad_norm(model.parameters(), 1.0);
-        opt.step();
-        if (step + c.eval_every > c.steps) tail += loss.item() / static_cast<double>(c.eval_every);
-        if (step % c.eval_every == 0) curve.held.push_back(held_out_loss(model, text, c.context));
-    }
-    curve.train_tail = tail;
-    curve.seconds = now_seconds() - start;
-    return curve;
-}
+const char* const kTextPath = tv::kLnLstmTextPath;
+using Config = tv::LnLstmConfig;
+using Text = tv::LnLstmText;
+using Curve = tv::LnLstmCurve;
+using Variant = tv::LnLstmVariant;
+const std::vector<Variant>& kVariants = tv::a1_5_variants();
 
 }  // namespace
 
@@ -200,7 +59,7 @@ int main(int argc, char** argv) {
         c.eval_every = 50;
         c.target = 2.4;
     }
-    const Text text = load_text(kTextPath);
+    const Text text = tv::a1_5_load_text(kTextPath);
 
     tut.section("A1.5", "LSTM vs LN-LSTM (Ba et al. 2016): next-character prediction with a held-out part");
     tut.say("the paper's experiment (question answering on CNN/Daily Mail) is far out of reach here;");
@@ -224,7 +83,7 @@ int main(int argc, char** argv) {
     // runs[v][s]: variant v (kVariants), seed s.
     std::vector<std::vector<Curve>> runs(kVariants.size());
     for (std::uint64_t seed : c.seeds) {
-        for (std::size_t v = 0; v < kVariants.size(); ++v) runs[v].push_back(train(text, c, kVariants[v], seed));
+        for (std::size_t v = 0; v < kVariants.size(); ++v) runs[v].push_back(tv::a1_5_train(text, c, kVariants[v], seed));
     }
     const std::vector<Curve>&lstm = runs[0], &ln = runs[1], &bn_small = runs[2], &bn_one = runs[3];
 
@@ -246,12 +105,7 @@ int main(int argc, char** argv) {
                         num(std::log(static_cast<double>(text.chars.size())), 3)));
 
     // Steps to the target: the first evaluation at or under it (not reached: "-").
-    const auto reached = [&](const Curve& r) -> double {
-        for (std::size_t i = 0; i < r.held.size(); ++i) {
-            if (r.held[i] <= c.target) return static_cast<double>(i * c.eval_every);
-        }
-        return -1;
-    };
+    const auto reached = [&](const Curve& r) { return tv::a1_5_steps_to_target(r, c); };
     tut.step(fmt::format("per seed: steps to a held-out loss <= {}; held-out and training losses", num(c.target, 2)));
     std::vector<std::vector<std::string>> per_seed{
         {"seed", "model", "steps to target", "best held-out", "final held-out", "final train"}};
@@ -329,15 +183,7 @@ int main(int argc, char** argv) {
     // "LN about twice as fast as BN": the evaluations above resolve steps to eval_every only, so
     // here the crossing of the target is interpolated linearly between the two evaluations around
     // it (a seed that never crosses counts as the whole run: then the ratio is a lower bound).
-    const auto crossing = [&](const Curve& r) {
-        for (std::size_t i = 1; i < r.held.size(); ++i) {
-            if (r.held[i] <= c.target) {
-                const double before = r.held[i - 1], after = r.held[i];
-                return (static_cast<double>(i - 1) + (before - c.target) / (before - after)) * static_cast<double>(c.eval_every);
-            }
-        }
-        return static_cast<double>(c.steps);
-    };
+    const auto crossing = [&](const Curve& r) { return tv::a1_5_interpolated_crossing(r, c); };
     const auto crossings = [&](const std::vector<Curve>& curves) {
         std::vector<double> steps;
         for (const Curve& r : curves) steps.push_back(crossing(r));
@@ -420,3 +266,172 @@ int main(int argc, char** argv) {
     tut.say("csv: " + csv_path);
     return 0;
 }
+
+#endif  // XGRAD_TUTORIAL_NO_MAIN
+
+namespace tutorial_values {
+
+using namespace xg;
+using xg::tutorial::now_seconds;
+
+namespace {
+
+using Text = LnLstmText;
+using Config = LnLstmConfig;
+using Curve = LnLstmCurve;
+using Variant = LnLstmVariant;
+
+}  // namespace
+
+// ---- the text, split into a training part and a held-out part ----------------------------------
+
+LnLstmText a1_5_load_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("13_ln_lstm: cannot read " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string s = ss.str();
+    Text t;
+    t.chars = s;
+    std::sort(t.chars.begin(), t.chars.end());
+    t.chars.erase(std::unique(t.chars.begin(), t.chars.end()), t.chars.end());
+    std::vector<std::int64_t> ids;
+    for (char c : s) ids.push_back(static_cast<std::int64_t>(t.chars.find(c)));
+    const std::size_t split = ids.size() * 9 / 10;
+    t.train.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(split));
+    t.held.assign(ids.begin() + static_cast<std::ptrdiff_t>(split), ids.end());
+    return t;
+}
+
+namespace {
+
+// Windows of T + 1 characters starting at `starts`: inputs[t] (B) and targets (T*B, time-major).
+struct Windows {
+    std::vector<IndexArray> inputs;
+    IndexArray targets;
+};
+
+Windows windows(const std::vector<std::int64_t>& ids, const std::vector<std::size_t>& starts, std::size_t T) {
+    const std::size_t B = starts.size();
+    Windows w;
+    w.targets = IndexArray::from_shape({T * B});
+    for (std::size_t t = 0; t < T; ++t) {
+        IndexArray x = IndexArray::from_shape({B});
+        for (std::size_t b = 0; b < B; ++b) {
+            x(b) = ids[starts[b] + t];
+            w.targets(t * B + b) = ids[starts[b] + t + 1];
+        }
+        w.inputs.push_back(x);
+    }
+    return w;
+}
+
+// ---- the models: Embedding -> one recurrent cell unrolled over T -> Linear ----------------------
+
+class CharModel : public nn::Module {
+public:
+    CharModel(std::size_t vocab, const Config& c, const Variant& v) : kind_(v.cell) {
+        embedding = register_module("embedding", std::make_shared<nn::Embedding>(vocab, c.embed));
+        if (v.cell == Variant::layer_norm) {
+            ln_cell = register_module("cell", std::make_shared<nn::LayerNormLSTMCell>(c.embed, c.hidden));
+        } else if (v.cell == Variant::batch_norm) {
+            const auto steps = static_cast<std::int64_t>(c.context);
+            bn_cell = register_module("cell", std::make_shared<BatchNormLSTMCell>(c.embed, c.hidden, steps, v.gain));
+        } else {
+            cell = register_module("cell", std::make_shared<nn::LSTMCell>(c.embed, c.hidden));
+        }
+        head = register_module("head", std::make_shared<nn::Linear>(c.hidden, vocab));
+    }
+    // Logits (T*B, vocab), time-major, from a zero initial state.
+    Tensor forward_windows(const Windows& w) {
+        std::optional<nn::LSTMState> state;
+        std::vector<Tensor> hs;
+        for (std::size_t t = 0; t < w.inputs.size(); ++t) {
+            const Tensor e = embedding->forward(w.inputs[t]);
+            state = kind_ == Variant::layer_norm   ? ln_cell->forward(e, state)
+                    : kind_ == Variant::batch_norm ? bn_cell->forward(e, state, t)  // statistics of step t
+                                                   : cell->forward(e, state);
+            hs.push_back(state->h);
+        }
+        return head->forward(cat(hs, 0));
+    }
+    std::shared_ptr<nn::Embedding> embedding;
+    std::shared_ptr<nn::LSTMCell> cell;
+    std::shared_ptr<nn::LayerNormLSTMCell> ln_cell;
+    std::shared_ptr<BatchNormLSTMCell> bn_cell;
+    std::shared_ptr<nn::Linear> head;
+
+private:
+    Variant::Cell kind_;
+};
+
+// Mean cross-entropy over the whole held-out part, cut into consecutive windows of T + 1
+// characters (each starting from a zero state). In evaluation mode: BN-LSTM normalises with its
+// running statistics of each time step, not with the held-out batch's.
+double held_out_loss(CharModel& model, const Text& text, std::size_t T) {
+    NoGradGuard no_grad;
+    model.eval();
+    struct BackToTraining {
+        CharModel& m;
+        ~BackToTraining() { m.train(); }
+    } back{model};
+    std::vector<std::size_t> starts;
+    for (std::size_t s = 0; s + T + 1 <= text.held.size(); s += T) starts.push_back(s);
+    const Windows w = windows(text.held, starts, T);
+    return nn::cross_entropy(model.forward_windows(w), w.targets).item();
+}
+
+}  // namespace
+
+const std::vector<LnLstmVariant>& a1_5_variants() {
+    static const std::vector<LnLstmVariant> variants{{LnLstmVariant::lstm, 0, "LSTM"},
+                                                     {LnLstmVariant::layer_norm, 0, "LN-LSTM"},
+                                                     {LnLstmVariant::batch_norm, 0.1, "BN-LSTM g0.1"},
+                                                     {LnLstmVariant::batch_norm, 1.0, "BN-LSTM g1"}};
+    return variants;
+}
+
+LnLstmCurve a1_5_train(const LnLstmText& text, const LnLstmConfig& c, const LnLstmVariant& variant, std::uint64_t seed) {
+    manual_seed(seed);
+    CharModel model(text.chars.size(), c, variant);
+    optim::Adam opt(model.parameters(), optim::AdamOptions(c.lr));
+    Generator order(seed + 1000);  // the same windows for every model of a seed
+    Curve curve;
+    const double start = now_seconds();
+    curve.held.push_back(held_out_loss(model, text, c.context));
+    double tail = 0;
+    for (std::size_t step = 1; step <= c.steps; ++step) {
+        std::vector<std::size_t> starts;
+        for (std::size_t b = 0; b < c.batch; ++b) starts.push_back(order.randint(text.train.size() - c.context - 1));
+        const Windows w = windows(text.train, starts, c.context);
+        opt.zero_grad();
+        Tensor loss = nn::cross_entropy(model.forward_windows(w), w.targets);
+        loss.backward();
+        optim::clip_grad_norm(model.parameters(), 1.0);
+        opt.step();
+        if (step + c.eval_every > c.steps) tail += loss.item() / static_cast<double>(c.eval_every);
+        if (step % c.eval_every == 0) curve.held.push_back(held_out_loss(model, text, c.context));
+    }
+    curve.train_tail = tail;
+    curve.seconds = now_seconds() - start;
+    return curve;
+}
+
+double a1_5_steps_to_target(const LnLstmCurve& r, const LnLstmConfig& c) {
+    for (std::size_t i = 0; i < r.held.size(); ++i) {
+        if (r.held[i] <= c.target) return static_cast<double>(i * c.eval_every);
+    }
+    return -1;
+}
+
+double a1_5_interpolated_crossing(const LnLstmCurve& r, const LnLstmConfig& c) {
+    for (std::size_t i = 1; i < r.held.size(); ++i) {
+        if (r.held[i] <= c.target) {
+            const double before = r.held[i - 1], after = r.held[i];
+            return (static_cast<double>(i - 1) + (before - c.target) / (before - after)) * static_cast<double>(c.eval_every);
+        }
+    }
+    return static_cast<double>(c.steps);
+}
+
+}  // namespace tutorial_values

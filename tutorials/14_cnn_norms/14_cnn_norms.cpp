@@ -3,6 +3,8 @@
 // BN on CNNs" (Ba et al. 2016) show here, and what does each do at a small batch? Quick by
 // default (one seed, a slice of the data); --full: 3 seeds on more data, mean ± std.
 // Guide: docs/tutorials/14-cnn-norms.md. Run with --step to pause after each step.
+#include "tutorials/14_cnn_norms/cnn_norms.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -19,98 +21,20 @@
 #include "tutorials/common/seed_stats.hpp"
 #include "tutorials/common/tutorial.hpp"
 
+#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
+
 using namespace xg;
 using namespace xg::tutorial;
 using tutorial_values::mean_pm_std;
 using tutorial_values::seed_mean;
 using tutorial_values::seed_std;
+namespace tv = tutorial_values;
 
 namespace {
 
-struct Config {
-    std::size_t train_samples = 2000, test_samples = 1000, epochs = 2;
-    std::vector<std::size_t> batch_sizes{128, 4};
-    std::vector<std::uint64_t> seeds{1};
-    double lr = 1e-3;  // Adam, every run
-};
-
-const std::vector<std::string> kNorms{"none", "BN", "LN", "GN", "IN"};
-
-// The normalisation after a convolution with C channels and an H x W output.
-std::shared_ptr<nn::Module> make_norm(const std::string& norm, std::int64_t C, std::int64_t HW) {
-    if (norm == "BN") return std::make_shared<nn::BatchNorm2d>(C);  // per channel, over (N, H, W)
-    if (norm == "LN") return std::make_shared<nn::LayerNorm>(Shape{static_cast<std::size_t>(C),
-                                                                    static_cast<std::size_t>(HW), static_cast<std::size_t>(HW)});
-    if (norm == "GN") return std::make_shared<nn::GroupNorm>(4, C);  // per sample, over 4 groups of C/4 channels
-    if (norm == "IN") return std::make_shared<nn::InstanceNorm2d>(C, 1e-5, 0.1, true);  // per sample and channel
-    return nullptr;
-}
-
-// Conv(1->8, 3x3, pad 1) -> Norm -> ReLU -> MaxPool 2 -> Conv(8->16, 3x3, pad 1) -> Norm -> ReLU ->
-// MaxPool 2 -> Flatten -> Linear(16*7*7, 10).
-std::shared_ptr<nn::Sequential> make_cnn(const std::string& norm) {
-    auto net = std::make_shared<nn::Sequential>();
-    const auto block = [&](std::int64_t in, std::int64_t out, std::int64_t hw) {
-        net->push_back(std::make_shared<nn::Conv2d>(in, out, 3, 1, 1));
-        if (auto n = make_norm(norm, out, hw)) net->push_back(n);
-        net->push_back(std::make_shared<nn::ReLU>());
-        net->push_back(std::make_shared<nn::MaxPool2d>(2));
-    };
-    block(1, 8, 28);
-    block(8, 16, 14);
-    net->push_back(std::make_shared<nn::Flatten>());
-    net->push_back(std::make_shared<nn::Linear>(16 * 7 * 7, 10));
-    return net;
-}
-
-Tensor images(const Tensor& flat) { return reshape(flat, {static_cast<long>(flat.value().shape(0)), 1, 28, 28}); }
-
-double test_error(nn::Module& model, const optim::TensorDataset& test) {
-    NoGradGuard no_grad;
-    model.eval();
-    std::size_t wrong = 0;
-    for (std::size_t start = 0; start < test.size(); start += 500) {
-        const optim::TensorDataset part = test.subset(start, std::min<std::size_t>(500, test.size() - start));
-        const Array logits = model.forward(images(Tensor(part.features()))).value();
-        for (std::size_t i = 0; i < part.size(); ++i) {
-            std::size_t best = 0;
-            for (std::size_t c = 1; c < 10; ++c) best = logits(i, c) > logits(i, best) ? c : best;
-            wrong += static_cast<std::int64_t>(best) != part.labels()(i);
-        }
-    }
-    model.train();
-    return static_cast<double>(wrong) / static_cast<double>(test.size());
-}
-
-struct Run {
-    std::string norm;
-    std::size_t batch = 0;
-    std::uint64_t seed = 0;
-    std::vector<double> test_error;  // after each epoch, eval mode (BN: running statistics)
-    double seconds = 0;
-};
-
-Run train(const std::string& norm, std::size_t batch, std::uint64_t seed, const Config& c, const optim::TensorDataset& train_set,
-          const optim::TensorDataset& test_set) {
-    Run run{norm, batch, seed, {}, 0};
-    manual_seed(seed);  // the same convolution and Linear weights for every normalisation
-    auto model = make_cnn(norm);
-    optim::Adam opt(model->parameters(), optim::AdamOptions(c.lr));
-    optim::DataLoader loader(train_set, optim::DataLoaderOptions(batch).shuffle(true).seed(seed));
-    const double start = now_seconds();
-    for (std::size_t epoch = 0; epoch < c.epochs; ++epoch) {
-        for (const optim::Batch& b : loader) {
-            if (norm == "BN" && b.x.size(0) == 1) continue;  // BatchNorm cannot train on a batch of one
-            opt.zero_grad();
-            Tensor loss = nn::cross_entropy(model->forward(images(b.x)), b.y);
-            loss.backward();
-            opt.step();
-        }
-        run.test_error.push_back(test_error(*model, test_set));
-    }
-    run.seconds = now_seconds() - start;
-    return run;
-}
+using Config = tv::CnnNormsConfig;
+using Run = tv::CnnNormsRun;
+const std::vector<std::string>& kNorms = tv::a1_6_norms();
 
 // "12.34%" for one seed, "12.34 ± 0.56%" for several.
 std::string percent(const std::vector<double>& v) {
@@ -153,7 +77,7 @@ int main(int argc, char** argv) {
     for (std::size_t batch : c.batch_sizes) {
         for (const std::string& norm : kNorms) {
             std::vector<Run> seeds;
-            for (std::uint64_t seed : c.seeds) seeds.push_back(train(norm, batch, seed, c, train_set, test_set));
+            for (std::uint64_t seed : c.seeds) seeds.push_back(tv::a1_6_train(norm, batch, seed, c, train_set, test_set));
             runs.push_back(seeds);
         }
     }
@@ -313,3 +237,95 @@ int main(int argc, char** argv) {
     tut.say("csv: " + csv_path);
     return 0;
 }
+
+#endif  // XGRAD_TUTORIAL_NO_MAIN
+
+namespace tutorial_values {
+
+using namespace xg;
+using xg::tutorial::now_seconds;
+
+namespace {
+
+// The normalisation after a convolution with C channels and an H x W output.
+std::shared_ptr<nn::Module> make_norm(const std::string& norm, std::int64_t C, std::int64_t HW) {
+    if (norm == "BN") return std::make_shared<nn::BatchNorm2d>(C);  // per channel, over (N, H, W)
+    if (norm == "LN") return std::make_shared<nn::LayerNorm>(Shape{static_cast<std::size_t>(C),
+                                                                    static_cast<std::size_t>(HW), static_cast<std::size_t>(HW)});
+    if (norm == "GN") return std::make_shared<nn::GroupNorm>(4, C);  // per sample, over 4 groups of C/4 channels
+    if (norm == "IN") return std::make_shared<nn::InstanceNorm2d>(C, 1e-5, 0.1, true);  // per sample and channel
+    return nullptr;
+}
+
+// Conv(1->8, 3x3, pad 1) -> Norm -> ReLU -> MaxPool 2 -> Conv(8->16, 3x3, pad 1) -> Norm -> ReLU ->
+// MaxPool 2 -> Flatten -> Linear(16*7*7, 10).
+std::shared_ptr<nn::Sequential> make_cnn(const std::string& norm) {
+    auto net = std::make_shared<nn::Sequential>();
+    const auto block = [&](std::int64_t in, std::int64_t out, std::int64_t hw) {
+        net->push_back(std::make_shared<nn::Conv2d>(in, out, 3, 1, 1));
+        if (auto n = make_norm(norm, out, hw)) net->push_back(n);
+        net->push_back(std::make_shared<nn::ReLU>());
+        net->push_back(std::make_shared<nn::MaxPool2d>(2));
+    };
+    block(1, 8, 28);
+    block(8, 16, 14);
+    net->push_back(std::make_shared<nn::Flatten>());
+    net->push_back(std::make_shared<nn::Linear>(16 * 7 * 7, 10));
+    return net;
+}
+
+Tensor images(const Tensor& flat) { return reshape(flat, {static_cast<long>(flat.value().shape(0)), 1, 28, 28}); }
+
+double test_error(nn::Module& model, const optim::TensorDataset& test) {
+    NoGradGuard no_grad;
+    model.eval();
+    std::size_t wrong = 0;
+    for (std::size_t start = 0; start < test.size(); start += 500) {
+        const optim::TensorDataset part = test.subset(start, std::min<std::size_t>(500, test.size() - start));
+        const Array logits = model.forward(images(Tensor(part.features()))).value();
+        for (std::size_t i = 0; i < part.size(); ++i) {
+            std::size_t best = 0;
+            for (std::size_t c = 1; c < 10; ++c) best = logits(i, c) > logits(i, best) ? c : best;
+            wrong += static_cast<std::int64_t>(best) != part.labels()(i);
+        }
+    }
+    model.train();
+    return static_cast<double>(wrong) / static_cast<double>(test.size());
+}
+
+}  // namespace
+
+const std::vector<std::string>& a1_6_norms() {
+    static const std::vector<std::string> norms{"none", "BN", "LN", "GN", "IN"};
+    return norms;
+}
+
+CnnNormsRun a1_6_train(const std::string& norm, std::size_t batch, std::uint64_t seed, const CnnNormsConfig& c,
+                       const optim::TensorDataset& train_set, const optim::TensorDataset& test_set) {
+    CnnNormsRun run{norm, batch, seed, {}, {}, 0};
+    manual_seed(seed);  // the same convolution and Linear weights for every normalisation
+    auto model = make_cnn(norm);
+    optim::Adam opt(model->parameters(), optim::AdamOptions(c.lr));
+    optim::DataLoader loader(train_set, optim::DataLoaderOptions(batch).shuffle(true).seed(seed));
+    const double start = now_seconds();
+    for (std::size_t epoch = 0; epoch < c.epochs; ++epoch) {
+        double loss_sum = 0;
+        std::size_t batches = 0;
+        for (const optim::Batch& b : loader) {
+            if (norm == "BN" && b.x.size(0) == 1) continue;  // BatchNorm cannot train on a batch of one
+            opt.zero_grad();
+            Tensor loss = nn::cross_entropy(model->forward(images(b.x)), b.y);
+            loss.backward();
+            opt.step();
+            loss_sum += loss.item();
+            ++batches;
+        }
+        run.train_loss.push_back(loss_sum / static_cast<double>(batches));
+        run.test_error.push_back(test_error(*model, test_set));
+    }
+    run.seconds = now_seconds() - start;
+    return run;
+}
+
+
+}  // namespace tutorial_values
