@@ -1,12 +1,66 @@
-// Embedding lookup as one graph node: rows out, gradients scatter-added back into the table.
+// Embedding lookup as one graph node: rows out, gradients scatter-added back into the table, on
+// the table's own storage (float32 or float64).
 #include <algorithm>
+#include <memory>
 
 #include <fmt/format.h>
 
 #include "core/ops/linear_map.hpp"
 #include "nn/functional/functional.hpp"
+#include "nn/functional/kernel_storage.hpp"
+#include "nn/reference/double_sums.hpp"
 
 namespace xg::nn::functional {
+
+namespace {
+
+// The node for the storage type T of the table (kernel_storage.hpp): float for a float32 weight
+// (rows copied from and gradients written to its float32 storage: no float64 mirror), double
+// otherwise. The backward's scatter-add sums in double and rounds each table entry once.
+template <class T>
+Tensor embedding_node(const IndexArray& indices, const Tensor& weight, std::size_t rows, std::size_t dim, std::int64_t padding,
+                      const Shape& index_shape, const Shape& out_shape) {
+    xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+    const std::int64_t* idx = indices.data();
+    const T* w = detail::kernel_values<T>(weight).data();
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+        const T* src = w + static_cast<std::size_t>(idx[i]) * dim;
+        std::copy(src, src + dim, out.data() + i * dim);
+    }
+    // d out[i] / d weight[idx[i]] = I: scatter-add each output row's gradient into its table row
+    // (none into the padding row, as PyTorch)
+    auto read = std::make_shared<const IndexArray>(indices);  // shared by both backwards
+    return record("embedding", std::move(out), {weight}, [read, rows, dim, padding](const GradContext& c) -> Grads {
+        const IndexArray& indices = *read;
+        xt::xarray<T> g = xt::zeros<T>({rows, dim});
+        detail::DoubleSums<T> sums(g.data(), rows * dim);  // g itself for double
+        double* dg = sums.data();
+        const T* seed = detail::kernel_grad<T>(c).data();
+        const std::int64_t* ix = indices.data();
+        for (std::size_t i = 0; i < indices.size(); ++i) {
+            if (ix[i] == padding) continue;
+            const T* src = seed + i * dim;
+            double* dst = dg + static_cast<std::size_t>(ix[i]) * dim;
+            for (std::size_t j = 0; j < dim; ++j) dst[j] += double(src[j]);
+        }
+        sums.store();
+        return grads_of(std::move(g));
+    }, {{"indices", index_shape}}, [read, rows, dim, padding, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
+        const IndexArray& indices = *read;
+        // create_graph: the same scatter-add as a graph node (its backward reads the rows again)
+        auto m = std::make_shared<FlatGather>(FlatGather{"embedding", {rows, dim}, out_shape, {}});
+        m->offsets.reserve(indices.size() * dim);
+        for (std::size_t i = 0; i < indices.size(); ++i) {
+            const std::int64_t ix = indices.data()[i];
+            for (std::size_t j = 0; j < dim; ++j) {
+                m->offsets.push_back(ix == padding ? FlatGather::kNoSource : static_cast<std::size_t>(ix) * dim + j);
+            }
+        }
+        return {scatter_in_graph(c.grad, std::move(m))};
+    });
+}
+
+}  // namespace
 
 Tensor embedding(const Indices& index_arg, const Tensor& weight, std::optional<std::int64_t> padding_idx) {
     const IndexArray indices = index_arg.get("embedding");
@@ -30,39 +84,8 @@ Tensor embedding(const Indices& index_arg, const Tensor& weight, std::optional<s
     }
     Shape out_shape = is;
     out_shape.push_back(dim);
-    Array out = Array::from_shape(out_shape);
-    const double* w = weight.value().data();
-    for (std::size_t i = 0; i < indices.size(); ++i) {
-        const double* src = w + static_cast<std::size_t>(idx[i]) * dim;
-        std::copy(src, src + dim, out.data() + i * dim);
-    }
-    // d out[i] / d weight[idx[i]] = I: scatter-add each output row's gradient into its table row
-    // (none into the padding row, as PyTorch)
-    auto read = std::make_shared<const IndexArray>(indices);  // shared by both backwards
-    return record("embedding", std::move(out), {weight}, [read, rows, dim, padding](const GradContext& c) -> Grads {
-        const IndexArray& indices = *read;
-        Array g = xt::zeros<double>({rows, dim});
-        const std::int64_t* ix = indices.data();
-        for (std::size_t i = 0; i < indices.size(); ++i) {
-            if (ix[i] == padding) continue;
-            const double* src = c.grad.data() + i * dim;
-            double* dst = g.data() + static_cast<std::size_t>(ix[i]) * dim;
-            for (std::size_t j = 0; j < dim; ++j) dst[j] += src[j];
-        }
-        return grads_of(std::move(g));
-    }, {{"indices", is}}, [read, rows, dim, padding, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
-        const IndexArray& indices = *read;
-        // create_graph: the same scatter-add as a graph node (its backward reads the rows again)
-        auto m = std::make_shared<FlatGather>(FlatGather{"embedding", {rows, dim}, out_shape, {}});
-        m->offsets.reserve(indices.size() * dim);
-        for (std::size_t i = 0; i < indices.size(); ++i) {
-            const std::int64_t ix = indices.data()[i];
-            for (std::size_t j = 0; j < dim; ++j) {
-                m->offsets.push_back(ix == padding ? FlatGather::kNoSource : static_cast<std::size_t>(ix) * dim + j);
-            }
-        }
-        return {scatter_in_graph(c.grad, std::move(m))};
-    });
+    if (weight.dtype() == kFloat32) return embedding_node<float>(indices, weight, rows, dim, padding, is, out_shape);
+    return embedding_node<double>(indices, weight, rows, dim, padding, is, out_shape);
 }
 
 }  // namespace xg::nn::functional

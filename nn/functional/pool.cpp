@@ -1,10 +1,13 @@
 // max_pool2d and avg_pool2d as one graph node each. Derivation of the backwards:
 // docs/derivations/pool2d.md; the kernels: nn/reference/pool.cpp and nn/fast/pool.cpp, chosen per
-// call by xg::kernel_tier(). The composed twins take
+// call by xg::kernel_tier(). The nodes are templates on the storage type T: float for a float32 x
+// (the kernels read and write its float32 storage: no float64 mirror), double otherwise. The composed twins take
 // max / mean over `unfold`'s windows; adaptive_avg_pool2d is composed only (a mean per cell).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,6 +15,7 @@
 #include "core/ops/composed_backward.hpp"
 #include "core/ops/linear_map.hpp"
 #include "nn/fast/pool.hpp"
+#include "nn/functional/kernel_storage.hpp"
 #include "nn/functional/pool.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/functional/window.hpp"
@@ -57,20 +61,36 @@ Tensor windows(const Tensor& padded, const Tensor& x, const Window2d& w, Size2 k
 
 }  // namespace
 
-MaxPoolResult max_pool2d_with_indices(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,
-                                      Size2 dilation, bool ceil_mode) {
-    const Window2d w = check_pool("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode);
+namespace {
+
+// An output array of storage type T (uninitialized).
+template <class T>
+xt::xarray<T> pool_output(const Shape& shape) {
+    if constexpr (std::is_same_v<T, double>) {
+        return empty_array(shape);
+    } else {
+        return xt::xarray<T>::from_shape(shape);
+    }
+}
+
+// max_pool2d's node for storage type T (kernel_storage.hpp): float for a float32 x (the kernels
+// read and write its float32 storage: no float64 mirror), double otherwise.
+template <class T>
+MaxPoolResult max_pool2d_node(const Tensor& x, const Window2d& w) {
+    using detail::kernel_grad;
+    using detail::kernel_values;
     const Shape out_shape{x.size(0), x.size(1), w.OH, w.OW};
-    Array y = empty_array(out_shape);
+    xt::xarray<T> y = pool_output<T>(out_shape);
     IndexArray at = IndexArray::from_shape(out_shape);
-    detail::by_tier(reference::max_pool2d_forward, fast::max_pool2d_forward, x.data(), planes(x), w, y.data(), at.data());
-    const std::size_t plane_in = w.H * w.W, plane_out = w.out_area();
+    detail::by_tier(reference::max_pool2d_forward<T>, fast::max_pool2d_forward<T>, kernel_values<T>(x).data(), planes(x), w, y.data(),
+                    at.data());
+    const std::size_t plane_in = w.H * w.W, plane_out = w.out_area(), n_planes = planes(x);
     // dx[plane][at] += dy: each output's gradient goes to the one element that won
     auto winners = std::make_shared<const IndexArray>(at);  // shared by both backwards
-    Tensor out = record("max_pool2d", std::move(y), {x}, [winners, w](const GradContext& c) -> Grads {
-        Array dx = xt::zeros<double>(c.input_shape(0));
-        detail::by_tier(reference::max_pool2d_backward, fast::max_pool2d_backward, winners->data(), c.grad.data(),
-                        c.input(0).size() / (w.H * w.W), w, dx.data());
+    Tensor out = record("max_pool2d", std::move(y), {x}, [winners, w, n_planes](const GradContext& c) -> Grads {
+        xt::xarray<T> dx = xt::zeros<T>(c.input_shape(0));
+        detail::by_tier(reference::max_pool2d_backward<T>, fast::max_pool2d_backward<T>, winners->data(), kernel_grad<T>(c).data(),
+                        n_planes, w, dx.data());
         return grads_of(std::move(dx));
     }, {{"indices", out_shape}}, [winners, plane_in, plane_out, out_shape](const BackwardContext& c) -> std::vector<Tensor> {
         const IndexArray& at = *winners;
@@ -82,6 +102,36 @@ MaxPoolResult max_pool2d_with_indices(const Tensor& x, Size2 kernel_size, std::o
         return {scatter_in_graph(c.grad, std::move(m))};
     });
     return {out, at};
+}
+
+// avg_pool2d's node for storage type T, as max_pool2d_node.
+template <class T>
+Tensor avg_pool2d_node(const Tensor& x, const Window2d& w, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,
+                       bool ceil_mode, bool count_include_pad) {
+    using detail::kernel_grad;
+    using detail::kernel_values;
+    xt::xarray<T> y = pool_output<T>({x.size(0), x.size(1), w.OH, w.OW});
+    const std::size_t n_planes = planes(x);
+    detail::by_tier(reference::avg_pool2d_forward<T>, fast::avg_pool2d_forward<T>, kernel_values<T>(x).data(), n_planes, w,
+                    count_include_pad, y.data());
+    // dx[window of o] += dy[o] / divisor[o]
+    return record("avg_pool2d", std::move(y), {x}, [w, n_planes, count_include_pad](const GradContext& c) -> Grads {
+        xt::xarray<T> dx = xt::zeros<T>(c.input_shape(0));
+        detail::by_tier(reference::avg_pool2d_backward<T>, fast::avg_pool2d_backward<T>, kernel_grad<T>(c).data(), n_planes, w,
+                        count_include_pad, dx.data());
+        return grads_of(std::move(dx));
+    }, {}, through_composed([kernel_size, stride, padding, ceil_mode, count_include_pad](const std::vector<Tensor>& in) {
+        return avg_pool2d_composed(in[0], kernel_size, stride, padding, ceil_mode, count_include_pad);  // create_graph
+    }));
+}
+
+}  // namespace
+
+MaxPoolResult max_pool2d_with_indices(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,
+                                      Size2 dilation, bool ceil_mode) {
+    const Window2d w = check_pool("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode);
+    if (x.dtype() == kFloat32) return max_pool2d_node<float>(x, w);
+    return max_pool2d_node<double>(x, w);
 }
 
 Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, Size2 dilation,
@@ -99,18 +149,8 @@ Tensor max_pool2d_composed(const Tensor& x, Size2 kernel_size, std::optional<Siz
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
                   bool count_include_pad) {
     const Window2d w = check_pool("avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode);
-    Array y = empty_array({x.size(0), x.size(1), w.OH, w.OW});
-    const std::size_t n_planes = planes(x);
-    detail::by_tier(reference::avg_pool2d_forward, fast::avg_pool2d_forward, x.data(), n_planes, w, count_include_pad, y.data());
-    // dx[window of o] += dy[o] / divisor[o]
-    return record("avg_pool2d", std::move(y), {x}, [w, n_planes, count_include_pad](const GradContext& c) -> Grads {
-        Array dx = xt::zeros<double>(c.input_shape(0));
-        detail::by_tier(reference::avg_pool2d_backward, fast::avg_pool2d_backward, c.grad.data(), n_planes, w, count_include_pad,
-                        dx.data());
-        return grads_of(std::move(dx));
-    }, {}, through_composed([kernel_size, stride, padding, ceil_mode, count_include_pad](const std::vector<Tensor>& in) {
-        return avg_pool2d_composed(in[0], kernel_size, stride, padding, ceil_mode, count_include_pad);  // create_graph
-    }));
+    if (x.dtype() == kFloat32) return avg_pool2d_node<float>(x, w, kernel_size, stride, padding, ceil_mode, count_include_pad);
+    return avg_pool2d_node<double>(x, w, kernel_size, stride, padding, ceil_mode, count_include_pad);
 }
 
 Tensor avg_pool2d_composed(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/engine/dtype.hpp"
+#include "nn/reference/double_sums.hpp"
 
 namespace xg::nn::reference {
 
@@ -32,31 +33,6 @@ void for_each_position(const detail::Window2d& win, std::size_t i, std::size_t j
         }
     }
 }
-
-// The double sums a kernel adds into `size` outputs of storage type T (null: none): for double the
-// outputs themselves; for float a copy widened from them, rounded once into them by store().
-template <class T>
-class DoubleSums {
-public:
-    DoubleSums(T* out, std::size_t size)
-        : out_(out), wide_(std::is_same_v<T, double> || out == nullptr ? std::vector<double>() : std::vector<double>(out, out + size)) {}
-    double* data() {
-        if constexpr (std::is_same_v<T, double>) {
-            return out_;
-        } else {
-            return out_ == nullptr ? nullptr : wide_.data();
-        }
-    }
-    void store() {
-        if constexpr (!std::is_same_v<T, double>) {
-            for (std::size_t k = 0; k < wide_.size(); ++k) out_[k] = T(wide_[k]);
-        }
-    }
-
-private:
-    T* out_;
-    std::vector<double> wide_;
-};
 
 }  // namespace
 
@@ -86,7 +62,7 @@ void conv2d_forward(const T* x, const T* w, const T* b, T* y, const detail::Conv
 template <class T>
 void conv2d_backward(const T* x, const T* w, const T* g, T* dx_out, T* dw_out, T* db_out, const detail::ConvDims& d) {
     const detail::Window2d& win = d.win;
-    DoubleSums<T> dx_sums(dx_out, d.N * d.C * win.H * win.W), dw_sums(dw_out, d.O * d.K), db_sums(db_out, d.O);
+    detail::DoubleSums<T> dx_sums(dx_out, d.N * d.C * win.H * win.W), dw_sums(dw_out, d.O * d.K), db_sums(db_out, d.O);
     double *dx = dx_sums.data(), *dw = dw_sums.data(), *db = db_sums.data();
     for (std::size_t n = 0; n < d.N; ++n) {
         for (std::size_t o = 0; o < d.O; ++o) {

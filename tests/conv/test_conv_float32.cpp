@@ -1,5 +1,6 @@
 // `ctest -L float32`: convolution and pooling, functions and modules, in float32 against float64
-// (tests/support/float32_nn_twins.hpp), and conv2d/conv1d as native float32 nodes.
+// (tests/support/float32_nn_twins.hpp); conv2d/conv1d, max_pool2d and avg_pool2d as native float32
+// nodes, and adaptive_avg_pool2d without a float64 mirror.
 #include <cmath>
 #include <memory>
 
@@ -175,6 +176,101 @@ TEST_CASE("float32 conv2d and conv1d are native float32 nodes without a float64 
                 CHECK(db_ratio <= 1.0);
             }
         });
+    }
+}
+
+struct NativePoolCase {
+    const char* what;
+    xg::Shape x;
+    bool max;  // max_pool2d, else avg_pool2d
+    xg::nn::Size2 kernel, stride, padding, dilation;
+    bool ceil_mode, count_include_pad;
+    bool ties;  // x in steps of 0.5: many tied maxima (the first one wins in both routes)
+};
+
+// max_pool2d and avg_pool2d as native float32 nodes: x, y and the seed get no float64 mirror,
+// forward or backward. Max pooling copies the winner (exact); every sum (an average's window, dx's
+// parts from overlapping windows) is double on both tiers, in the same order, rounded once: so on
+// both tiers the results are bit for bit the float64 route's rounded once, and max_pool2d's
+// indices are the float64 route's.
+TEST_CASE("float32 max_pool2d and avg_pool2d are native float32 nodes without a float64 mirror: the float64 route's bits "
+          "rounded once on both tiers",
+          "[float32][conv]") {
+    const NativePoolCase cases[] = {
+        {"max 3 stride 2 padding 1 (overlapping windows)", {2, 3, 7, 8}, true, 3, 2, 1, 1, false, true, false},
+        {"max 2 x 3 stride (1, 2) dilation (2, 1) ceil_mode", {3, 2, 9, 10}, true, {2, 3}, {1, 2}, {1, 1}, {2, 1}, true, true, false},
+        {"max 3 stride 1 padding 1, tied maxima", {2, 2, 6, 6}, true, 3, 1, 1, 1, false, true, true},
+        {"avg 3 stride 2 padding 1 ceil_mode", {2, 3, 7, 8}, false, 3, 2, 1, 1, true, true, false},
+        {"avg 3 x 2 stride 1 padding (1, 1), count_include_pad false", {3, 2, 9, 10}, false, {3, 2}, 1, {1, 1}, 1, false, false, false},
+        {"avg 2 (no overlap), above one plane's size", {4, 8, 24, 20}, false, 2, 2, 0, 1, false, true, false},
+    };
+    std::uint64_t seed = 100;
+    for (const NativePoolCase& c : cases) {
+        INFO(c.what << ": x " << xg::shape_str(c.x));
+        const auto pool = [&c](const Inputs& p) {
+            if (c.max) return F::max_pool2d(p[0], c.kernel, c.stride, c.padding, c.dilation, c.ceil_mode);
+            return F::avg_pool2d(p[0], c.kernel, c.stride, c.padding, c.ceil_mode, c.count_include_pad);
+        };
+        xg::Array x = xg_test_support::random_array(c.x, seed++);
+        if (c.ties) x = xt::round(x * 2.0) / 2.0;
+        const xg::Array g = xg_test_support::random_array(pool({Tensor(x)}).shape(), seed++);
+        xg_test_support::check_native_float32_node_on_tiers(pool, {x}, g, [](const xg_test_support::NativeFloat32Run& run) {
+            xg_test_support::check_float64_route_bits(run.y, run.leaves, run.route);  // the fast tier's sums are the same doubles
+        });
+        if (c.max) {
+            for (const xg::KernelTier tier : {xg::KernelTier::reference, xg::KernelTier::fast}) {
+                const xg::KernelTierGuard guard(tier);
+                const auto at32 = F::max_pool2d_with_indices(Tensor(x, xg::kFloat32), c.kernel, c.stride, c.padding, c.dilation,
+                                                             c.ceil_mode).indices;
+                const auto at64 = F::max_pool2d_with_indices(Tensor(xg::to_float64_array(xg::to_float32_array(x))), c.kernel,
+                                                             c.stride, c.padding, c.dilation, c.ceil_mode).indices;
+                CHECK(at32 == at64);
+            }
+        }
+    }
+}
+
+// adaptive_avg_pool2d is composed (narrow, mean, stack, reshape; global pooling one mean), all of
+// them on float32 storage: no node of its graph or of its gradient's gets a float64 mirror. mean
+// sums in double and rounds once, so y is the float64 route's bits rounded once. dx is not: each
+// part g / n is a float product (the constant 1/n and the product rounded, 2 u) and the walk adds
+// the k parts of an element in float32 (k - 1 roundings, each within u of the parts' absolute sum);
+// overlapping cells give k <= 4, so with S = sum_j |g_j| / n_j (the float64 route on the seed |g|)
+// dx is within (gamma_5(u32) + gamma_5(u64)) (1 + gamma_5(u64)) S of the float64 route.
+TEST_CASE("float32 adaptive_avg_pool2d makes no float64 mirror: y is the float64 route's bits rounded once, dx within its "
+          "derived bound, on both tiers",
+          "[float32][conv]") {
+    const struct {
+        xg::Shape x;
+        xg::nn::Size2 out;
+    } cases[] = {{{2, 3, 7, 9}, {3, 4}}, {{2, 2, 5, 6}, {2, 4}}, {{3, 2, 4, 5}, {1, 1}}};
+    std::uint64_t seed = 120;
+    for (const auto& c : cases) {
+        INFO("x " << xg::shape_str(c.x) << " to (" << c.out.h << ", " << c.out.w << ")");
+        const xg::Array x = xg_test_support::random_array(c.x, seed++);
+        const xg::Array g = xg_test_support::random_array(F::adaptive_avg_pool2d(Tensor(x), c.out).shape(), seed++);
+        for (const xg::KernelTier tier : {xg::KernelTier::reference, xg::KernelTier::fast}) {
+            const xg::KernelTierGuard guard(tier);
+            const Tensor x32(x, xg::kFloat32, true), g32(g, xg::kFloat32);
+            const Tensor y32 = F::adaptive_avg_pool2d(x32, c.out);
+            REQUIRE(y32.dtype() == xg::kFloat32);
+            const std::vector<Tensor> dx32 = xg::grad({y32}, {x32}, {g32}, {true, false, false});
+            xg::test::detail::for_each_node({y32, dx32[0], g32}, [](const xg::Node& n) {
+                INFO("node " << n.op);
+                CHECK(n.value_mirror == xg::Node::Mirror::None);
+                CHECK(n.grad_mirror == xg::Node::Mirror::None);
+            });
+            const xg_test_support::Float64Route route = xg_test_support::float64_route(
+                [&c](const Inputs& p) { return F::adaptive_avg_pool2d(p[0], c.out); }, {x32}, g32);
+            CHECK(y32.values<float>() == xg::to_float32_array(route.y.value()));
+            const Tensor abs_x(xt::abs(route.leaves[0].value()), true);
+            F::adaptive_avg_pool2d(abs_x, c.out).backward(Tensor(xt::abs(route.g)));
+            const double g64 = gamma(5, xg::kFloat64);
+            const xg::Array bound = (gamma(5, xg::kFloat32) + g64) * (1.0 + g64) * abs_x.grad_value();
+            const double ratio = worst_ratio(dx32[0].values<float>(), route.leaves[0].grad_value(), bound);
+            INFO("worst dx error / bound " << ratio);
+            CHECK(ratio <= 1.0);
+        }
     }
 }
 

@@ -1,12 +1,17 @@
 // `ctest -L float32`: linear, embedding, dropout and their modules in float32 against float64
-// (tests/support/float32_nn_twins.hpp).
+// (tests/support/float32_nn_twins.hpp), and embedding as a native float32 node.
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include <catch2/catch.hpp>
+#include <xtensor/xadapt.hpp>
 
 #include "nn/functional/functional.hpp"
 #include "nn/modules/layers.hpp"
+#include "tests/support/float32_cases.hpp"
 #include "tests/support/float32_nn_twins.hpp"
+#include "tests/support/norm_tiers.hpp"
 
 namespace xg_test_linear_float32 {
 
@@ -36,8 +41,8 @@ NnTwinList linear_twins() {
         // the composed twin rounds x W^T before adding b: one store more, 8
         {"linear_composed (8, 16) x (12, 16) + (12,)", lin_composed, inputs, kLinearCondition + 1},
         module_nn_twin("Linear(16, 12) (5, 16)", linear, twin_leaf({5, 16}, 65), kLinearCondition),
-        // embedding copies rounded rows (u); its gradient sums at most 2 rounded seed rows per row and
-        // rounds the sum, which may cancel to half a term's size: 2 (u + u) + u = 5
+        // embedding copies rounded rows (u); its gradient sums at most 2 rounded seed rows per row in
+        // double and rounds the sum once, which may cancel to half a term's size: 2 (u + u) + u = 5
         {"embedding (2, 3) of (10, 6), repeated rows",
          [tokens](const Inputs& in) { return Inputs{F::embedding(tokens, in[0])}; }, {twin_leaf({10, 6}, 66)}, 5},
         {"embedding (2, 3) of (10, 6), padding_idx 3",
@@ -63,6 +68,45 @@ const xg_test_support::RegisterNnTwins registered("linear", &linear_twins);
 
 TEST_CASE("float32 twin: linear, embedding, dropout and their modules agree with float64", "[float32][linear]") {
     xg_test_support::run_nn_twins(linear_twins());
+}
+
+// embedding as a native float32 node (tests/support/float32_cases.hpp): the table, the rows out
+// and the seed get no float64 mirror, forward or backward. The rows are copies (exact) and the
+// backward scatter-adds the seed's rows in double, rounding each table entry once: so on both
+// tiers (embedding has one kernel) the float64 route's bits rounded once, also for a row gathered
+// 44 times, where float32 sums would round 43 times.
+TEST_CASE("float32 embedding is a native float32 node without a float64 mirror: the float64 route's bits rounded once",
+          "[float32][linear]") {
+    std::vector<std::int64_t> many;
+    for (std::int64_t i = 0; i < 60; ++i) many.push_back(i % 3 == 0 ? i % 5 : 2);  // row 2 44 times
+    const struct {
+        const char* what;
+        xg::IndexArray tokens;
+        std::optional<std::int64_t> padding_idx;
+        xg::Shape weight;
+    } cases[] = {
+        {"repeated rows", xg::IndexArray{{3, 7, 1}, {7, 0, 3}}, std::nullopt, {10, 6}},
+        {"padding_idx 3", xg::IndexArray{{3, 7, 1}, {7, 0, 3}}, 3, {10, 6}},
+        {"negative padding_idx -1, (3, 20) tokens with a row 44 times", xg::IndexArray(xt::adapt(many, std::vector<std::size_t>{3, 20})), -1,
+         {5, 16}},
+    };
+    std::uint64_t seed = 130;
+    for (const auto& c : cases) {
+        INFO(c.what);
+        const auto op = [&c](const Inputs& p) { return F::embedding(c.tokens, p[0], c.padding_idx); };
+        const xg::Array w = xg_test_support::random_array(c.weight, seed++);
+        const xg::Array g = xg_test_support::random_array(op({Tensor(w)}).shape(), seed++);
+        xg_test_support::check_native_float32_node_on_tiers(op, {w}, g, [](const xg_test_support::NativeFloat32Run& run) {
+            xg_test_support::check_float64_route_bits(run.y, run.leaves, run.route);  // one kernel: the same on both tiers
+        });
+    }
+}
+
+TEST_CASE("embedding of a float64 table keeps the float64 route", "[float32][linear]") {
+    const Tensor w(xg_test_support::random_array({10, 6}, 140), true);
+    const Tensor y = F::embedding(xg::IndexArray{1, 4, 1}, w);
+    CHECK(y.dtype() == xg::kFloat64);
+    CHECK_FALSE(y.node()->native32);
 }
 
 }  // namespace xg_test_linear_float32
