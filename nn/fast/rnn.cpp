@@ -98,35 +98,42 @@ void gru_next_h_backward(const T* dh_all, const T* gh, const T* h, const double*
     }
 }
 
-void lstm_cell_forward(double* act, const double* bias, const double* c_all, std::size_t B, std::size_t H, double* tanh_c, double* hc) {
+template <class T>
+void lstm_cell_forward(const T* products, const double* bias, const T* c_all, std::size_t B, std::size_t H, double* gates,
+                       double* tanh_c, T* hc) {
     for (std::size_t b = 0; b < B; ++b) {
-        double *a = act + b * 4 * H, *h_next = hc + b * 2 * H, *c_next = h_next + H, *t = tanh_c + b * H;
-        const double* c = c_all + b * H;
+        const T* a = products + b * 4 * H;
+        double *gates_b = gates + b * 4 * H, *t = tanh_c + b * H;
+        T *h_next = hc + b * 2 * H, *c_next = h_next + H;
+        const T* c = c_all + b * H;
         for (std::size_t j = 0; j < H; ++j) {
-            const double i = sigmoid(a[j] + bias[j]), f = sigmoid(a[H + j] + bias[H + j]);
-            const double g = tanh(a[2 * H + j] + bias[2 * H + j]), o = sigmoid(a[3 * H + j] + bias[3 * H + j]);
-            c_next[j] = f * c[j] + i * g;
-            t[j] = tanh(c_next[j]);
-            h_next[j] = o * t[j];
-            a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;
+            const double i = sigmoid(double(a[j]) + bias[j]), f = sigmoid(double(a[H + j]) + bias[H + j]);
+            const double g = tanh(double(a[2 * H + j]) + bias[2 * H + j]), o = sigmoid(double(a[3 * H + j]) + bias[3 * H + j]);
+            const double c_new = f * double(c[j]) + i * g;
+            t[j] = tanh(c_new);
+            c_next[j] = T(c_new);
+            h_next[j] = T(o * t[j]);
+            gates_b[j] = i, gates_b[H + j] = f, gates_b[2 * H + j] = g, gates_b[3 * H + j] = o;
         }
     }
 }
 
-void lstm_cell_backward(const double* dhc, const double* c_all, const double* act, const double* tanh_c, std::size_t B, std::size_t H,
-                        double* da, double* dc) {
+template <class T>
+void lstm_cell_backward(const T* dhc, const T* c_all, const double* gates, const double* tanh_c, std::size_t B, std::size_t H, T* da,
+                        T* dc) {
     for (std::size_t b = 0; b < B; ++b) {
-        const double *dh_next = dhc + b * 2 * H, *dc_in = dh_next + H, *c = c_all + b * H;
-        const double *gates = act + b * 4 * H, *t = tanh_c + b * H;
-        double *da_b = da + b * 4 * H, *dc_b = dc + b * H;
+        const T *dh_next = dhc + b * 2 * H, *dc_in = dh_next + H, *c = c_all + b * H;
+        const double *gates_b = gates + b * 4 * H, *t = tanh_c + b * H;
+        T *da_b = da + b * 4 * H, *dc_b = dc + b * H;
         for (std::size_t j = 0; j < H; ++j) {
-            const double i = gates[j], f = gates[H + j], g = gates[2 * H + j], o = gates[3 * H + j];
-            const double dc_next = dc_in[j] + dh_next[j] * o * (1.0 - t[j] * t[j]);
-            da_b[j] = dc_next * g * i * (1.0 - i);
-            da_b[H + j] = dc_next * c[j] * f * (1.0 - f);
-            da_b[2 * H + j] = dc_next * i * (1.0 - g * g);
-            da_b[3 * H + j] = dh_next[j] * t[j] * o * (1.0 - o);
-            dc_b[j] = dc_next * f;
+            const double i = gates_b[j], f = gates_b[H + j], g = gates_b[2 * H + j], o = gates_b[3 * H + j];
+            const double dh = double(dh_next[j]);
+            const double dc_next = double(dc_in[j]) + dh * o * (1.0 - t[j] * t[j]);
+            da_b[j] = T(dc_next * g * i * (1.0 - i));
+            da_b[H + j] = T(dc_next * double(c[j]) * f * (1.0 - f));
+            da_b[2 * H + j] = T(dc_next * i * (1.0 - g * g));
+            da_b[3 * H + j] = T(dh * t[j] * o * (1.0 - o));
+            dc_b[j] = T(dc_next * f);
         }
     }
 }

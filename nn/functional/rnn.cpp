@@ -4,6 +4,7 @@
 // docs/derivations/lstm.md. The element-wise kernels: nn/reference/rnn.cpp and nn/fast/rnn.cpp, chosen
 // per call by xg::kernel_tier(); the products are linear's GEMMs (core/ops/gemm.hpp) in both tiers.
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -166,22 +167,42 @@ void check_cell(const char* op, std::size_t k, const Tensor& x, const Tensor& h,
 // Gate k of H columns from (B, G H) pre-activations.
 Tensor gate(const Tensor& a, std::size_t k, std::size_t H) { return narrow(a, 1, k * H, H); }
 
+// dW += da^T input: for double straight into the walk's float64 sum of the weight's gradient
+// (beta = 1); for float, sgemm's product of this step, added into it (the weights serve every step
+// of a sequence, so their parts are added in place).
+template <class T>
+void add_weight_gradient(const T* da, std::size_t B, std::size_t rows, const T* input, std::size_t cols, double* dw) {
+    if constexpr (std::is_same_v<T, double>) {
+        gemm(da, B, rows, true, input, B, cols, false, dw, 1.0);
+    } else {
+        FloatArray part = FloatArray::from_shape({rows, cols});
+        gemm(da, B, rows, true, input, B, cols, false, part.data(), 0.0f);
+        for (std::size_t k = 0; k < part.size(); ++k) dw[k] += double(part.data()[k]);
+    }
+}
+
 // One LSTM step as one graph node: both projections, the gates and the new state. record() gives
 // a node one output, so h' and c' come out side by side as hc = [h', c'] (B, 2H), and lstm_cell
-// hands them out with narrow. The activated gates and tanh(c') are kept for the backward.
+// hands them out with narrow. The activated gates and tanh(c') are kept for the backward, in double.
+// T = float when every tensor is float32 (sgemm for the products, the element-wise part in double,
+// no float64 mirror), double otherwise.
+template <class T>
 Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                  const Tensor& b_hh) {
     const std::size_t B = x.size(0), I = x.size(1), H = state.h.size(1);
     std::vector<double> bias(4 * H, 0.0);  // b_ih + b_hh
     for (const Tensor* b : {&b_ih, &b_hh}) {
-        for (std::size_t j = 0; b->defined() && j < 4 * H; ++j) bias[j] += b->data()[j];
+        if (!b->defined()) continue;
+        const T* pb = kernel_values<T>(*b).data();
+        for (std::size_t j = 0; j < 4 * H; ++j) bias[j] += double(pb[j]);
     }
-    // a = x W_ih^T + h W_hh^T + b, then the gates in place: act = [i, f, g, o]
-    Array act = Array::from_shape({B, 4 * H}), tanh_c = Array::from_shape({B, H}), hc = empty_array({B, 2 * H});
-    gemm(x.data(), B, I, false, w_ih.data(), 4 * H, I, true, act.data(), 0.0);
-    gemm(state.h.data(), B, H, false, w_hh.data(), 4 * H, H, true, act.data(), 1.0);
-    detail::by_tier(reference::lstm_cell_forward, fast::lstm_cell_forward, act.data(), bias.data(), state.c.data(), B, H, tanh_c.data(),
-                    hc.data());
+    // a = x W_ih^T + h W_hh^T, then with the bias the gates [i, f, g, o], and hc = [h', c']
+    xt::xarray<T> products = xt::xarray<T>::from_shape({B, 4 * H}), hc = xt::xarray<T>::from_shape({B, 2 * H});
+    Array gates = Array::from_shape({B, 4 * H}), tanh_c = Array::from_shape({B, H});
+    gemm(kernel_values<T>(x).data(), B, I, false, kernel_values<T>(w_ih).data(), 4 * H, I, true, products.data(), T(0));
+    gemm(kernel_values<T>(state.h).data(), B, H, false, kernel_values<T>(w_hh).data(), 4 * H, H, true, products.data(), T(1));
+    detail::by_tier(reference::lstm_cell_forward<T>, fast::lstm_cell_forward<T>, products.data(), bias.data(),
+                    kernel_values<T>(state.c).data(), B, H, gates.data(), tanh_c.data(), hc.data());
 
     std::vector<Tensor> inputs{x, state.h, state.c, w_ih, w_hh};
     for (const Tensor* b : {&b_ih, &b_hh}) {
@@ -191,30 +212,29 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
     // dc' = dc'_in + dh' o (1 - tanh(c')^2); da = [dc' g i (1 - i), dc' c f (1 - f), dc' i (1 - g^2), dh' tanh(c') o (1 - o)];
     // dc = dc' f; dx = da W_ih, dh = da W_hh, dW_ih = da^T x, dW_hh = da^T h, db_ih = db_hh = sum of da over the batch
     return record("lstm_cell", std::move(hc), std::move(inputs),
-                  [B, I, H, n_inputs, act = std::move(act), tanh_c = std::move(tanh_c)](const GradContext& ctx) -> Grads {
-        Array da = Array::from_shape({B, 4 * H}), dc = empty_like(ctx.input(2));
-        detail::by_tier(reference::lstm_cell_backward, fast::lstm_cell_backward, ctx.grad.data(), ctx.input(2).data(), act.data(),
-                        tanh_c.data(), B, H, da.data(), dc.data());
+                  [B, I, H, n_inputs, gates = std::move(gates), tanh_c = std::move(tanh_c)](const GradContext& ctx) -> Grads {
+        xt::xarray<T> da = xt::xarray<T>::from_shape({B, 4 * H}), dc = xt::xarray<T>::from_shape({B, H});
+        detail::by_tier(reference::lstm_cell_backward<T>, fast::lstm_cell_backward<T>, kernel_grad<T>(ctx).data(),
+                        kernel_input<T>(ctx, 2).data(), gates.data(), tanh_c.data(), B, H, da.data(), dc.data());
         Grads grads(n_inputs);
         grads[2] = std::move(dc);
         const auto product = [&](std::size_t in, std::size_t w, std::size_t cols) {  // d(input) = da W
             if (!ctx.needs_grad(in)) return;
-            Array d = empty_like(ctx.input(in));
-            gemm(da.data(), B, 4 * H, false, ctx.input(w).data(), 4 * H, cols, false, d.data(), 0.0);
+            xt::xarray<T> d = xt::xarray<T>::from_shape({B, cols});
+            gemm(da.data(), B, 4 * H, false, kernel_input<T>(ctx, w).data(), 4 * H, cols, false, d.data(), T(0));
             grads[in] = std::move(d);
         };
         // The weights and biases serve every step of a sequence: their parts are added in place.
         const auto weight = [&](std::size_t w, std::size_t in, std::size_t cols) {  // dW += da^T input
-            if (!ctx.needs_grad(w)) return;
-            gemm(da.data(), B, 4 * H, true, ctx.input(in).data(), B, cols, false, ctx.accumulated(w).data(), 1.0);
+            if (ctx.needs_grad(w)) add_weight_gradient(da.data(), B, 4 * H, kernel_input<T>(ctx, in).data(), cols, ctx.accumulated(w).data());
         };
         product(0, 3, I), product(1, 4, H), weight(3, 0, I), weight(4, 1, H);
         for (std::size_t bias_input = 5; bias_input < n_inputs; ++bias_input) {  // db += sum of da over the batch
             if (!ctx.needs_grad(bias_input)) continue;
             double* db = ctx.accumulated(bias_input).data();
             for (std::size_t b = 0; b < B; ++b) {
-                const double* row = da.data() + b * 4 * H;
-                for (std::size_t j = 0; j < 4 * H; ++j) db[j] += row[j];
+                const T* row = da.data() + b * 4 * H;
+                for (std::size_t j = 0; j < 4 * H; ++j) db[j] += double(row[j]);
             }
         }
         return grads;
@@ -232,7 +252,9 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
 LSTMState lstm_cell(const Tensor& input, const LSTMState& state, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                     const Tensor& b_hh) {
     check_cell("lstm_cell", 4, input, state.h, &state.c, w_ih, w_hh, b_ih, b_hh);
-    const Tensor hc = lstm_step(input, state, w_ih, w_hh, b_ih, b_hh);
+    const bool float32 = all_float32({&input, &state.h, &state.c, &w_ih, &w_hh}) && (!b_ih.defined() || b_ih.dtype() == kFloat32) &&
+                         (!b_hh.defined() || b_hh.dtype() == kFloat32);
+    const Tensor hc = float32 ? lstm_step<float>(input, state, w_ih, w_hh, b_ih, b_hh) : lstm_step<double>(input, state, w_ih, w_hh, b_ih, b_hh);
     const std::size_t H = state.h.size(1);
     return {narrow(hc, 1, 0, H), narrow(hc, 1, H, H)};
 }

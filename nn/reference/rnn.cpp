@@ -105,36 +105,43 @@ void gru_next_h_backward(const T* dh_next, const T* gh, const T* h, const double
     }
 }
 
-void lstm_cell_forward(double* act, const double* bias, const double* c, std::size_t B, std::size_t H, double* tanh_c, double* hc) {
+template <class T>
+void lstm_cell_forward(const T* products, const double* bias, const T* c, std::size_t B, std::size_t H, double* gates,
+                       double* tanh_c, T* hc) {
     for (std::size_t b = 0; b < B; ++b) {
-        double* a = act + b * 4 * H;  // a = x W_ih^T + h W_hh^T, then + b_ih + b_hh below
-        double *h_next = hc + b * 2 * H, *c_next = h_next + H;
+        const T* a = products + b * 4 * H;  // a = x W_ih^T + h W_hh^T, then + b_ih + b_hh below
+        double* gates_b = gates + b * 4 * H;
+        T *h_next = hc + b * 2 * H, *c_next = h_next + H;
         for (std::size_t j = 0; j < H; ++j) {
             const std::size_t k = b * H + j;
-            const double i = sigma(a[j] + bias[j]), f = sigma(a[H + j] + bias[H + j]);
-            const double g = std::tanh(a[2 * H + j] + bias[2 * H + j]), o = sigma(a[3 * H + j] + bias[3 * H + j]);
-            c_next[j] = f * c[k] + i * g;  // c' = f c + i g
-            tanh_c[k] = std::tanh(c_next[j]);
-            h_next[j] = o * tanh_c[k];     // h' = o tanh(c')
-            a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;  // kept for the backward
+            const double i = sigma(double(a[j]) + bias[j]), f = sigma(double(a[H + j]) + bias[H + j]);
+            const double g = std::tanh(double(a[2 * H + j]) + bias[2 * H + j]), o = sigma(double(a[3 * H + j]) + bias[3 * H + j]);
+            const double c_new = f * double(c[k]) + i * g;  // c' = f c + i g
+            tanh_c[k] = std::tanh(c_new);
+            c_next[j] = T(c_new);
+            h_next[j] = T(o * tanh_c[k]);  // h' = o tanh(c')
+            gates_b[j] = i, gates_b[H + j] = f, gates_b[2 * H + j] = g, gates_b[3 * H + j] = o;  // kept for the backward
         }
     }
 }
 
-void lstm_cell_backward(const double* dhc, const double* c, const double* act, const double* tanh_c, std::size_t B, std::size_t H,
-                        double* da, double* dc) {
+template <class T>
+void lstm_cell_backward(const T* dhc, const T* c, const double* gates, const double* tanh_c, std::size_t B, std::size_t H, T* da,
+                        T* dc) {
     for (std::size_t b = 0; b < B; ++b) {
-        const double *dh_next = dhc + b * 2 * H, *dc_in = dh_next + H, *gates = act + b * 4 * H;
-        double* da_b = da + b * 4 * H;
+        const T *dh_next = dhc + b * 2 * H, *dc_in = dh_next + H;
+        const double* gates_b = gates + b * 4 * H;
+        T* da_b = da + b * 4 * H;
         for (std::size_t j = 0; j < H; ++j) {
             const std::size_t k = b * H + j;
-            const double i = gates[j], f = gates[H + j], g = gates[2 * H + j], o = gates[3 * H + j], t = tanh_c[k];
-            const double dc_next = dc_in[j] + dh_next[j] * o * (1.0 - t * t);  // dc' <- dc' + dh' o (1 - tanh(c')^2)
-            da_b[j] = dc_next * g * i * (1.0 - i);                             // da_i = dc' g i (1 - i)
-            da_b[H + j] = dc_next * c[k] * f * (1.0 - f);                      // da_f = dc' c f (1 - f)
-            da_b[2 * H + j] = dc_next * i * (1.0 - g * g);                     // da_g = dc' i (1 - g^2)
-            da_b[3 * H + j] = dh_next[j] * t * o * (1.0 - o);                  // da_o = dh' tanh(c') o (1 - o)
-            dc[k] = dc_next * f;                                               // dc = dc' f
+            const double i = gates_b[j], f = gates_b[H + j], g = gates_b[2 * H + j], o = gates_b[3 * H + j], t = tanh_c[k];
+            const double dh = double(dh_next[j]);
+            const double dc_next = double(dc_in[j]) + dh * o * (1.0 - t * t);  // dc' <- dc' + dh' o (1 - tanh(c')^2)
+            da_b[j] = T(dc_next * g * i * (1.0 - i));                          // da_i = dc' g i (1 - i)
+            da_b[H + j] = T(dc_next * double(c[k]) * f * (1.0 - f));           // da_f = dc' c f (1 - f)
+            da_b[2 * H + j] = T(dc_next * i * (1.0 - g * g));                  // da_g = dc' i (1 - g^2)
+            da_b[3 * H + j] = T(dh * t * o * (1.0 - o));                       // da_o = dh' tanh(c') o (1 - o)
+            dc[k] = T(dc_next * f);                                            // dc = dc' f
         }
     }
 }

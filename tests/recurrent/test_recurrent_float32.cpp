@@ -19,8 +19,9 @@ using namespace xg_test_support::nn_twin_names;  // F, Tensor, Inputs, NnTwinLis
 // which may cancel to half a term, by 8u; the result adds u: 9. The gradients read the rounded seed
 // too and go through the same factors, cancelling as much: 2 * 9 + 1 = 19.
 constexpr double kGateCondition = 19;
-// A whole step: the gate pre-activations are a product of K = I + H = 10 terms (Linear's condition,
-// tests/linear/test_linear_float32.cpp: 7), which the gate arithmetic (19) then carries: 26.
+// A whole step: the gate pre-activations are a product of K = I + H = 10 terms, summed in float by
+// sgemm as Linear's (its condition, tests/linear/test_linear_float32.cpp: 7), which the gate
+// arithmetic (19) then carries: 26.
 constexpr double kStepCondition = 26;
 // T = 3 steps through 2 layers: each step's error enters the next step's state (contracted by the
 // gates: |s(f)| < 1, |s(o) tanh'| < 1) and the next layer's input: at most T + layers - 1 = 4 steps'
