@@ -27,14 +27,6 @@ namespace xg::nn {
 
 namespace {
 
-using detail::AffineSlots;
-using detail::BasicValuesOr;
-using detail::by_tier;
-using detail::kernel_grad;
-using detail::kernel_input;
-using detail::kernel_values;
-using detail::stored_as;
-
 constexpr const char* kOp = "SyncBatchNorm";
 
 // (N, C, *) as N rows of C channels of L values: element (i, c, l) at (i C + c) L + l, batch_norm's
@@ -68,7 +60,7 @@ GlobalStats synchronised_stats(const T* x, const Layout& l, const Shape& shape, 
     Array local = xt::zeros<double>({std::size_t{3}, C});  // rows: count, mean, sum of squares
     std::vector<double> mean(C), var(C);
     if (l.count() > 0) {
-        by_tier(reference::batch_norm_stats<T>, fast::batch_norm_stats<T>, x, mean.data(), var.data(), l.n, C, l.length);
+        detail::by_tier(reference::batch_norm_stats<T>, fast::batch_norm_stats<T>, x, mean.data(), var.data(), l.n, C, l.length);
     }
     for (std::size_t c = 0; c < C; ++c) {
         local(0, c) = m;
@@ -126,15 +118,15 @@ namespace {
 template <class T>
 Tensor sync_batch_norm_node(const Tensor& x, const Tensor& weight, const Tensor& bias, GlobalStats s, const Layout& l) {
     const std::size_t C = l.channels;
-    const BasicValuesOr<T> w(weight, C, 1.0), b(bias, C, 0.0);
-    const xt::xarray<T>& xv = kernel_values<T>(x);
+    const detail::BasicValuesOr<T> w(weight, C, 1.0), b(bias, C, 0.0);
+    const xt::xarray<T>& xv = detail::kernel_values<T>(x);
     xt::xarray<T> y = xt::xarray<T>::from_shape(xv.shape());
     if (l.count() > 0) {
-        by_tier(reference::batch_norm_forward<T>, fast::batch_norm_forward<T>, xv.data(), w.data(), b.data(), s.mean.data(),
-                s.rstd.data(), y.data(), l.n, C, l.length);
+        detail::by_tier(reference::batch_norm_forward<T>, fast::batch_norm_forward<T>, xv.data(), w.data(), b.data(),
+                        s.mean.data(), s.rstd.data(), y.data(), l.n, C, l.length);
     }
 
-    const AffineSlots affine(weight, bias);
+    const detail::AffineSlots affine(weight, bias);
     std::vector<SavedInfo> saved{{"mean", {C}}, {"rstd", {C}}};
     // dx = w rstd (g - sum_all(g)/M - (x - mean) rstd^2 sum_all(g (x - mean))/M), the sums over
     // every rank (one all_reduce of 2C values); dw = rstd sum g (x - mean), db = sum g, this rank's
@@ -142,21 +134,21 @@ Tensor sync_batch_norm_node(const Tensor& x, const Tensor& weight, const Tensor&
         "sync_batch_norm", std::move(y), affine.inputs(x, weight, bias),
         [l, affine, M = s.count, mean = std::move(s.mean), rstd = std::move(s.rstd)](const GradContext& ctx) -> Grads {
             const std::size_t C = l.channels;
-            const BasicValuesOr<T> w(affine.weight_values<T>(ctx), C, 1.0);
-            const xt::xarray<T>& xv = kernel_input<T>(ctx, 0);
-            const xt::xarray<T>& g = kernel_grad<T>(ctx);
+            const detail::BasicValuesOr<T> w(affine.weight_values<T>(ctx), C, 1.0);
+            const xt::xarray<T>& xv = detail::kernel_input<T>(ctx, 0);
+            const xt::xarray<T>& g = detail::kernel_grad<T>(ctx);
             // rows: sum g (db) and sum g xhat (dw) over this rank's values, then over every rank's
             Array sums = xt::zeros<double>({std::size_t{2}, C});
             double *sum_g = sums.data(), *sum_g_xhat = sums.data() + C;
             if (l.count() > 0) {
-                by_tier(reference::batch_norm_backward<T>, fast::batch_norm_backward<T>, xv.data(), g.data(), w.data(),
-                        mean.data(), rstd.data(), nullptr, sum_g_xhat, sum_g, l.n, C, l.length, true);
+                detail::by_tier(reference::batch_norm_backward<T>, fast::batch_norm_backward<T>, xv.data(), g.data(), w.data(),
+                                mean.data(), rstd.data(), nullptr, sum_g_xhat, sum_g, l.n, C, l.length, true);
             }
             Grads grads(ctx.num_inputs());
             Array db = Array::from_shape({C}), dw = Array::from_shape({C});
             std::copy(sum_g, sum_g + C, db.data());
             std::copy(sum_g_xhat, sum_g_xhat + C, dw.data());
-            affine.put_grads(ctx, grads, stored_as<T>(std::move(dw)), stored_as<T>(std::move(db)));
+            affine.put_grads(ctx, grads, detail::stored_as<T>(std::move(dw)), detail::stored_as<T>(std::move(db)));
             if (!ctx.needs_grad(0)) return grads;
             distributed::all_reduce(sums);
             std::vector<double> mean_g(C), mean_g_xhat(C);
@@ -166,8 +158,9 @@ Tensor sync_batch_norm_node(const Tensor& x, const Tensor& weight, const Tensor&
             }
             xt::xarray<T> dx = xt::xarray<T>::from_shape(xv.shape());
             if (l.count() > 0) {
-                by_tier(reference::batch_norm_input_grad<T>, fast::batch_norm_input_grad<T>, xv.data(), g.data(), w.data(),
-                        mean.data(), rstd.data(), mean_g.data(), mean_g_xhat.data(), dx.data(), l.n, C, l.length);
+                detail::by_tier(reference::batch_norm_input_grad<T>, fast::batch_norm_input_grad<T>, xv.data(), g.data(),
+                                w.data(), mean.data(), rstd.data(), mean_g.data(), mean_g_xhat.data(), dx.data(), l.n, C,
+                                l.length);
             }
             grads[0] = std::move(dx);
             return grads;
@@ -184,8 +177,8 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
     check_input_dim(x.shape());
     const Layout l = layout_of(x.shape());
     const bool native32 = detail::all_float32(x, {&weight, &bias});
-    GlobalStats s = native32 ? synchronised_stats(kernel_values<float>(x).data(), l, x.shape(), eps)
-                             : synchronised_stats(kernel_values<double>(x).data(), l, x.shape(), eps);
+    GlobalStats s = native32 ? synchronised_stats(detail::kernel_values<float>(x).data(), l, x.shape(), eps)
+                             : synchronised_stats(detail::kernel_values<double>(x).data(), l, x.shape(), eps);
 
     if (track_running_stats) {
         // running = (1 - factor) running + factor stat, with the global unbiased variance S / (M - 1)

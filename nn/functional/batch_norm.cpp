@@ -19,16 +19,6 @@ namespace xg::nn::functional {
 
 namespace {
 
-using detail::AffineSlots;
-using detail::BasicValuesOr;
-using detail::by_tier;
-using detail::check_per_channel;
-using detail::kernel_grad;
-using detail::kernel_input;
-using detail::kernel_values;
-using detail::running_values;
-using detail::stored_as;
-
 // (N, C, L): channel c's values are N segments of L.
 struct ChannelLayout {
     std::size_t n = 0, channels = 0, length = 1;
@@ -40,10 +30,10 @@ ChannelLayout check_batch_norm(const char* op, const Tensor& x, const Tensor& ru
     if (!x.defined()) fail(op, "input must be a defined tensor");
     const Shape sx = x.shape();
     if (sx.size() < 2) fail(op, fmt::format("expects an input (N, C, *), e.g. (N, C) or (N, C, H, W), got {}", shape_str(sx)));
-    check_per_channel(op, "weight", weight, sx);
-    check_per_channel(op, "bias", bias, sx);
-    check_per_channel(op, "running_mean", running_mean, sx);
-    check_per_channel(op, "running_var", running_var, sx);
+    detail::check_per_channel(op, "weight", weight, sx);
+    detail::check_per_channel(op, "bias", bias, sx);
+    detail::check_per_channel(op, "running_mean", running_mean, sx);
+    detail::check_per_channel(op, "running_var", running_var, sx);
     ChannelLayout l{sx[0], sx[1], 1};
     for (std::size_t a = 2; a < sx.size(); ++a) l.length *= sx[a];  // (N, C, H, W) is (N, C, L = H W)
     // One value per channel has no variance; none at all (an empty batch, e.g. a data-parallel
@@ -70,15 +60,15 @@ struct ChannelStats {
 template <class T>
 ChannelStats batch_stats(const Tensor& x, const ChannelLayout& l, double eps) {
     ChannelStats s{Array::from_shape({l.channels}), Array::from_shape({l.channels}), Array::from_shape({l.channels})};
-    by_tier(reference::batch_norm_stats<T>, fast::batch_norm_stats<T>, kernel_values<T>(x).data(), s.mean.data(),
-            s.batch_var.data(), l.n, l.channels, l.length);
+    detail::by_tier(reference::batch_norm_stats<T>, fast::batch_norm_stats<T>, detail::kernel_values<T>(x).data(), s.mean.data(),
+                    s.batch_var.data(), l.n, l.channels, l.length);
     for (std::size_t c = 0; c < l.channels; ++c) s.rstd(c) = 1.0 / std::sqrt(s.batch_var(c) + eps);
     return s;
 }
 
 ChannelStats running_stats(const Tensor& running_mean, const Tensor& running_var, double eps) {
-    const Array var = running_values(running_var);
-    ChannelStats s{running_values(running_mean), Array::from_shape(var.shape()), Array()};
+    const Array var = detail::running_values(running_var);
+    ChannelStats s{detail::running_values(running_mean), Array::from_shape(var.shape()), Array()};
     for (std::size_t c = 0; c < s.rstd.size(); ++c) s.rstd(c) = 1.0 / std::sqrt(var(c) + eps);
     return s;
 }
@@ -106,38 +96,38 @@ Tensor batch_norm_node(const Tensor& x, Tensor& running_mean, Tensor& running_va
     if (training && !empty) update_running(running_mean, running_var, s.mean, s.batch_var, l, momentum);
 
     const std::size_t C = l.channels;
-    const BasicValuesOr<T> w(weight, C, 1.0), b(bias, C, 0.0);
-    const xt::xarray<T>& xv = kernel_values<T>(x);
+    const detail::BasicValuesOr<T> w(weight, C, 1.0), b(bias, C, 0.0);
+    const xt::xarray<T>& xv = detail::kernel_values<T>(x);
     xt::xarray<T> y = xt::xarray<T>::from_shape(xv.shape());
-    by_tier(reference::batch_norm_forward<T>, fast::batch_norm_forward<T>, xv.data(), w.data(), b.data(), s.mean.data(),
-            s.rstd.data(), y.data(), l.n, C, l.length);
+    detail::by_tier(reference::batch_norm_forward<T>, fast::batch_norm_forward<T>, xv.data(), w.data(), b.data(), s.mean.data(),
+                    s.rstd.data(), y.data(), l.n, C, l.length);
 
-    const AffineSlots affine(weight, bias);
+    const detail::AffineSlots affine(weight, bias);
     std::vector<SavedInfo> saved{{"mean", {C}}, {"rstd", {C}}};
     // training: dx = w rstd (g - mean(g) - xhat mean(g xhat)); eval: dx = w rstd g;
     // dw = sum g xhat, db = sum g (sums over N and L)
     return record(
         "batch_norm", std::move(y), affine.inputs(x, weight, bias),
         [l, affine, training, mean = std::move(s.mean), rstd = std::move(s.rstd)](const GradContext& c) -> Grads {
-            const BasicValuesOr<T> w(affine.weight_values<T>(c), l.channels, 1.0);
-            const xt::xarray<T>& xv = kernel_input<T>(c, 0);
+            const detail::BasicValuesOr<T> w(affine.weight_values<T>(c), l.channels, 1.0);
+            const xt::xarray<T>& xv = detail::kernel_input<T>(c, 0);
             Array dw = xt::zeros<double>({l.channels}), db = xt::zeros<double>({l.channels});  // double sums: docs/precision.md
             xt::xarray<T> dx;
             if (c.needs_grad(0)) dx = xt::xarray<T>::from_shape(xv.shape());
-            by_tier(reference::batch_norm_backward<T>, fast::batch_norm_backward<T>, xv.data(), kernel_grad<T>(c).data(), w.data(),
-                    mean.data(), rstd.data(), c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l.n, l.channels,
-                    l.length, training);
+            detail::by_tier(reference::batch_norm_backward<T>, fast::batch_norm_backward<T>, xv.data(),
+                            detail::kernel_grad<T>(c).data(), w.data(), mean.data(), rstd.data(),
+                            c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l.n, l.channels, l.length, training);
             Grads g(c.num_inputs());
             if (c.needs_grad(0)) g[0] = std::move(dx);
-            affine.put_grads(c, g, stored_as<T>(std::move(dw)), stored_as<T>(std::move(db)));
+            affine.put_grads(c, g, detail::stored_as<T>(std::move(dw)), detail::stored_as<T>(std::move(db)));
             return g;
         },
         std::move(saved),
         // create_graph: the double backward differentiates the composed twin (docs/derivatives.md);
         // it recomputes the batch statistics but leaves the running ones alone (the forward
         // updated them), and in eval mode normalises with the running statistics of this call
-        through_composed([affine, training, eps, eval_mean = training ? Array() : running_values(running_mean),
-                          eval_var = training ? Array() : running_values(running_var)](const std::vector<Tensor>& in) {
+        through_composed([affine, training, eps, eval_mean = training ? Array() : detail::running_values(running_mean),
+                          eval_var = training ? Array() : detail::running_values(running_var)](const std::vector<Tensor>& in) {
             const Tensor w = affine.weight(in), b = affine.bias(in);
             if (training) return batch_norm_composed(in[0], Tensor(), Tensor(), w, b, true, 0.0, eps);
             // the running statistics in x's dtype (a float32 module keeps them float32: no rounding here)
@@ -173,7 +163,8 @@ Tensor batch_norm_composed(const Tensor& x, Tensor running_mean, Tensor running_
         const Tensor mu = mean(x, axes, true);
         const Tensor variance = var(x, axes, false, true);
         y = (x - mu) / sqrt(variance + eps);
-        update_running(running_mean, running_var, flat(running_values(mu)), flat(running_values(variance)), l, momentum);
+        update_running(running_mean, running_var, flat(detail::running_values(mu)), flat(detail::running_values(variance)), l,
+                       momentum);
     } else {
         const Tensor mu = reshape(running_mean.detach(), channel_shape);
         const Tensor variance = reshape(running_var.detach(), channel_shape);

@@ -19,16 +19,6 @@ namespace xg::nn::functional {
 
 namespace {
 
-using detail::AffineSlots;
-using detail::BasicValuesOr;
-using detail::by_tier;
-using detail::check_per_channel;
-using detail::kernel_grad;
-using detail::kernel_input;
-using detail::kernel_values;
-using detail::running_values;
-using detail::stored_as;
-
 struct GroupLayout {
     std::size_t n = 0, channels = 0, groups = 1, spatial = 1;  // N, C, G, S
     std::size_t rows() const { return n * groups; }
@@ -45,8 +35,8 @@ GroupLayout check_group_norm(const char* op, const Tensor& x, std::int64_t num_g
         fail(op, fmt::format("the {} channels of input {} must split into num_groups = {} equal groups", sx[1], shape_str(sx),
                              num_groups));
     }
-    check_per_channel(op, "weight", weight, sx);
-    check_per_channel(op, "bias", bias, sx);
+    detail::check_per_channel(op, "weight", weight, sx);
+    detail::check_per_channel(op, "bias", bias, sx);
     GroupLayout l{sx[0], sx[1], static_cast<std::size_t>(num_groups), 1};
     for (std::size_t a = 2; a < sx.size(); ++a) l.spatial *= sx[a];
     if (l.width() == 0) fail(op, fmt::format("cannot normalise empty groups (input {})", shape_str(sx)));
@@ -67,30 +57,30 @@ Tensor group_norm_graph(const Tensor& x, const GroupLayout& l, const Tensor& wei
 template <class T>
 Tensor group_norm_node(const char* op, const Tensor& x, const GroupLayout& l, const Tensor& weight, const Tensor& bias,
                        double eps, RowStats* stats) {
-    const BasicValuesOr<T> w(weight, l.channels, 1.0), b(bias, l.channels, 0.0);
-    const xt::xarray<T>& xv = kernel_values<T>(x);
+    const detail::BasicValuesOr<T> w(weight, l.channels, 1.0), b(bias, l.channels, 0.0);
+    const xt::xarray<T>& xv = detail::kernel_values<T>(x);
     xt::xarray<T> y = xt::xarray<T>::from_shape(xv.shape());
     Array mean = Array::from_shape({l.rows()}), rstd = Array::from_shape({l.rows()}), var = Array::from_shape({l.rows()});
-    by_tier(reference::group_norm_forward<T>, fast::group_norm_forward<T>, xv.data(), w.data(), b.data(), y.data(), mean.data(),
-            rstd.data(), var.data(), l.n, l.channels, l.groups, l.spatial, eps);
+    detail::by_tier(reference::group_norm_forward<T>, fast::group_norm_forward<T>, xv.data(), w.data(), b.data(), y.data(),
+                    mean.data(), rstd.data(), var.data(), l.n, l.channels, l.groups, l.spatial, eps);
     if (stats != nullptr) *stats = {mean, var};
 
-    const AffineSlots affine(weight, bias);
+    const detail::AffineSlots affine(weight, bias);
     std::vector<SavedInfo> saved{{"mean", {l.rows()}}, {"rstd", {l.rows()}}};
     // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) per row, dxhat = g w_c; dw_c = sum g xhat; db_c = sum g
     return record(
         op, std::move(y), affine.inputs(x, weight, bias),
         [l, affine, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& c) -> Grads {
-            const BasicValuesOr<T> w(affine.weight_values<T>(c), l.channels, 1.0);
+            const detail::BasicValuesOr<T> w(affine.weight_values<T>(c), l.channels, 1.0);
             Array dw = xt::zeros<double>({l.channels}), db = xt::zeros<double>({l.channels});  // double sums: docs/precision.md
             xt::xarray<T> dx;
             if (c.needs_grad(0)) dx = xt::xarray<T>::from_shape(c.input_shape(0));
-            by_tier(reference::group_norm_backward<T>, fast::group_norm_backward<T>, kernel_input<T>(c, 0).data(),
-                    kernel_grad<T>(c).data(), w.data(), mean.data(), rstd.data(), c.needs_grad(0) ? dx.data() : nullptr, dw.data(),
-                    db.data(), l.n, l.channels, l.groups, l.spatial);
+            detail::by_tier(reference::group_norm_backward<T>, fast::group_norm_backward<T>, detail::kernel_input<T>(c, 0).data(),
+                            detail::kernel_grad<T>(c).data(), w.data(), mean.data(), rstd.data(),
+                            c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l.n, l.channels, l.groups, l.spatial);
             Grads g(c.num_inputs());
             if (c.needs_grad(0)) g[0] = std::move(dx);
-            affine.put_grads(c, g, stored_as<T>(std::move(dw)), stored_as<T>(std::move(db)));
+            affine.put_grads(c, g, detail::stored_as<T>(std::move(dw)), detail::stored_as<T>(std::move(db)));
             return g;
         },
         std::move(saved),
@@ -117,7 +107,7 @@ Tensor group_norm_graph(const Tensor& x, const GroupLayout& l, const Tensor& wei
                         RowStats* stats) {
     const Tensor rows = reshape(x, {static_cast<long>(l.n), static_cast<long>(l.groups), -1});
     const Tensor mu = mean(rows, {2}, true), variance = var(rows, {2}, false, true);
-    if (stats != nullptr) *stats = {running_values(mu), running_values(variance)};
+    if (stats != nullptr) *stats = {detail::running_values(mu), detail::running_values(variance)};
     std::vector<long> shape;
     for (std::size_t d : x.shape()) shape.push_back(static_cast<long>(d));
     Tensor y = reshape((rows - mu) / sqrt(variance + eps), shape);
@@ -131,8 +121,8 @@ void check_instance_norm(const char* op, const Tensor& x, const Tensor& running_
     if (!x.defined()) fail(op, "input must be a defined tensor");
     const Shape sx = x.shape();
     if (sx.size() < 3) fail(op, fmt::format("expects an input (N, C, *) with at least one spatial axis, got {}", shape_str(sx)));
-    check_per_channel(op, "running_mean", running_mean, sx);
-    check_per_channel(op, "running_var", running_var, sx);
+    detail::check_per_channel(op, "running_mean", running_mean, sx);
+    detail::check_per_channel(op, "running_var", running_var, sx);
     std::size_t spatial = 1;
     for (std::size_t a = 2; a < sx.size(); ++a) spatial *= sx[a];
     if (use_input_stats && spatial <= 1) {
@@ -165,7 +155,8 @@ Tensor instance_norm_impl(const char* op, bool composed, const Tensor& x, Tensor
     check_instance_norm(op, x, running_mean, running_var, use_input_stats);
     const GroupLayout l = check_group_norm(op, x, static_cast<std::int64_t>(x.size(1)), weight, bias);
     // With the running statistics the normalisation is per channel: BatchNorm in evaluation mode.
-    if (!use_input_stats) return (composed ? batch_norm_composed : batch_norm)(x, running_mean, running_var, weight, bias, false, momentum, eps);
+    if (!use_input_stats)
+        return (composed ? batch_norm_composed : batch_norm)(x, running_mean, running_var, weight, bias, false, momentum, eps);
     RowStats stats;
     Tensor y = composed ? group_norm_graph(x, l, weight, bias, eps, &stats)
                         : group_norm_node("instance_norm", x, l, weight, bias, eps, &stats);

@@ -15,50 +15,41 @@ namespace xg::nn::functional {
 
 namespace {
 
-using detail::AffineSlots;
-using detail::BasicValuesOr;
-using detail::by_tier;
-using detail::kernel_grad;
-using detail::kernel_input;
-using detail::kernel_values;
-using detail::RowLayout;
-using detail::stored_as;
-
-RowLayout check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                           const Tensor& bias) {
+detail::RowLayout check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                                   const Tensor& bias) {
     return detail::check_rows(op, x, normalized_shape, {{"weight", &weight}, {"bias", &bias}});
 }
-
 
 // One node for both storage types: T = float when x, weight and bias are all float32 (the
 // kernels read and write the float32 storage, recorded native32, so no float64 mirror of any
 // tensor is made); T = double otherwise (float64, or mixed dtypes read as float64 values).
 template <class T>
 Tensor layer_norm_node(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps,
-                       const RowLayout& l) {
-    const BasicValuesOr<T> w(weight, l.width, 1.0), b(bias, l.width, 0.0);
-    const xt::xarray<T>& xv = kernel_values<T>(x);
+                       const detail::RowLayout& l) {
+    const detail::BasicValuesOr<T> w(weight, l.width, 1.0), b(bias, l.width, 0.0);
+    const xt::xarray<T>& xv = detail::kernel_values<T>(x);
     xt::xarray<T> y = xt::xarray<T>::from_shape(xv.shape());
     Array mean = Array::from_shape({l.rows}), rstd = Array::from_shape({l.rows});
-    by_tier(reference::layer_norm_forward<T>, fast::layer_norm_forward<T>, xv.data(), w.data(), b.data(), y.data(), mean.data(),
-            rstd.data(), l.rows, l.width, eps);
+    detail::by_tier(reference::layer_norm_forward<T>, fast::layer_norm_forward<T>, xv.data(), w.data(), b.data(), y.data(),
+                    mean.data(), rstd.data(), l.rows, l.width, eps);
 
-    const AffineSlots affine(weight, bias);
+    const detail::AffineSlots affine(weight, bias);
     std::vector<SavedInfo> saved{{"mean", {l.rows}}, {"rstd", {l.rows}}};
     // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = g w; dw = sum g xhat; db = sum g
     return record(
         "layer_norm", std::move(y), affine.inputs(x, weight, bias),
         [l, affine, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& c) -> Grads {
-            const BasicValuesOr<T> w(affine.weight_values<T>(c), l.width, 1.0);
-            const xt::xarray<T>& xv = kernel_input<T>(c, 0);
+            const detail::BasicValuesOr<T> w(affine.weight_values<T>(c), l.width, 1.0);
+            const xt::xarray<T>& xv = detail::kernel_input<T>(c, 0);
             Array dw = xt::zeros<double>({l.width}), db = xt::zeros<double>({l.width});  // double sums: docs/precision.md
             xt::xarray<T> dx;
             if (c.needs_grad(0)) dx = xt::xarray<T>::from_shape(xv.shape());
-            by_tier(reference::layer_norm_backward<T>, fast::layer_norm_backward<T>, xv.data(), kernel_grad<T>(c).data(), w.data(),
-                    mean.data(), rstd.data(), c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l.rows, l.width);
+            detail::by_tier(reference::layer_norm_backward<T>, fast::layer_norm_backward<T>, xv.data(),
+                            detail::kernel_grad<T>(c).data(), w.data(), mean.data(), rstd.data(),
+                            c.needs_grad(0) ? dx.data() : nullptr, dw.data(), db.data(), l.rows, l.width);
             Grads g(c.num_inputs());
             if (c.needs_grad(0)) g[0] = std::move(dx);
-            affine.put_grads(c, g, stored_as<T>(std::move(dw)), stored_as<T>(std::move(db)));
+            affine.put_grads(c, g, detail::stored_as<T>(std::move(dw)), detail::stored_as<T>(std::move(db)));
             return g;
         },
         std::move(saved),
@@ -71,7 +62,7 @@ Tensor layer_norm_node(const Tensor& x, const Shape& normalized_shape, const Ten
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
-    const RowLayout l = check_layer_norm("layer_norm", x, normalized_shape, weight, bias);
+    const detail::RowLayout l = check_layer_norm("layer_norm", x, normalized_shape, weight, bias);
     if (detail::all_float32(x, {&weight, &bias})) return layer_norm_node<float>(x, normalized_shape, weight, bias, eps, l);
     return layer_norm_node<double>(x, normalized_shape, weight, bias, eps, l);
 }

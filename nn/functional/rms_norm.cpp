@@ -15,48 +15,40 @@ namespace xg::nn::functional {
 
 namespace {
 
-using detail::AffineSlots;
-using detail::BasicValuesOr;
-using detail::by_tier;
-using detail::kernel_grad;
-using detail::kernel_input;
-using detail::kernel_values;
-using detail::RowLayout;
-using detail::stored_as;
-
-RowLayout check_rms_norm(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight) {
+detail::RowLayout check_rms_norm(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight) {
     return detail::check_rows(op, x, normalized_shape, {{"weight", &weight}});
 }
-
 
 // One node for both storage types: T = float when x and weight are both float32 (the kernels
 // read and write the float32 storage, recorded native32, so no float64 mirror of any tensor is
 // made); T = double otherwise (float64, or mixed dtypes read as float64 values).
 template <class T>
-Tensor rms_norm_node(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps, const RowLayout& l) {
-    const BasicValuesOr<T> w(weight, l.width, 1.0);
-    const xt::xarray<T>& xv = kernel_values<T>(x);
+Tensor rms_norm_node(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps,
+                     const detail::RowLayout& l) {
+    const detail::BasicValuesOr<T> w(weight, l.width, 1.0);
+    const xt::xarray<T>& xv = detail::kernel_values<T>(x);
     xt::xarray<T> y = xt::xarray<T>::from_shape(xv.shape());
     Array rrms = Array::from_shape({l.rows});
-    by_tier(reference::rms_norm_forward<T>, fast::rms_norm_forward<T>, xv.data(), w.data(), y.data(), rrms.data(), l.rows,
-            l.width, eps);
+    detail::by_tier(reference::rms_norm_forward<T>, fast::rms_norm_forward<T>, xv.data(), w.data(), y.data(), rrms.data(), l.rows,
+                    l.width, eps);
 
-    const AffineSlots affine(weight, Tensor());
+    const detail::AffineSlots affine(weight, Tensor());
     std::vector<SavedInfo> saved{{"rrms", {l.rows}}};
     // dx = rrms (dxhat - xhat mean(dxhat xhat)), dxhat = g w; dw = sum over rows of g xhat
     return record(
         "rms_norm", std::move(y), affine.inputs(x, weight, Tensor()),
         [l, affine, rrms = std::move(rrms)](const GradContext& c) -> Grads {
-            const BasicValuesOr<T> w(affine.weight_values<T>(c), l.width, 1.0);
-            const xt::xarray<T>& xv = kernel_input<T>(c, 0);
+            const detail::BasicValuesOr<T> w(affine.weight_values<T>(c), l.width, 1.0);
+            const xt::xarray<T>& xv = detail::kernel_input<T>(c, 0);
             Array dw = xt::zeros<double>({l.width});  // a double sum: docs/precision.md, "Accumulators"
             xt::xarray<T> dx;
             if (c.needs_grad(0)) dx = xt::xarray<T>::from_shape(xv.shape());
-            by_tier(reference::rms_norm_backward<T>, fast::rms_norm_backward<T>, xv.data(), kernel_grad<T>(c).data(), w.data(),
-                    rrms.data(), c.needs_grad(0) ? dx.data() : nullptr, dw.data(), l.rows, l.width);
+            detail::by_tier(reference::rms_norm_backward<T>, fast::rms_norm_backward<T>, xv.data(),
+                            detail::kernel_grad<T>(c).data(), w.data(), rrms.data(), c.needs_grad(0) ? dx.data() : nullptr,
+                            dw.data(), l.rows, l.width);
             Grads g(c.num_inputs());
             if (c.needs_grad(0)) g[0] = std::move(dx);
-            affine.put_grads(c, g, stored_as<T>(std::move(dw)), xt::xarray<T>());
+            affine.put_grads(c, g, detail::stored_as<T>(std::move(dw)), xt::xarray<T>());
             return g;
         },
         std::move(saved),
@@ -69,7 +61,7 @@ Tensor rms_norm_node(const Tensor& x, const Shape& normalized_shape, const Tenso
 }  // namespace
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps) {
-    const RowLayout l = check_rms_norm("rms_norm", x, normalized_shape, weight);
+    const detail::RowLayout l = check_rms_norm("rms_norm", x, normalized_shape, weight);
     if (detail::all_float32(x, {&weight})) return rms_norm_node<float>(x, normalized_shape, weight, eps, l);
     return rms_norm_node<double>(x, normalized_shape, weight, eps, l);
 }
