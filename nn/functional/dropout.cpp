@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "core/fast/strided.hpp"
 #include "nn/functional/functional.hpp"
 
 namespace xg::nn::functional {
@@ -18,19 +19,18 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
         const double keep_scale = 1.0 / (1.0 - p);
         for (double& m : mask) m = gen.uniform() < p ? 0.0 : keep_scale;
     }
-    // y = x m and d dropout/dx = m: a product with the constant mask, in the dtype of what it
-    // multiplies (in float32 the factor 1/(1-p) is rounded, as PyTorch's), kept as a plain array:
-    // a backward holds no Tensor
+    // y = x m and d dropout/dx = m: a product with the constant mask in the dtype of what it
+    // multiplies (in float32 the factor 1/(1-p) is rounded, as PyTorch's), kept as a plain array: a
+    // backward holds no Tensor
     auto factors = std::make_shared<const Array>(std::move(mask));
-    const auto times_mask = [factors](const Tensor& t) { return mul(t, Tensor(*factors, t.dtype())); };
-    Tensor y;
-    {
-        NoGradGuard values_only;
-        y = times_mask(x);
-    }
-    return on_storage(y, [&](const auto& values) {
-        return record("dropout", values, {x}, [times_mask](const BackwardContext& c) -> std::vector<Tensor> {
-            return {times_mask(c.grad)};
+    return on_storage(x, [&](const auto& xs) {
+        using T = typename std::decay_t<decltype(xs)>::value_type;
+        xt::xarray<T> y = empty_storage<T>(shape);
+        const T* px = xs.data();
+        const double* pm = factors->data();
+        for (std::size_t i = 0; i < y.size(); ++i) y.data()[i] = px[i] * static_cast<T>(pm[i]);  // as mul(x, m in T)
+        return record("dropout", std::move(y), {x}, [factors](const BackwardContext& c) -> std::vector<Tensor> {
+            return {mul(c.grad, Tensor(*factors, c.grad.dtype()))};
         }, {{"mask", shape}});
     });
 }

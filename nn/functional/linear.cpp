@@ -13,6 +13,7 @@
 #include "core/ops/gemm.hpp"
 #include "core/fast/strided.hpp"
 #include "nn/functional/kernel_storage.hpp"
+#include "nn/functional/affine.hpp"
 #include "nn/functional/functional.hpp"
 
 namespace xg::nn::functional {
@@ -48,14 +49,9 @@ LinearDims check_linear(const char* op, const Tensor& x, const Tensor& weight, c
     return d;
 }
 
-// The storage the kernel runs on: float32 when x, W and b all are (native float32 storage: no
-// float64 mirror of any of them), float64 otherwise (a float32 operand read through its mirror).
-bool all_float32(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-    return x.dtype() == kFloat32 && weight.dtype() == kFloat32 && (!bias.defined() || bias.dtype() == kFloat32);
-}
-
 Backward linear_twin() {
-    return through_composed([](const std::vector<Tensor>& in) { return linear_composed(in[0], in[1], in.size() > 2 ? in[2] : Tensor()); });
+    return through_composed(
+        [](const std::vector<Tensor>& in) { return linear_composed(in[0], in[1], in.size() > 2 ? in[2] : Tensor()); });
 }
 
 // out[j] = sum over rows r of g[r][j], each column summed in double in row order and rounded once
@@ -135,7 +131,10 @@ Tensor linear_kernel(const Tensor& x, const Tensor& weight, const Tensor& bias, 
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const LinearDims d = check_linear("linear", x, weight, bias);
-    return all_float32(x, weight, bias) ? linear_kernel<float>(x, weight, bias, d) : linear_kernel<double>(x, weight, bias, d);
+    // float32 storage when x, W and b all are float32 (no float64 mirror of any of them), float64
+    // otherwise (a float32 operand read through its mirror)
+    return detail::all_float32(x, {&weight, &bias}) ? linear_kernel<float>(x, weight, bias, d)
+                                                    : linear_kernel<double>(x, weight, bias, d);
 }
 
 Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias) {

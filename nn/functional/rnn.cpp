@@ -11,6 +11,7 @@
 
 #include "core/ops/gemm.hpp"
 #include "core/ops/composed_backward.hpp"
+#include "nn/functional/affine.hpp"
 #include "nn/functional/functional.hpp"
 #include "nn/functional/kernel_storage.hpp"
 #include "nn/fast/rnn.hpp"
@@ -39,36 +40,23 @@ std::size_t check_gates(const char* op, const char* gates_name, const Tensor& ga
 
 namespace {
 
-using nn::detail::kernel_grad;
-using nn::detail::kernel_input;
-using nn::detail::kernel_values;
-
-// The element-wise steps run on the storage T of their tensors: float when all are float32 (no
-// float64 mirror; double arithmetic, each result rounded once), double otherwise.
-bool all_float32(std::initializer_list<const Tensor*> tensors) {
-    for (const Tensor* t : tensors) {
-        if (t->dtype() != kFloat32) return false;
-    }
-    return true;
-}
-
-// The activated gates are kept for the backward (in double whatever T): recomputing them would cost
+// Each step runs on the storage T of its tensors (detail::all_float32, nn/functional/affine.hpp):
+// float when all are float32 (no float64 mirror; double arithmetic, each result rounded once),
+// double otherwise. The activated gates are kept for the backward (in double whatever T): recomputing them would cost
 // five exp/tanh per element again (measured 7 of 35 ms for the LSTM step benchmark, docs/derivations/lstm.md).
 template <class T>
 Tensor lstm_next_c_node(const Tensor& gates, const Tensor& c, std::size_t B, std::size_t H) {
     xt::xarray<T> c_next = xt::xarray<T>::from_shape({B, H});
     Array i = Array::from_shape({B, H}), f = Array::from_shape({B, H}), g = Array::from_shape({B, H});
-    detail::by_tier(reference::lstm_next_c_forward<T>, fast::lstm_next_c_forward<T>, kernel_values<T>(gates).data(),
-                    kernel_values<T>(c).data(), B, H, c_next.data(), i.data(), f.data(), g.data());
+    detail::by_tier(reference::lstm_next_c_forward<T>, fast::lstm_next_c_forward<T>, detail::kernel_values<T>(gates).data(),
+                    detail::kernel_values<T>(c).data(), B, H, c_next.data(), i.data(), f.data(), g.data());
     // da_i = dc' g i (1 - i), da_f = dc' c f (1 - f), da_g = dc' i (1 - g^2), da_o = 0; dc = dc' f
     return record("lstm_next_c", std::move(c_next), {gates, c},
                   [B, H, i = std::move(i), f = std::move(f), g = std::move(g)](const GradContext& ctx) -> Grads {
         xt::xarray<T> da = xt::zeros<T>({B, 4 * H}), dc = xt::xarray<T>::from_shape({B, H});
-        detail::by_tier(reference::lstm_next_c_backward<T>, fast::lstm_next_c_backward<T>, kernel_grad<T>(ctx).data(),
-                        kernel_input<T>(ctx, 1).data(), i.data(), f.data(), g.data(), B, H, da.data(), dc.data());
-        Grads grads(2);
-        grads[0] = std::move(da), grads[1] = std::move(dc);
-        return grads;
+        detail::by_tier(reference::lstm_next_c_backward<T>, fast::lstm_next_c_backward<T>, detail::kernel_grad<T>(ctx).data(),
+                        detail::kernel_input<T>(ctx, 1).data(), i.data(), f.data(), g.data(), B, H, da.data(), dc.data());
+        return grads_of(std::move(da), std::move(dc));
     }, {{"i", {B, H}}, {"f", {B, H}}, {"g", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
         // create_graph: c' = sigmoid(a_f) c + sigmoid(a_i) tanh(a_g) from core ops
         return sigmoid(narrow(in[0], 1, H, H)) * in[1] + sigmoid(narrow(in[0], 1, 0, H)) * tanh(narrow(in[0], 1, 2 * H, H));
@@ -79,17 +67,15 @@ template <class T>
 Tensor lstm_next_h_node(const Tensor& gates, const Tensor& c_next, std::size_t B, std::size_t H) {
     xt::xarray<T> h = xt::xarray<T>::from_shape({B, H});
     Array o = Array::from_shape({B, H}), tanh_c = Array::from_shape({B, H});
-    detail::by_tier(reference::lstm_next_h_forward<T>, fast::lstm_next_h_forward<T>, kernel_values<T>(gates).data(),
-                    kernel_values<T>(c_next).data(), B, H, h.data(), o.data(), tanh_c.data());
+    detail::by_tier(reference::lstm_next_h_forward<T>, fast::lstm_next_h_forward<T>, detail::kernel_values<T>(gates).data(),
+                    detail::kernel_values<T>(c_next).data(), B, H, h.data(), o.data(), tanh_c.data());
     // da_o = dh tanh(c') o (1 - o), other gates 0; dc' = dh o (1 - tanh(c')^2)
     return record("lstm_next_h", std::move(h), {gates, c_next},
                   [B, H, o = std::move(o), tanh_c = std::move(tanh_c)](const GradContext& ctx) -> Grads {
         xt::xarray<T> da = xt::zeros<T>({B, 4 * H}), dc = xt::xarray<T>::from_shape({B, H});
-        detail::by_tier(reference::lstm_next_h_backward<T>, fast::lstm_next_h_backward<T>, kernel_grad<T>(ctx).data(), o.data(),
-                        tanh_c.data(), B, H, da.data(), dc.data());
-        Grads grads(2);
-        grads[0] = std::move(da), grads[1] = std::move(dc);
-        return grads;
+        detail::by_tier(reference::lstm_next_h_backward<T>, fast::lstm_next_h_backward<T>, detail::kernel_grad<T>(ctx).data(),
+                        o.data(), tanh_c.data(), B, H, da.data(), dc.data());
+        return grads_of(std::move(da), std::move(dc));
     }, {{"o", {B, H}}, {"tanh_c", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
         return sigmoid(narrow(in[0], 1, 3 * H, H)) * tanh(in[1]);  // create_graph: h' = sigmoid(a_o) tanh(c')
     }));
@@ -99,20 +85,19 @@ template <class T>
 Tensor gru_next_h_node(const Tensor& gi, const Tensor& gh, const Tensor& h, std::size_t B, std::size_t H) {
     xt::xarray<T> h_next = xt::xarray<T>::from_shape({B, H});
     Array r = Array::from_shape({B, H}), z = Array::from_shape({B, H}), n = Array::from_shape({B, H});
-    detail::by_tier(reference::gru_next_h_forward<T>, fast::gru_next_h_forward<T>, kernel_values<T>(gi).data(),
-                    kernel_values<T>(gh).data(), kernel_values<T>(h).data(), B, H, h_next.data(), r.data(), z.data(), n.data());
+    detail::by_tier(reference::gru_next_h_forward<T>, fast::gru_next_h_forward<T>, detail::kernel_values<T>(gi).data(),
+                    detail::kernel_values<T>(gh).data(), detail::kernel_values<T>(h).data(), B, H, h_next.data(), r.data(),
+                    z.data(), n.data());
     // dn = dh' (1 - z), dz = dh' (h - n), dh = dh' z; da_n = dn (1 - n^2) -> dgi_n = da_n, dgh_n = da_n r;
     // da_r = da_n gh_n r (1 - r) and da_z = dz z (1 - z) go to gi and gh alike
     return record("gru_next_h", std::move(h_next), {gi, gh, h},
                   [B, H, r = std::move(r), z = std::move(z), n = std::move(n)](const GradContext& ctx) -> Grads {
         xt::xarray<T> dgi = xt::xarray<T>::from_shape({B, 3 * H}), dgh = xt::xarray<T>::from_shape({B, 3 * H}),
                       dh = xt::xarray<T>::from_shape({B, H});
-        detail::by_tier(reference::gru_next_h_backward<T>, fast::gru_next_h_backward<T>, kernel_grad<T>(ctx).data(),
-                        kernel_input<T>(ctx, 1).data(), kernel_input<T>(ctx, 2).data(), r.data(), z.data(), n.data(), B, H, dgi.data(),
-                        dgh.data(), dh.data());
-        Grads grads(3);
-        grads[0] = std::move(dgi), grads[1] = std::move(dgh), grads[2] = std::move(dh);
-        return grads;
+        detail::by_tier(reference::gru_next_h_backward<T>, fast::gru_next_h_backward<T>, detail::kernel_grad<T>(ctx).data(),
+                        detail::kernel_input<T>(ctx, 1).data(), detail::kernel_input<T>(ctx, 2).data(), r.data(), z.data(),
+                        n.data(), B, H, dgi.data(), dgh.data(), dh.data());
+        return grads_of(std::move(dgi), std::move(dgh), std::move(dh));
     }, {{"r", {B, H}}, {"z", {B, H}}, {"n", {B, H}}}, through_composed([H](const std::vector<Tensor>& in) {
         // create_graph: the same step from core ops
         const auto part = [H](const Tensor& a, std::size_t k) { return narrow(a, 1, k * H, H); };
@@ -126,20 +111,20 @@ Tensor gru_next_h_node(const Tensor& gi, const Tensor& gh, const Tensor& h, std:
 
 Tensor lstm_next_c(const Tensor& gates, const Tensor& c) {
     const std::size_t H = check_gates("lstm_next_c", "gates", gates, 4, "c", c), B = c.size(0);
-    if (all_float32({&gates, &c})) return lstm_next_c_node<float>(gates, c, B, H);
+    if (detail::all_float32(gates, {&c})) return lstm_next_c_node<float>(gates, c, B, H);
     return lstm_next_c_node<double>(gates, c, B, H);
 }
 
 Tensor lstm_next_h(const Tensor& gates, const Tensor& c_next) {
     const std::size_t H = check_gates("lstm_next_h", "gates", gates, 4, "c_next", c_next), B = c_next.size(0);
-    if (all_float32({&gates, &c_next})) return lstm_next_h_node<float>(gates, c_next, B, H);
+    if (detail::all_float32(gates, {&c_next})) return lstm_next_h_node<float>(gates, c_next, B, H);
     return lstm_next_h_node<double>(gates, c_next, B, H);
 }
 
 Tensor gru_next_h(const Tensor& gi, const Tensor& gh, const Tensor& h) {
     const std::size_t H = check_gates("gru_next_h", "gi", gi, 3, "h", h), B = h.size(0);
     check_gates("gru_next_h", "gh", gh, 3, "h", h);
-    if (all_float32({&gi, &gh, &h})) return gru_next_h_node<float>(gi, gh, h, B, H);
+    if (detail::all_float32(gi, {&gh, &h})) return gru_next_h_node<float>(gi, gh, h, B, H);
     return gru_next_h_node<double>(gi, gh, h, B, H);
 }
 
@@ -154,7 +139,8 @@ void check_cell(const char* op, std::size_t k, const Tensor& x, const Tensor& h,
     const Shape sx = x.shape(), sh = h.shape(), si = w_ih.shape(), sw = w_hh.shape();
     const bool ok = sx.size() == 2 && sh.size() == 2 && sh[0] == sx[0] && si.size() == 2 && sw.size() == 2 &&
                     sw == Shape{k * sh[1], sh[1]} && si == Shape{k * sh[1], sx[1]} && (c == nullptr || c->shape() == sh) &&
-                    (!b_ih.defined() || b_ih.shape() == Shape{k * sh[1]}) && (!b_hh.defined() || b_hh.shape() == Shape{k * sh[1]});
+                    (!b_ih.defined() || b_ih.shape() == Shape{k * sh[1]}) &&
+                    (!b_hh.defined() || b_hh.shape() == Shape{k * sh[1]});
     if (!ok) {
         fail(op, fmt::format("expects input (B, I), state (B, H), weight_ih ({0} H, I), weight_hh ({0} H, H), biases ({0} H); "
                              "got input {1}, state {2}{3}, weight_ih {4}, weight_hh {5}, bias_ih {6}, bias_hh {7}",
@@ -193,16 +179,18 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
     std::vector<double> bias(4 * H, 0.0);  // b_ih + b_hh
     for (const Tensor* b : {&b_ih, &b_hh}) {
         if (!b->defined()) continue;
-        const T* pb = kernel_values<T>(*b).data();
+        const T* pb = detail::kernel_values<T>(*b).data();
         for (std::size_t j = 0; j < 4 * H; ++j) bias[j] += double(pb[j]);
     }
     // a = x W_ih^T + h W_hh^T, then with the bias the gates [i, f, g, o], and hc = [h', c']
     xt::xarray<T> products = xt::xarray<T>::from_shape({B, 4 * H}), hc = xt::xarray<T>::from_shape({B, 2 * H});
     Array gates = Array::from_shape({B, 4 * H}), tanh_c = Array::from_shape({B, H});
-    gemm(kernel_values<T>(x).data(), B, I, false, kernel_values<T>(w_ih).data(), 4 * H, I, true, products.data(), T(0));
-    gemm(kernel_values<T>(state.h).data(), B, H, false, kernel_values<T>(w_hh).data(), 4 * H, H, true, products.data(), T(1));
+    gemm(detail::kernel_values<T>(x).data(), B, I, false, detail::kernel_values<T>(w_ih).data(), 4 * H, I, true, products.data(),
+         T(0));
+    gemm(detail::kernel_values<T>(state.h).data(), B, H, false, detail::kernel_values<T>(w_hh).data(), 4 * H, H, true,
+         products.data(), T(1));
     detail::by_tier(reference::lstm_cell_forward<T>, fast::lstm_cell_forward<T>, products.data(), bias.data(),
-                    kernel_values<T>(state.c).data(), B, H, gates.data(), tanh_c.data(), hc.data());
+                    detail::kernel_values<T>(state.c).data(), B, H, gates.data(), tanh_c.data(), hc.data());
 
     std::vector<Tensor> inputs{x, state.h, state.c, w_ih, w_hh};
     for (const Tensor* b : {&b_ih, &b_hh}) {
@@ -214,19 +202,21 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
     return record("lstm_cell", std::move(hc), std::move(inputs),
                   [B, I, H, n_inputs, gates = std::move(gates), tanh_c = std::move(tanh_c)](const GradContext& ctx) -> Grads {
         xt::xarray<T> da = xt::xarray<T>::from_shape({B, 4 * H}), dc = xt::xarray<T>::from_shape({B, H});
-        detail::by_tier(reference::lstm_cell_backward<T>, fast::lstm_cell_backward<T>, kernel_grad<T>(ctx).data(),
-                        kernel_input<T>(ctx, 2).data(), gates.data(), tanh_c.data(), B, H, da.data(), dc.data());
+        detail::by_tier(reference::lstm_cell_backward<T>, fast::lstm_cell_backward<T>, detail::kernel_grad<T>(ctx).data(),
+                        detail::kernel_input<T>(ctx, 2).data(), gates.data(), tanh_c.data(), B, H, da.data(), dc.data());
         Grads grads(n_inputs);
         grads[2] = std::move(dc);
         const auto product = [&](std::size_t in, std::size_t w, std::size_t cols) {  // d(input) = da W
             if (!ctx.needs_grad(in)) return;
             xt::xarray<T> d = xt::xarray<T>::from_shape({B, cols});
-            gemm(da.data(), B, 4 * H, false, kernel_input<T>(ctx, w).data(), 4 * H, cols, false, d.data(), T(0));
+            gemm(da.data(), B, 4 * H, false, detail::kernel_input<T>(ctx, w).data(), 4 * H, cols, false, d.data(), T(0));
             grads[in] = std::move(d);
         };
         // The weights and biases serve every step of a sequence: their parts are added in place.
         const auto weight = [&](std::size_t w, std::size_t in, std::size_t cols) {  // dW += da^T input
-            if (ctx.needs_grad(w)) add_weight_gradient(da.data(), B, 4 * H, kernel_input<T>(ctx, in).data(), cols, ctx.accumulated(w).data());
+            if (ctx.needs_grad(w))
+                add_weight_gradient(da.data(), B, 4 * H, detail::kernel_input<T>(ctx, in).data(), cols,
+                                    ctx.accumulated(w).data());
         };
         product(0, 3, I), product(1, 4, H), weight(3, 0, I), weight(4, 1, H);
         for (std::size_t bias_input = 5; bias_input < n_inputs; ++bias_input) {  // db += sum of da over the batch
@@ -252,9 +242,9 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
 LSTMState lstm_cell(const Tensor& input, const LSTMState& state, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                     const Tensor& b_hh) {
     check_cell("lstm_cell", 4, input, state.h, &state.c, w_ih, w_hh, b_ih, b_hh);
-    const bool float32 = all_float32({&input, &state.h, &state.c, &w_ih, &w_hh}) && (!b_ih.defined() || b_ih.dtype() == kFloat32) &&
-                         (!b_hh.defined() || b_hh.dtype() == kFloat32);
-    const Tensor hc = float32 ? lstm_step<float>(input, state, w_ih, w_hh, b_ih, b_hh) : lstm_step<double>(input, state, w_ih, w_hh, b_ih, b_hh);
+    const bool float32 = detail::all_float32(input, {&state.h, &state.c, &w_ih, &w_hh, &b_ih, &b_hh});
+    const Tensor hc = float32 ? lstm_step<float>(input, state, w_ih, w_hh, b_ih, b_hh)
+                              : lstm_step<double>(input, state, w_ih, w_hh, b_ih, b_hh);
     const std::size_t H = state.h.size(1);
     return {narrow(hc, 1, 0, H), narrow(hc, 1, H, H)};
 }
