@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "distributed/collectives.hpp"
@@ -30,6 +31,22 @@ inline std::size_t first_row(const std::vector<std::size_t>& counts, int rank) {
     std::size_t begin = 0;
     for (int r = 0; r < rank; ++r) begin += counts[r];
     return begin;
+}
+
+/// This rank's share of a global batch split by rank_counts: its rows [begin, end) and the whole
+/// batch's shape (all ranks' rows, then `trailing`).
+struct RankRows {
+    std::size_t begin, end;
+    Shape global_shape;
+};
+inline RankRows rank_rows(int world, int rank, std::size_t base, bool equal, bool empty_rank, const Shape& trailing) {
+    const std::vector<std::size_t> counts = rank_counts(world, base, equal, empty_rank);
+    std::size_t total = 0;
+    for (std::size_t n : counts) total += n;
+    const std::size_t begin = first_row(counts, rank);
+    Shape global_shape{total};
+    global_shape.insert(global_shape.end(), trailing.begin(), trailing.end());
+    return {begin, begin + counts[static_cast<std::size_t>(rank)], std::move(global_shape)};
 }
 
 /// Rows [begin, end) of `a` (axis 0), as a new array.

@@ -57,12 +57,7 @@ double worst_of_all_ranks(double local) {
 
 void check_sync_batchnorm(const Shape& trailing, bool equal) {
     const int world = distributed::world_size(), me = distributed::rank();
-    const auto counts = xg::test::rank_counts(world, 2, equal);
-    std::size_t total = 0;
-    for (std::size_t n : counts) total += n;
-    const std::size_t begin = xg::test::first_row(counts, me), end = begin + counts[me];
-    Shape global_shape{total};
-    global_shape.insert(global_shape.end(), trailing.begin(), trailing.end());
+    const auto [begin, end, global_shape] = xg::test::rank_rows(world, me, 2, equal, false, trailing);
     const std::size_t C = trailing[0];
 
     nn::SyncBatchNorm sync(static_cast<std::int64_t>(C), 1e-5, 0.1, true, false);
@@ -90,7 +85,7 @@ void check_sync_batchnorm(const Shape& trailing, bool equal) {
         for (std::size_t e : trailing) n *= e;
         return n;
     }();
-    for (std::size_t j = 0; j < total * per_row; ++j) {  // every element of the global input
+    for (std::size_t j = 0; j < global_shape[0] * per_row; ++j) {  // every element of the global input
         const bool mine = j >= begin * per_row && j < end * per_row;
         double dummy = 0.0;
         double& value = mine ? x.node()->value.data()[j - begin * per_row] : dummy;

@@ -42,13 +42,8 @@ std::shared_ptr<nn::BatchNormBase> reference_norm(const Case& c, std::size_t C) 
 
 void check_equivalence(const Case& c) {
     const int world = distributed::world_size(), me = distributed::rank();
-    const auto counts = xg::test::rank_counts(world, 3, c.equal, c.empty_rank);
-    std::size_t total = 0;
-    for (std::size_t n : counts) total += n;
-    const std::size_t begin = xg::test::first_row(counts, me), end = begin + counts[me];
+    const auto [begin, end, global_shape] = xg::test::rank_rows(world, me, 3, c.equal, c.empty_rank, c.trailing);
     const std::size_t C = c.trailing[0];
-    Shape global_shape{total};
-    global_shape.insert(global_shape.end(), c.trailing.begin(), c.trailing.end());
 
     auto sync = std::make_shared<nn::SyncBatchNorm>(static_cast<std::int64_t>(C));
     auto ref = reference_norm(c, C);
@@ -107,14 +102,9 @@ TEST_CASE("SyncBatchNorm equals BatchNorm on the concatenated batch", "[distribu
 // more). Unequal counts, so the merge is exercised.
 TEST_CASE("float32 twin: SyncBatchNorm agrees with float64 on every rank", "[distributed][sync_batchnorm][float32]") {
     const int me = distributed::rank();
-    const auto counts = xg::test::rank_counts(distributed::world_size(), 8, false);
-    std::size_t total = 0;
-    for (std::size_t n : counts) total += n;
-    const std::size_t begin = xg::test::first_row(counts, me), end = begin + counts[me];
     const auto call = [](nn::Module& m, const Tensor& x) { return std::vector<Tensor>{m(x)}; };
     for (const Shape& trailing : {Shape{4}, Shape{3, 5}}) {
-        Shape global_shape{total};
-        global_shape.insert(global_shape.end(), trailing.begin(), trailing.end());
+        const auto [begin, end, global_shape] = xg::test::rank_rows(distributed::world_size(), me, 8, false, false, trailing);
         const auto sync = std::make_shared<nn::SyncBatchNorm>(static_cast<std::int64_t>(trailing[0]));
         const Tensor x(xg::test::rows(xg::test::global_randn(global_shape, 40), begin, end), kFloat64, true);
         xg::test::check_float32_twin(fmt::format("SyncBatchNorm (N, {}) rank {}", fmt::join(trailing, ", "), me),
@@ -329,13 +319,8 @@ TEST_CASE("float32 SyncBatchNorm is a native float32 node: no float64 mirror, th
     const int world = distributed::world_size(), me = distributed::rank();
     for (const Case& c : {Case{{4}, true, false}, Case{{4}, false, false}, Case{{3, 5}, false, false},
                           Case{{2, 3, 2}, true, false}, Case{{4}, false, true}}) {
-        const auto counts = xg::test::rank_counts(world, 5, c.equal, c.empty_rank);
-        std::size_t total = 0;
-        for (std::size_t n : counts) total += n;
-        const std::size_t begin = xg::test::first_row(counts, me), end = begin + counts[me];
+        const auto [begin, end, global_shape] = xg::test::rank_rows(world, me, 5, c.equal, c.empty_rank, c.trailing);
         const std::size_t C = c.trailing[0];
-        Shape global_shape{total};
-        global_shape.insert(global_shape.end(), c.trailing.begin(), c.trailing.end());
         // every value on the float32 grid, so that both routes start from the same numbers
         const auto on_float32_grid = [](const Array& a) { return to_float64_array(to_float32_array(a)); };
         const Array X = on_float32_grid(xg::test::rows(xg::test::global_randn(global_shape, 90, 3.0, 2.0), begin, end));

@@ -239,6 +239,27 @@ std::vector<Twin> all_twins() {
 
 void run(const std::vector<Twin>& twins) { xg::test::check_float32_twins(twins); }
 
+// A twin run on float32 copies of its inputs, and the gradients of its outputs for random float32
+// seeds: under create_graph with seeds that require grad (every op of every backward recorded), or
+// a first-order backward (the graph kept, so its nodes can be inspected).
+struct Float32Run {
+    Outputs outs;
+    std::vector<Tensor> grads;
+};
+Float32Run float32_run(const Twin& t, bool create_graph) {
+    const std::vector<Tensor> x32 = xg::test::float32_copies(t.inputs64);
+    std::vector<Tensor> wrt, seeds;
+    for (const Tensor& x : x32) {
+        if (x.requires_grad()) wrt.push_back(x);
+    }
+    Float32Run run{t.f(x32), {}};
+    xg::Generator gen(5);
+    for (const Tensor& out : run.outs) seeds.push_back(Tensor(xg::randn(out.shape(), gen).value(), xg::kFloat32, create_graph));
+    run.grads = xg::grad(run.outs, wrt, seeds, {!create_graph, create_graph, true});
+    return run;
+}
+
+
 // The op names core/ records; where record() is given a variable, the names listed here.
 std::set<std::string> core_op_names(std::vector<std::string>& unknown_sites) {
     const xg_test_support::NamesFromCallers names_from_callers = {
@@ -275,15 +296,7 @@ TEST_CASE("float32 twins: every core op's backward, recorded under create_graph,
     // it shows as a float64 node. The seeds require grad, so every op of every backward is recorded.
     for (const Twin& t : all_twins()) {
         INFO(t.name);
-        const std::vector<Tensor> x32 = xg::test::float32_copies(t.inputs64);
-        std::vector<Tensor> wrt, seeds;
-        for (const Tensor& x : x32) {
-            if (x.requires_grad()) wrt.push_back(x);
-        }
-        const Outputs outs = t.f(x32);
-        xg::Generator gen(5);
-        for (const Tensor& out : outs) seeds.push_back(Tensor(xg::randn(out.shape(), gen).value(), xg::kFloat32, true));
-        const std::vector<Tensor> grads = xg::grad(outs, wrt, seeds, {false, true, true});
+        const std::vector<Tensor> grads = float32_run(t, true).grads;
         for (std::size_t i = 0; i < grads.size(); ++i) {
             if (!grads[i].defined()) continue;
             INFO("gradient " << i);
@@ -464,17 +477,9 @@ TEST_CASE("every core op states its derivative once: one backward in Tensor ops,
 TEST_CASE("no core op makes a float64 mirror of a float32 tensor, forward or backward", "[float32]") {
     for (const Twin& t : all_twins()) {
         INFO(t.name);
-        const std::vector<Tensor> x32 = xg::test::float32_copies(t.inputs64);
-        std::vector<Tensor> wrt, seeds;
-        for (const Tensor& x : x32) {
-            if (x.requires_grad()) wrt.push_back(x);
-        }
-        const Outputs outs = t.f(x32);
-        xg::Generator gen(5);
-        for (const Tensor& out : outs) seeds.push_back(Tensor::from_float32(xg::to_float32_array(xg::randn(out.shape(), gen).value())));
-        const std::vector<Tensor> grads = xg::grad(outs, wrt, seeds, {true, false, true});
-        std::vector<Tensor> all = outs;
-        all.insert(all.end(), grads.begin(), grads.end());
+        const Float32Run run = float32_run(t, false);
+        std::vector<Tensor> all = run.outs;
+        all.insert(all.end(), run.grads.begin(), run.grads.end());
         xg::test::detail::for_each_node(all, [&](const xg::Node& n) {
             INFO("node '" << n.op << "'");
             CHECK(n.value_mirror == xg::Node::Mirror::None);
