@@ -8,7 +8,14 @@ namespace {
 std::atomic<Dtype> g_default_dtype{Dtype::Float64};
 }
 
-const char* dtype_name(Dtype dtype) { return dtype == Dtype::Float64 ? "float64" : "float32"; }
+const char* dtype_name(Dtype dtype) {
+    switch (dtype) {
+        case Dtype::Float32: return "float32";
+        case Dtype::BFloat16: return "bfloat16";
+        case Dtype::Float64: break;
+    }
+    return "float64";
+}
 
 Dtype default_dtype() { return g_default_dtype.load(std::memory_order_relaxed); }
 void set_default_dtype(Dtype dtype) { g_default_dtype.store(dtype, std::memory_order_relaxed); }

@@ -36,74 +36,120 @@ NodePtr new_node() {
 
 }  // namespace
 
-FloatArray to_float32_array(const Array& a) {
-    FloatArray f = FloatArray::from_shape(a.shape());
+template <class T>
+xt::xarray<T> round_to_storage(const Array& a) {
+    xt::xarray<T> f = xt::xarray<T>::from_shape(a.shape());
     const double* src = a.data();
-    float* dst = f.data();
-    // a double-to-float conversion rounds to nearest even in the default floating-point environment
+    T* dst = f.data();
+    // a double-to-float conversion rounds to nearest even in the default floating-point
+    // environment; bfloat16's constructor rounds once from double (core/engine/bfloat16.hpp)
 #pragma omp simd
-    for (std::size_t i = 0; i < a.size(); ++i) dst[i] = static_cast<float>(src[i]);
+    for (std::size_t i = 0; i < a.size(); ++i) dst[i] = static_cast<T>(src[i]);
     return f;
 }
 
-Array to_float64_array(const FloatArray& f) {
+template <class T>
+Array to_float64_array(const xt::xarray<T>& f) {
     Array a = Array::from_shape(f.shape());
-    const float* src = f.data();
+    const T* src = f.data();
     double* dst = a.data();
 #pragma omp simd
     for (std::size_t i = 0; i < f.size(); ++i) dst[i] = static_cast<double>(src[i]);
     return a;
 }
 
+#define XG_STORAGE_CONVERSIONS(T)                                  \
+    template xt::xarray<T> round_to_storage<T>(const Array& a);   \
+    template Array to_float64_array<T>(const xt::xarray<T>& f);
+XG_FOR_EACH_STORAGE_TYPE(XG_STORAGE_CONVERSIONS)
+#undef XG_STORAGE_CONVERSIONS
+
 namespace {
 
 // `mirror` set to f's values widened, in its own buffer when the shape allows (a reference
 // handed out earlier keeps seeing the tensor).
-void widen_into(const FloatArray& f, Array& mirror) {
+template <class T>
+void widen_into(const xt::xarray<T>& f, Array& mirror) {
     if (mirror.shape() != f.shape()) {
         mirror = to_float64_array(f);
         return;
     }
-    const float* src = f.data();
+    const T* src = f.data();
     double* dst = mirror.data();
 #pragma omp simd
     for (std::size_t i = 0; i < f.size(); ++i) dst[i] = static_cast<double>(src[i]);
 }
-
-// A written float64 mirror rounded into its float32 storage; the mirror then holds the stored
-// values again (the rounding a float32 store makes).
-void settle_mirror(Array& mirror, FloatArray& stored) {
-    if (stored.shape() != mirror.shape()) stored.resize(mirror.shape());
-    double* m = mirror.data();
-    float* f = stored.data();
-#pragma omp simd
-    for (std::size_t i = 0; i < mirror.size(); ++i) {
-        f[i] = static_cast<float>(m[i]);
-        m[i] = static_cast<double>(f[i]);
-    }
+void widen_into(const NarrowArray& stored, Array& mirror) {
+    std::visit([&](const auto& f) { widen_into(f, mirror); }, stored);
 }
 
-// A float32 node's writes through its float64 mirrors, rounded into its float32 storage.
+// A written float64 mirror rounded into the node's storage; the mirror then holds the stored
+// values again (the rounding a store of that dtype makes).
+void settle_mirror(Array& mirror, NarrowArray& stored) {
+    std::visit(
+        [&](auto& f) {
+            using T = typename std::decay_t<decltype(f)>::value_type;
+            if (f.shape() != mirror.shape()) f.resize(mirror.shape());
+            double* m = mirror.data();
+            T* out = f.data();
+#pragma omp simd
+            for (std::size_t i = 0; i < mirror.size(); ++i) {
+                out[i] = static_cast<T>(m[i]);
+                m[i] = static_cast<double>(out[i]);
+            }
+        },
+        stored);
+}
+
+// The empty storage of dtype `dtype` (narrower than float64).
+NarrowArray empty_storage(Dtype dtype) {
+    return with_storage_type(dtype, [](auto storage) -> NarrowArray {
+        using T = typename decltype(storage)::type;
+        if constexpr (std::is_same_v<T, double>) {
+            return FloatArray::from_shape({0});
+        } else {
+            return xt::xarray<T>::from_shape({0});
+        }
+    });
+}
+
+// `values` rounded into the storage of dtype `dtype` (narrower than float64).
+NarrowArray rounded_storage(const Array& values, Dtype dtype) {
+    return with_storage_type(dtype, [&](auto storage) -> NarrowArray {
+        using T = typename decltype(storage)::type;
+        if constexpr (std::is_same_v<T, double>) {
+            return FloatArray::from_shape({0});  // not reached: float64 is not narrow
+        } else {
+            return round_to_storage<T>(values);
+        }
+    });
+}
+
+// A narrower node's writes through its float64 mirrors, rounded into its storage.
 void settle(Node& n) {
     if (n.value_mirror == Node::Mirror::Written) {
-        settle_mirror(n.value, n.value32);
+        settle_mirror(n.value, n.narrow_value);
         n.value_mirror = Node::Mirror::Clean;
     }
     if (n.grad_mirror == Node::Mirror::Written) {
         if (n.grad) {
-            if (!n.grad32) n.grad32.emplace();
-            settle_mirror(*n.grad, *n.grad32);
+            if (!n.narrow_grad) n.narrow_grad = empty_storage(n.dtype);
+            settle_mirror(*n.grad, *n.narrow_grad);
         }
         n.grad_mirror = n.grad ? Node::Mirror::Clean : Node::Mirror::None;
     }
 }
 
-// n's values as float64: its storage, or a float32 node's mirror (made once, kept with the node).
+Array widened(const NarrowArray& stored) {
+    return std::visit([](const auto& f) { return to_float64_array(f); }, stored);
+}
+
+// n's values as float64: its storage, or a narrower node's mirror (made once, kept with the node).
 Array& float64_values(Node& n) {
     if (n.dtype == Dtype::Float64) return n.value;
     settle(n);
-    if (n.value_mirror == Node::Mirror::None) n.value = to_float64_array(n.value32);
-    if (n.value_mirror == Node::Mirror::Stale) widen_into(n.value32, n.value);
+    if (n.value_mirror == Node::Mirror::None) n.value = widened(n.narrow_value);
+    if (n.value_mirror == Node::Mirror::Stale) widen_into(n.narrow_value, n.value);
     n.value_mirror = Node::Mirror::Clean;
     return n.value;
 }
@@ -112,52 +158,51 @@ Array& float64_values(Node& n) {
 Array& float64_grad(Node& n) {
     if (n.dtype == Dtype::Float64) return *n.grad;
     settle(n);
-    if (n.grad_mirror == Node::Mirror::None || !n.grad) n.grad = to_float64_array(*n.grad32);
-    if (n.grad_mirror == Node::Mirror::Stale) widen_into(*n.grad32, *n.grad);
+    if (n.grad_mirror == Node::Mirror::None || !n.grad) n.grad = widened(*n.narrow_grad);
+    if (n.grad_mirror == Node::Mirror::Stale) widen_into(*n.narrow_grad, *n.grad);
     n.grad_mirror = Node::Mirror::Clean;
     return *n.grad;
 }
 
-// Stores `values` in node n of dtype n.dtype (rounded to float32 for a float32 node), dropping
-// what it held.
-void store(Node& n, Array values) {
-    if (n.dtype == Dtype::Float32) {
-        n.value32 = to_float32_array(values);
-        n.value = Array::from_shape({0});  // nothing (a default xarray is a 0-D one-element array)
-        n.value_mirror = Node::Mirror::None;
-    } else {
-        n.value = std::move(values);
-        n.value32 = FloatArray::from_shape({0});
+// Stores `values` in node n of dtype n.dtype (rounded once when n's storage type is narrower),
+// dropping what it held.
+template <class T>
+void store(Node& n, xt::xarray<T> values) {
+    if (n.dtype == Dtype::Float64) {
+        if constexpr (std::is_same_v<T, double>) n.value = std::move(values);
+        else n.value = to_float64_array(values);
+        return;
     }
-}
-void store(Node& n, FloatArray values) {
-    if (n.dtype == Dtype::Float32) {
-        n.value32 = std::move(values);
-        n.value = Array::from_shape({0});  // nothing (a default xarray is a 0-D one-element array)
-        n.value_mirror = Node::Mirror::None;
+    if constexpr (!std::is_same_v<T, double>) {
+        if (n.dtype == dtype_of<T>()) n.narrow_value = std::move(values);
+        else n.narrow_value = rounded_storage(to_float64_array(values), n.dtype);
     } else {
-        n.value = to_float64_array(values);
-        n.value32 = FloatArray::from_shape({0});
+        n.narrow_value = rounded_storage(values, n.dtype);
     }
+    n.value = Array::from_shape({0});  // nothing (a default xarray is a 0-D one-element array)
+    n.value_mirror = Node::Mirror::None;
 }
 
-// Converts n's value and gradient to `dtype` (rounded to float32 when narrowing).
+// Converts n's value and gradient to `dtype` (rounded once when narrowing).
 void convert_storage(Node& n, Dtype dtype) {
     if (n.dtype == dtype) return;
     settle(n);
-    if (dtype == Dtype::Float32) {
-        n.value32 = to_float32_array(n.value);
-        if (n.grad) n.grad32 = to_float32_array(*n.grad);
-        n.value = Array::from_shape({0});  // nothing (a default xarray is a 0-D one-element array)
-        n.grad.reset();
-    } else {
-        n.value = to_float64_array(n.value32);
-        if (n.grad32) n.grad = to_float64_array(*n.grad32);
-        n.value32 = FloatArray::from_shape({0});
-        n.grad32.reset();
-    }
-    n.value_mirror = n.grad_mirror = Node::Mirror::None;
+    Array value = float64_values(n);
+    std::optional<Array> grad;
+    if (n.has_grad()) grad = float64_grad(n);
     n.dtype = dtype;
+    n.value_mirror = n.grad_mirror = Node::Mirror::None;
+    n.grad.reset();
+    n.narrow_grad.reset();
+    if (dtype == Dtype::Float64) {
+        n.value = std::move(value);
+        n.grad = std::move(grad);
+        n.narrow_value = FloatArray::from_shape({0});
+        return;
+    }
+    n.narrow_value = rounded_storage(value, dtype);
+    if (grad) n.narrow_grad = rounded_storage(*grad, dtype);
+    n.value = Array::from_shape({0});
 }
 
 std::string shape_text(const Node& n) {
@@ -233,32 +278,58 @@ const Array& GradContext::input(std::size_t i) const {
 }
 
 namespace {
-[[noreturn]] void not_float32(const Node& node, const std::string& which) {
-    fail("backward of '" + node.op + "'", which + " is float64; a float32 view (grad32/output32/input32) needs a float32 tensor");
+[[noreturn]] void not_of_storage(const Node& node, const std::string& which, Dtype is, Dtype wanted) {
+    fail("backward of '" + node.op + "'",
+         fmt::format("{} is {}; a kernel on {} storage (grad_values/output_values/input_values) needs a {} tensor", which,
+                     dtype_name(is), dtype_name(wanted), dtype_name(wanted)));
 }
 }  // namespace
 
-const FloatArray& GradContext::grad32() const {
-    if (grad32_ == nullptr) not_float32(node_, "the gradient");
-    return *grad32_;
-}
-
-const FloatArray& GradContext::output32() const {
-    if (node_.dtype != Dtype::Float32) not_float32(node_, "the output");
-    if (node_.version > node_.recorded_at) {
-        modified_in_place(node_, fmt::format("the output of '{}' (shape {})", node_.op, shape_text(node_)));
+template <class T>
+const xt::xarray<T>& GradContext::grad_values() const {
+    if constexpr (std::is_same_v<T, double>) {
+        return grad;
+    } else {
+        if (native_grad_ == nullptr || native_grad_->dtype() != dtype_of<T>()) {
+            not_of_storage(node_, "the gradient", native_grad_ ? native_grad_->dtype() : Dtype::Float64, dtype_of<T>());
+        }
+        return native_grad_->values<T>();
     }
-    settle(node_);
-    return node_.value32;
 }
 
-const FloatArray& GradContext::input32(std::size_t i) const {
-    Node& p = *node_.parents[i];
-    if (p.dtype != Dtype::Float32) not_float32(node_, fmt::format("input {}", i));
-    if (p.version > node_.recorded_at) modified_in_place(node_, fmt::format("input {} of '{}' ({})", i, node_.op, describe(p)));
-    settle(p);
-    return p.value32;
+template <class T>
+const xt::xarray<T>& GradContext::output_values() const {
+    if constexpr (std::is_same_v<T, double>) {
+        return output();
+    } else {
+        if (node_.dtype != dtype_of<T>()) not_of_storage(node_, "the output", node_.dtype, dtype_of<T>());
+        if (node_.version > node_.recorded_at) {
+            modified_in_place(node_, fmt::format("the output of '{}' (shape {})", node_.op, shape_text(node_)));
+        }
+        settle(node_);
+        return std::get<xt::xarray<T>>(node_.narrow_value);
+    }
 }
+
+template <class T>
+const xt::xarray<T>& GradContext::input_values(std::size_t i) const {
+    if constexpr (std::is_same_v<T, double>) {
+        return input(i);
+    } else {
+        Node& p = *node_.parents[i];
+        if (p.dtype != dtype_of<T>()) not_of_storage(node_, fmt::format("input {}", i), p.dtype, dtype_of<T>());
+        if (p.version > node_.recorded_at) modified_in_place(node_, fmt::format("input {} of '{}' ({})", i, node_.op, describe(p)));
+        settle(p);
+        return std::get<xt::xarray<T>>(p.narrow_value);
+    }
+}
+
+#define XG_GRAD_CONTEXT_VIEWS(T)                                                       \
+    template const xt::xarray<T>& GradContext::grad_values<T>() const;               \
+    template const xt::xarray<T>& GradContext::output_values<T>() const;             \
+    template const xt::xarray<T>& GradContext::input_values<T>(std::size_t i) const;
+XG_FOR_EACH_STORAGE_TYPE(XG_GRAD_CONTEXT_VIEWS)
+#undef XG_GRAD_CONTEXT_VIEWS
 
 Shape GradContext::input_shape(std::size_t i) const {
     const auto& s = node_.parents[i]->dims();
@@ -277,19 +348,49 @@ Array& GradContext::accumulated(std::size_t i) const {
     return slot->second;
 }
 
-Array& GradPart::f64() {
-    if (!f64_) fail("GradPart", f32_ ? "holds float32 values, not float64" : "holds no gradient");
-    return *f64_;
+template <class T>
+xt::xarray<T>& GradPart::values() {
+    if (auto* v = std::get_if<xt::xarray<T>>(&values_)) return *v;
+    fail("GradPart", fmt::format("asked for {} values; it holds {}", dtype_name(dtype_of<T>()),
+                                 values_.index() == 0 ? "no gradient" : "values of another storage type"));
 }
-FloatArray& GradPart::f32() {
-    if (!f32_) fail("GradPart", f64_ ? "holds float64 values, not float32" : "holds no gradient");
-    return *f32_;
+
+template <class T>
+xt::xarray<T> GradPart::take_as() {
+    if (auto* v = std::get_if<xt::xarray<T>>(&values_)) return std::move(*v);
+    if (values_.index() == 0) fail("GradPart", "holds no gradient");
+    return round_to_storage<T>(to_float64());
 }
+
+Array GradPart::to_float64() const {
+    return std::visit(
+        [](const auto& v) -> Array {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) {
+                return Array();
+            } else {
+                return to_float64_array(v);
+            }
+        },
+        values_);
+}
+
 Shape GradPart::shape() const {
-    if (f64_) return Shape(f64_->shape().begin(), f64_->shape().end());
-    if (f32_) return Shape(f32_->shape().begin(), f32_->shape().end());
-    return Shape();
+    return std::visit(
+        [](const auto& v) -> Shape {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) {
+                return Shape();
+            } else {
+                return Shape(v.shape().begin(), v.shape().end());
+            }
+        },
+        values_);
 }
+
+#define XG_GRAD_PART_VALUES(T)                       \
+    template xt::xarray<T>& GradPart::values<T>();   \
+    template xt::xarray<T> GradPart::take_as<T>();
+XG_FOR_EACH_STORAGE_TYPE(XG_GRAD_PART_VALUES)
+#undef XG_GRAD_PART_VALUES
 
 // Destroying the head of a long chain would recurse once per node through shared_ptr
 // destructors; instead we move parents onto an explicit stack and let each die childless.
@@ -310,7 +411,7 @@ Node::~Node() {
 Tensor::Tensor(Array value, bool requires_grad) : Tensor(std::move(value), default_dtype(), requires_grad) {}
 Tensor::Tensor(Array value, Dtype dtype, bool requires_grad) : node_(new_node()) {
     node_->dtype = dtype;
-    store(*node_, std::move(value));
+    store<double>(*node_, std::move(value));
     node_->requires_grad = requires_grad;
 }
 Tensor::Tensor(std::initializer_list<ListElement> v) : node_(new_node()) {
@@ -318,15 +419,16 @@ Tensor::Tensor(std::initializer_list<ListElement> v) : node_(new_node()) {
     std::size_t i = 0;
     for (const ListElement& e : v) a.data()[i++] = e.value;
     node_->dtype = default_dtype();
-    store(*node_, std::move(a));
+    store<double>(*node_, std::move(a));
 }
 Tensor::Tensor(xt::nested_initializer_list_t<double, 2> v) : Tensor(Array(v)) {}
 Tensor::Tensor(xt::nested_initializer_list_t<double, 3> v) : Tensor(Array(v)) {}
 Tensor::Tensor(xt::nested_initializer_list_t<double, 4> v) : Tensor(Array(v)) {}
 
-Tensor Tensor::from_float32(FloatArray values, bool requires_grad) {
+template <class T>
+Tensor Tensor::from_values(xt::xarray<T> values, bool requires_grad) {
     Tensor t(new_node());
-    t.node_->dtype = Dtype::Float32;
+    t.node_->dtype = dtype_of<T>();
     store(*t.node_, std::move(values));
     t.node_->requires_grad = requires_grad;
     return t;
@@ -340,12 +442,6 @@ static const Node& checked(const NodePtr& n) {
 namespace {
 std::uint64_t next_version() { return g_clock.fetch_add(1, std::memory_order_relaxed) + 1; }
 
-template <class T>
-constexpr Dtype dtype_of() {
-    static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>, "values<T>: T is double or float");
-    return std::is_same_v<T, double> ? Dtype::Float64 : Dtype::Float32;
-}
-
 void check_storage(const Node& n, Dtype wanted, const char* what) {
     if (n.dtype != wanted) {
         fail(what, fmt::format("asked for {} storage of a {} tensor of shape {} (use value() for float64 values of any "
@@ -353,14 +449,15 @@ void check_storage(const Node& n, Dtype wanted, const char* what) {
     }
 }
 
-// The native gradient of n (float32 nodes: grad32 after the mirror's writes are settled).
+// The native gradient of n, of storage type T (n's; narrower nodes: after the mirror's writes
+// are settled), or null when n has none.
 template <class T>
-std::optional<xt::xarray<T>>& native_grad(Node& n) {
+xt::xarray<T>* native_grad(Node& n) {
     if constexpr (std::is_same_v<T, double>) {
-        return n.grad;
+        return n.grad ? &*n.grad : nullptr;
     } else {
         settle(n);
-        return n.grad32;
+        return n.narrow_grad ? &std::get<xt::xarray<T>>(*n.narrow_grad) : nullptr;
     }
 }
 }  // namespace
@@ -373,7 +470,7 @@ Array& Tensor::mutable_value() {
     checked(node_);
     node_->version = next_version();
     Array& v = float64_values(*node_);  // the writer reads what it updates (x = 0.9 x + ...)
-    if (node_->dtype == Dtype::Float32) node_->value_mirror = Node::Mirror::Written;
+    if (node_->dtype != Dtype::Float64) node_->value_mirror = Node::Mirror::Written;
     return v;
 }
 
@@ -384,7 +481,7 @@ const xt::xarray<T>& Tensor::values() const {
         return node_->value;
     } else {
         settle(*node_);
-        return node_->value32;
+        return std::get<xt::xarray<T>>(node_->narrow_value);
     }
 }
 
@@ -397,14 +494,14 @@ xt::xarray<T>& Tensor::mutable_values() {
     } else {
         settle(*node_);
         if (node_->value_mirror != Node::Mirror::None) node_->value_mirror = Node::Mirror::Stale;
-        return node_->value32;
+        return std::get<xt::xarray<T>>(node_->narrow_value);
     }
 }
 
 template <class T>
 const xt::xarray<T>& Tensor::grad_values() const {
     check_storage(checked(node_), dtype_of<T>(), "grad_values");
-    auto& g = native_grad<T>(*node_);
+    const auto* g = native_grad<T>(*node_);
     if (!g) fail("grad", "this tensor has no gradient (did backward() reach it?)");
     return *g;
 }
@@ -412,23 +509,23 @@ const xt::xarray<T>& Tensor::grad_values() const {
 template <class T>
 xt::xarray<T>& Tensor::mutable_grad_values() {
     check_storage(checked(node_), dtype_of<T>(), "mutable_grad_values");
-    auto& g = native_grad<T>(*node_);
+    auto* g = native_grad<T>(*node_);
     if (!g) fail("grad", "this tensor has no gradient (did backward() reach it?)");
     node_->grad_graph.reset();  // changed outside the graph: grad() is a plain leaf again
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (!std::is_same_v<T, double>) {
         if (node_->grad_mirror != Node::Mirror::None) node_->grad_mirror = Node::Mirror::Stale;
     }
     return *g;
 }
 
-template const Array& Tensor::values<double>() const;
-template const FloatArray& Tensor::values<float>() const;
-template Array& Tensor::mutable_values<double>();
-template FloatArray& Tensor::mutable_values<float>();
-template const Array& Tensor::grad_values<double>() const;
-template const FloatArray& Tensor::grad_values<float>() const;
-template Array& Tensor::mutable_grad_values<double>();
-template FloatArray& Tensor::mutable_grad_values<float>();
+#define XG_TENSOR_STORAGE(T)                                                             \
+    template Tensor Tensor::from_values<T>(xt::xarray<T> values, bool requires_grad);   \
+    template const xt::xarray<T>& Tensor::values<T>() const;                            \
+    template xt::xarray<T>& Tensor::mutable_values<T>();                                \
+    template const xt::xarray<T>& Tensor::grad_values<T>() const;                       \
+    template xt::xarray<T>& Tensor::mutable_grad_values<T>();
+XG_FOR_EACH_STORAGE_TYPE(XG_TENSOR_STORAGE)
+#undef XG_TENSOR_STORAGE
 
 Dtype Tensor::dtype() const { return checked(node_).dtype; }
 // Shapes are read without settling a float32 node's pending writes: a writer may ask for the
@@ -502,8 +599,7 @@ bool Tensor::has_grad() const { return checked(node_).has_grad(); }
 Tensor Tensor::grad() const {
     if (!has_grad()) return Tensor();
     if (node_->grad_graph) return Tensor(node_->grad_graph);  // from backward(create_graph): differentiable
-    if (node_->dtype == Dtype::Float32) return from_float32(*native_grad<float>(*node_));
-    return Tensor(*node_->grad, node_->dtype);
+    return with_storage_type(node_->dtype, [&](auto storage) { return from_values(*native_grad<typename decltype(storage)::type>(*node_)); });
 }
 const Array& Tensor::grad_value() const {
     if (!has_grad()) fail("grad", "this tensor has no gradient (did backward() reach it?)");
@@ -513,7 +609,7 @@ Array& Tensor::mutable_grad() {
     if (!has_grad()) fail("grad", "this tensor has no gradient (did backward() reach it?)");
     node_->grad_graph.reset();  // changed outside the graph: grad() is a plain leaf again
     Array& g = float64_grad(*node_);
-    if (node_->dtype == Dtype::Float32) node_->grad_mirror = Node::Mirror::Written;
+    if (node_->dtype != Dtype::Float64) node_->grad_mirror = Node::Mirror::Written;
     return g;
 }
 void Tensor::set_grad(const Array& g) {
@@ -523,8 +619,8 @@ void Tensor::set_grad(const Array& g) {
                                      shape_str(Shape(g.shape().begin(), g.shape().end())), shape_text(*node_)));
     }
     node_->grad_graph.reset();
-    if (node_->dtype == Dtype::Float32) {
-        node_->grad32 = to_float32_array(g);
+    if (node_->dtype != Dtype::Float64) {
+        node_->narrow_grad = rounded_storage(g, node_->dtype);
         node_->grad.reset();
         node_->grad_mirror = Node::Mirror::None;
     } else {
@@ -534,15 +630,14 @@ void Tensor::set_grad(const Array& g) {
 void Tensor::zero_grad() {
     checked(node_);
     node_->grad.reset();
-    node_->grad32.reset();
+    node_->narrow_grad.reset();
     node_->grad_mirror = Node::Mirror::None;
     node_->grad_graph.reset();
 }
 void Tensor::retain_grad() { checked(node_), node_->retains_grad = true; }
 
 Tensor Tensor::detach() const {
-    if (checked(node_).dtype == Dtype::Float32) return from_float32(values<float>());
-    return Tensor(value(), node_->dtype);
+    return with_storage_type(checked(node_).dtype, [&](auto storage) { return from_values(values<typename decltype(storage)::type>()); });
 }
 
 void Tensor::convert_in_place(Dtype dtype) {
@@ -559,8 +654,14 @@ Tensor Tensor::to(Dtype dtype) const {
     if (from == dtype) return *this;
     // d to(a)/da = 1: the gradient goes back converted to a's dtype
     Backward back = [from](const BackwardContext& c) -> std::vector<Tensor> { return {c.grad.to(from)}; };
-    Tensor out = from == Dtype::Float32 ? record("to", FloatArray(values<float>()), {*this}, std::move(back))
-                                        : record("to", Array(value()), {*this}, std::move(back));
+    Tensor out = with_storage_type(from, [&](auto storage) {
+        using T = typename decltype(storage)::type;
+        if constexpr (std::is_same_v<T, double>) {
+            return record("to", Array(value()), {*this}, std::move(back));
+        } else {
+            return record("to", xt::xarray<T>(values<T>()), {*this}, std::move(back));
+        }
+    });
     convert_storage(*out.node_, dtype);
     return out;
 }
@@ -651,29 +752,39 @@ Tensor run_hooks(const Node& node, Tensor g) {
     return g;
 }
 
-// A part of a gradient as an array: moved out of its node when nothing else holds it (a
-// result the backward just computed), copied when it is shared (the seed, an input, the
-// incoming gradient passed through).
-Array take_value(Tensor&& t) {
-    if (t.node().use_count() == 1 && t.dtype() == Dtype::Float64) return std::move(t.node()->value);
-    return t.value();
-}
-FloatArray take_value32(Tensor&& t) {
-    if (t.dtype() == Dtype::Float64) return to_float32_array(t.value());
+// A part of a gradient as an array of storage type T: moved out of its node when nothing else
+// holds it (a result the backward just computed), copied when it is shared (the seed, an input,
+// the incoming gradient passed through), converted when it is of another dtype.
+template <class T>
+xt::xarray<T> take_values(Tensor&& t) {
+    if (t.dtype() != dtype_of<T>()) return round_to_storage<T>(t.value());
     if (t.node().use_count() == 1) {
-        settle(*t.node());
-        return std::move(t.node()->value32);
+        Node& n = *t.node();
+        if constexpr (std::is_same_v<T, double>) {
+            return std::move(n.value);
+        } else {
+            settle(n);
+            return std::move(std::get<xt::xarray<T>>(n.narrow_value));
+        }
     }
-    return t.values<float>();
+    return t.values<T>();
 }
 
-// dst += src, element by element (same shape).
+// dst += src, element by element (same shape), in T's arithmetic type: a narrower sum rounds each
+// add, as PyTorch's.
 template <class T>
 void add_into(xt::xarray<T>& dst, const xt::xarray<T>& src) {
+    using A = ArithmeticOf<T>;
     T* d = dst.data();
     const T* s = src.data();
 #pragma omp simd
-    for (std::size_t k = 0; k < dst.size(); ++k) d[k] += s[k];
+    for (std::size_t k = 0; k < dst.size(); ++k) d[k] = static_cast<T>(static_cast<A>(d[k]) + static_cast<A>(s[k]));
+}
+
+// dst += src for the narrower storage held in dst (src of the same storage type).
+template <class T>
+void add_into(NarrowArray& dst, const xt::xarray<T>& src) {
+    add_into(std::get<xt::xarray<T>>(dst), src);
 }
 
 [[noreturn]] void wrong_grad_shape(const Node& node, const Shape& got, const std::string& from_op) {
@@ -684,17 +795,19 @@ void add_into(xt::xarray<T>& dst, const xt::xarray<T>& src) {
 void accumulate(Node& node, Tensor&& g, const std::string& from_op) {
     if (g.shape() != Shape(node.dims().begin(), node.dims().end())) wrong_grad_shape(node, g.shape(), from_op);
     node.grad_graph.reset();
-    if (node.dtype == Dtype::Float64) {
-        Array a = take_value(std::move(g));
-        if (!node.grad) node.grad = std::move(a);
-        else add_into(*node.grad, a);
-        return;
-    }
-    FloatArray a = take_value32(std::move(g));
-    settle(node);
-    if (!node.grad32) node.grad32 = std::move(a);
-    else add_into(*node.grad32, a);  // a second backward adds to .grad: a float32 sum, as PyTorch's
-    if (node.grad_mirror != Node::Mirror::None) node.grad_mirror = Node::Mirror::Stale;
+    with_storage_type(node.dtype, [&](auto storage) {
+        using T = typename decltype(storage)::type;
+        xt::xarray<T> a = take_values<T>(std::move(g));
+        if constexpr (std::is_same_v<T, double>) {
+            if (!node.grad) node.grad = std::move(a);
+            else add_into(*node.grad, a);
+        } else {
+            settle(node);
+            if (!node.narrow_grad) node.narrow_grad = std::move(a);
+            else add_into(*node.narrow_grad, a);  // a second backward adds to .grad: a sum in the dtype, as PyTorch's
+            if (node.grad_mirror != Node::Mirror::None) node.grad_mirror = Node::Mirror::Stale;
+        }
+    });
 }
 
 // A leaf's post-accumulate hooks, in registration order, once its .grad holds this walk's part.
@@ -706,29 +819,30 @@ void run_post_accumulate_hooks(const NodePtr& leaf) {
 }
 
 // The walk's gradients of the nodes it has not reached yet, each in its node's dtype: float64
-// nodes' in `f64`, float32 nodes' in `f32` (plus, in `f64`, what a kernel added in place through
-// GradContext::accumulated, merged when the walk reaches the node).
+// nodes' in `f64`, narrower nodes' in `narrow` (plus, in `f64`, what a kernel added in place
+// through GradContext::accumulated, merged when the walk reaches the node).
 struct PendingGrads {
     std::unordered_map<Node*, Array> f64;
-    std::unordered_map<Node*, FloatArray> f32;
+    std::unordered_map<Node*, NarrowArray> narrow;
 
-    // Adds a part of input p's gradient (converted to p's dtype; a float32 sum rounds each add).
+    // Adds a part of input p's gradient (converted to p's dtype; a narrower sum rounds each add).
     void add(Node* p, GradPart&& part) {
-        if (p->dtype == Dtype::Float64) {
-            Array a = part.is_float32() ? to_float64_array(part.f32()) : std::move(part.f64());
-            auto [slot, inserted] = f64.try_emplace(p);
-            if (inserted) slot->second = std::move(a);
-            else add_into(slot->second, a);
-        } else {
-            FloatArray a = part.is_float32() ? std::move(part.f32()) : to_float32_array(part.f64());
-            auto [slot, inserted] = f32.try_emplace(p);
-            if (inserted) slot->second = std::move(a);
-            else add_into(slot->second, a);
-        }
+        with_storage_type(p->dtype, [&](auto storage) {
+            using T = typename decltype(storage)::type;
+            xt::xarray<T> a = part.take_as<T>();
+            if constexpr (std::is_same_v<T, double>) {
+                auto [slot, inserted] = f64.try_emplace(p);
+                if (inserted) slot->second = std::move(a);
+                else add_into(slot->second, a);
+            } else {
+                auto found = narrow.find(p);
+                if (found == narrow.end()) narrow.emplace(p, std::move(a));
+                else add_into(found->second, a);
+            }
+        });
     }
     void add(Node* p, Tensor&& part) {
-        if (p->dtype == Dtype::Float64) add(p, GradPart(take_value(std::move(part))));
-        else add(p, GradPart(take_value32(std::move(part))));
+        with_storage_type(p->dtype, [&](auto storage) { add(p, GradPart(take_values<typename decltype(storage)::type>(std::move(part)))); });
     }
     // Node n's summed gradient as a tensor of its dtype, taken out; undefined when none reached it.
     Tensor take(Node* n) {
@@ -743,22 +857,22 @@ struct PendingGrads {
             add(n, GradPart(std::move(found->second)));
             f64.erase(found);
         }
-        auto found32 = f32.find(n);
-        if (found32 == f32.end()) return Tensor();
-        Tensor g = Tensor::from_float32(std::move(found32->second));
-        f32.erase(found32);
+        auto stored = narrow.find(n);
+        if (stored == narrow.end()) return Tensor();
+        Tensor g = std::visit([](auto& v) { return Tensor::from_values(std::move(v)); }, stored->second);
+        narrow.erase(stored);
         return g;
     }
 };
 
-// A fused op's kernel backward run on the incoming gradient g: a native float32 node given a
-// float32 g reads its storage only (no float64 view of g is made); any other node reads float64
+// A fused op's kernel backward run on the incoming gradient g: a native node given g in its own
+// dtype reads g's storage only (no float64 view of g is made); any other node reads float64
 // values. `pending` collects what the kernel adds through GradContext::accumulated().
 Grads run_kernel(Node& node, const Tensor& g, std::unordered_map<Node*, Array>* pending) {
     static const Array kNoFloat64Grad;
-    const bool native = node.native32 && g.dtype() == Dtype::Float32;
-    const FloatArray* g32 = g.dtype() == Dtype::Float32 ? &g.values<float>() : nullptr;
-    return node.kernel(GradContext(native ? kNoFloat64Grad : g.value(), node, pending, g32));
+    const bool native = node.native && g.dtype() == node.dtype;
+    const Tensor* stored = g.dtype() != Dtype::Float64 ? &g : nullptr;
+    return node.kernel(GradContext(native ? kNoFloat64Grad : g.value(), node, pending, stored));
 }
 
 void check_not_freed(const Node& node) {
@@ -849,8 +963,7 @@ void run_backward(const std::vector<NodePtr>& roots, const std::vector<Tensor>& 
                 if (!p->requires_grad || !grads[i]) continue;
                 if (grads[i].shape() != Shape(p->dims().begin(), p->dims().end())) wrong_shape(node->op, i, grads[i].shape(), *p);
                 if (g_anomaly_mode) {
-                    if (grads[i].is_float32()) check_finite(to_float64_array(grads[i].f32()), "backward of '" + node->op + "'");
-                    else check_finite(grads[i].f64(), "backward of '" + node->op + "'");
+                    check_finite(grads[i].to_float64(), "backward of '" + node->op + "'");
                 }
                 pending.add(p, std::move(grads[i]));
             }
@@ -896,7 +1009,7 @@ std::vector<Tensor> numeric_backward_in_graph(Node& node, const Tensor& g) {
         Node* p = node.parents[i].get();
         if (!p->requires_grad) continue;
         std::optional<Array> part;
-        if (i < grads.size() && grads[i]) part = grads[i].is_float32() ? to_float64_array(grads[i].f32()) : std::move(grads[i].f64());
+        if (i < grads.size() && grads[i]) part = grads[i].take_as<double>();
         auto extra = added.find(p);
         if (extra != added.end()) {  // once per parent, even when it is given twice
             if (part) *part += extra->second; else part = std::move(extra->second);
@@ -919,15 +1032,19 @@ void accumulate_in_graph(Node& node, const Tensor& g) {
     Tensor stored;
     if (node.has_grad() && !node.grad_graph) {
         settle(node);
-        stored = node.dtype == Dtype::Float32 ? Tensor::from_float32(*node.grad32) : Tensor(*node.grad, Dtype::Float64);
+        stored = node.dtype == Dtype::Float64 ? Tensor(*node.grad, Dtype::Float64)
+                                              : std::visit([](const auto& v) { return Tensor::from_values(v); }, *node.narrow_grad);
     }
     const Tensor total = node.grad_graph ? add(Tensor(node.grad_graph), g) : stored.defined() ? add(stored, g) : g;
-    if (node.dtype == Dtype::Float32) {
-        node.grad32 = total.values<float>();
-        if (node.grad_mirror != Node::Mirror::None) node.grad_mirror = Node::Mirror::Stale;
-    } else {
-        node.grad = total.value();
-    }
+    with_storage_type(node.dtype, [&](auto storage) {
+        using T = typename decltype(storage)::type;
+        if constexpr (std::is_same_v<T, double>) {
+            node.grad = total.value();
+        } else {
+            node.narrow_grad = total.dtype() == node.dtype ? total.values<T>() : round_to_storage<T>(total.value());
+            if (node.grad_mirror != Node::Mirror::None) node.grad_mirror = Node::Mirror::Stale;
+        }
+    });
     node.grad_graph = total.node();
 }
 
@@ -1126,7 +1243,7 @@ Tensor record_node(std::string op, Values value, std::vector<Tensor>& inputs, Ba
     }
     NodePtr node = new_node();
     node->dtype = result_dtype(inputs);
-    node->native32 = std::is_same_v<Values, FloatArray> && node->dtype == Dtype::Float32;
+    node->native = !std::is_same_v<Values, Array> && node->dtype == dtype_of<typename Values::value_type>();
     store(*node, std::move(value));
     if (needs) {
         node->requires_grad = true;
@@ -1168,10 +1285,15 @@ Tensor record(std::string op, Array value, std::vector<Tensor> inputs, KernelBac
     return record_node(std::move(op), std::move(value), inputs, std::move(backward), std::move(kernel), std::move(saved));
 }
 
-Tensor detail::record_float32(std::string op, FloatArray value, std::vector<Tensor> inputs, KernelBackward kernel,
-                              std::vector<SavedInfo> saved, Backward backward) {
+template <class T>
+Tensor detail::record_stored(std::string op, xt::xarray<T> value, std::vector<Tensor> inputs, KernelBackward kernel,
+                             std::vector<SavedInfo> saved, Backward backward) {
     return record_node(std::move(op), std::move(value), inputs, std::move(backward), std::move(kernel), std::move(saved));
 }
+template Tensor detail::record_stored<float>(std::string, FloatArray, std::vector<Tensor>, KernelBackward, std::vector<SavedInfo>,
+                                             Backward);
+template Tensor detail::record_stored<bfloat16>(std::string, BFloat16Array, std::vector<Tensor>, KernelBackward,
+                                                std::vector<SavedInfo>, Backward);
 
 // ---- creation -----------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <xtensor/xarray.hpp>
@@ -28,6 +29,11 @@ using Array = xt::xarray<double>;
 /// The storage of a float32 tensor (Tensor::values<float>()): what native float32 kernels read
 /// and write, at half the memory of an Array.
 using FloatArray = xt::xarray<float>;
+/// The storage of a bfloat16 tensor (Tensor::values<bfloat16>()), a quarter of an Array's memory.
+using BFloat16Array = xt::xarray<bfloat16>;
+/// The storage of a tensor of a dtype narrower than float64, in its own storage type: the
+/// alternatives follow XG_FOR_EACH_STORAGE_TYPE after double (a new storage type is one more here).
+using NarrowArray = std::variant<FloatArray, BFloat16Array>;
 /// A tensor shape, outermost axis first.
 using Shape = std::vector<std::size_t>;
 
@@ -103,19 +109,23 @@ public:
     /// The context of `node`'s kernel, fed the gradient `grad`; `pending` holds the walk's
     /// gradients of the nodes it has not reached yet (for accumulated(); may be null).
     GradContext(const Array& grad, Node& node, std::unordered_map<Node*, Array>* pending = nullptr,
-                const FloatArray* grad32 = nullptr)
-        : grad(grad), node_(node), pending_(pending), grad32_(grad32) {}
-    const Array& grad;  ///< dLoss/dOutput, same shape as output (float64 values; a float32 node's widened)
+                const Tensor* native_grad = nullptr)
+        : grad(grad), node_(node), pending_(pending), native_grad_(native_grad) {}
+    const Array& grad;  ///< dLoss/dOutput, same shape as output (float64 values; a narrower node's widened)
     /// The op's forward result, as the forward left it.
     const Array& output() const;
     /// The value of input i (i < num_inputs()), as the forward saw it.
     const Array& input(std::size_t i) const;
-    /// A float32 op's native views, for a kernel that reads float32 storage as it is (no float64
-    /// mirror is made): dLoss/dOutput, the output and input i. Each throws xg::Error when that
-    /// tensor is not float32.
-    const FloatArray& grad32() const;
-    const FloatArray& output32() const;
-    const FloatArray& input32(std::size_t i) const;
+    /// What a kernel on storage type T reads: dLoss/dOutput, the output and input i. For T =
+    /// double, the float64 values above (grad, output(), input(i)); for a narrower T, that
+    /// tensor's own storage as it is (no float64 mirror is made), and xg::Error when the tensor
+    /// is of another dtype.
+    template <class T>
+    const xt::xarray<T>& grad_values() const;
+    template <class T>
+    const xt::xarray<T>& output_values() const;
+    template <class T>
+    const xt::xarray<T>& input_values(std::size_t i) const;
     /// The shape of input i (shapes are not versioned: reading one is always allowed).
     Shape input_shape(std::size_t i) const;
     /// The number of inputs given to record().
@@ -129,34 +139,39 @@ public:
     Array& accumulated(std::size_t i) const;
 
 private:
-    Node& node_;  // reading a float32 value as float64 makes its mirror
+    Node& node_;  // reading a narrower value as float64 makes its mirror
     std::unordered_map<Node*, Array>* pending_;  // the walk's gradients of nodes not reached yet
-    const FloatArray* grad32_;                   // the incoming gradient of a float32 node
+    const Tensor* native_grad_;                  // the incoming gradient in its own storage
 };
 
-/// One input's gradient from a kernel backward: float64 values (Array), float32 values
-/// (FloatArray, from a native float32 kernel) or none. The walk converts it to the input's dtype.
+/// One input's gradient from a kernel backward: values of any storage type (float64 ones, or a
+/// native kernel's own storage type) or none. The walk converts it to the input's dtype.
 class GradPart {
 public:
     GradPart() = default;
     GradPart(std::nullopt_t) {}
-    GradPart(Array values) : f64_(std::move(values)) {}
-    GradPart(FloatArray values) : f32_(std::move(values)) {}
-    GradPart(std::optional<Array> values) : f64_(std::move(values)) {}
-    GradPart& operator=(std::nullopt_t) { f64_.reset(), f32_.reset(); return *this; }
-    explicit operator bool() const { return f64_.has_value() || f32_.has_value(); }
+    template <class T>
+    GradPart(xt::xarray<T> values) : values_(std::move(values)) {}
+    GradPart(std::optional<Array> values) {
+        if (values) values_ = std::move(*values);
+    }
+    GradPart& operator=(std::nullopt_t) { values_ = std::monostate(); return *this; }
+    explicit operator bool() const { return values_.index() != 0; }
     bool has_value() const { return bool(*this); }
-    bool is_float32() const { return f32_.has_value(); }
-    /// The float64 values (throws unless it holds them).
-    Array& f64();
-    /// The float32 values (throws unless it holds them).
-    FloatArray& f32();
+    /// The values in storage type T (throws unless it holds them).
+    template <class T>
+    xt::xarray<T>& values();
+    /// The values converted to storage type T (moved out when they are of that type already;
+    /// rounded once when narrowed). It must hold values.
+    template <class T>
+    xt::xarray<T> take_as();
+    /// A copy of the values as float64 (exact; empty when it holds none).
+    Array to_float64() const;
     /// The shape of what it holds.
     Shape shape() const;
 
 private:
-    std::optional<Array> f64_;
-    std::optional<FloatArray> f32_;
+    std::variant<std::monostate, Array, FloatArray, BFloat16Array> values_;
 };
 
 /// One optional gradient per input (empty for inputs that need none).
@@ -210,27 +225,28 @@ using PostAccumulateGradHook = std::function<void(const Tensor&)>;
 
 /// A vertex of the autograd graph. Users hold it through xg::Tensor.
 ///
-/// A float64 node keeps its values in `value` and its gradient in `grad`. A float32 node keeps
-/// them natively in `value32` and `grad32`; `value` and `grad` are then float64 mirrors made only
-/// when someone reads the tensor as float64 (Tensor::value(), the ops that have no float32
-/// kernel). A mirror lives as long as the node (a reference handed out stays valid); writes
-/// through it are rounded into the float32 storage at the next read (Node::Mirror::Written).
+/// A float64 node keeps its values in `value` and its gradient in `grad`. A node of a narrower
+/// dtype (float32, bfloat16) keeps them in its own storage type in `narrow_value` and
+/// `narrow_grad`; `value` and `grad` are then float64 mirrors made only when someone reads the
+/// tensor as float64 (Tensor::value(), an op on mixed dtypes). A mirror lives as long as the node
+/// (a reference handed out stays valid); writes through it are rounded into the node's storage at
+/// the next read (Node::Mirror::Written).
 struct Node {
-    /// The state of a float32 node's float64 mirror of its value or gradient.
+    /// The state of a narrower node's float64 mirror of its value or gradient.
     enum class Mirror : unsigned char {
         None,     ///< no mirror: the float64 member is empty
-        Clean,    ///< the mirror holds the float32 storage's values, widened
-        Written,  ///< handed out for writing: the float32 storage is stale until settled
-        Stale,    ///< the float32 storage was written natively: the mirror is refreshed at its next read
+        Clean,    ///< the mirror holds the node's stored values, widened
+        Written,  ///< handed out for writing: the stored values are stale until settled
+        Stale,    ///< the stored values were written natively: the mirror is refreshed at its next read
     };
-    /// The forward result (float64 node), or a float32 node's float64 mirror (value_mirror).
+    /// The forward result (float64 node), or a narrower node's float64 mirror (value_mirror).
     Array value;
-    /// A float32 node's values.
-    FloatArray value32;
+    /// A narrower node's values, in its dtype's storage type.
+    NarrowArray narrow_value;
     /// The number format of value and grad.
     Dtype dtype = Dtype::Float64;
-    Mirror value_mirror = Mirror::None;  ///< float32 nodes: the state of `value`
-    Mirror grad_mirror = Mirror::None;   ///< float32 nodes: the state of `grad`
+    Mirror value_mirror = Mirror::None;  ///< narrower nodes: the state of `value`
+    Mirror grad_mirror = Mirror::None;   ///< narrower nodes: the state of `grad`
     /// When `value` last changed in place (0: never): every Tensor::mutable_value() sets it to the
     /// next tick of one process-wide counter, so versions only grow.
     std::uint64_t version = 0;
@@ -238,18 +254,18 @@ struct Node {
     /// is later was changed after the forward used it: GradContext refuses it.
     std::uint64_t recorded_at = 0;
     /// dLoss/dValue once backward reached this node (kept on leaves and retain_grad nodes); a
-    /// float32 node's float64 mirror of grad32 (grad_mirror).
+    /// narrower node's float64 mirror of narrow_grad (grad_mirror).
     std::optional<Array> grad;
-    /// A float32 node's gradient.
-    std::optional<FloatArray> grad32;
+    /// A narrower node's gradient, in its dtype's storage type.
+    std::optional<NarrowArray> narrow_grad;
     /// Whether backward computes a gradient for this node.
     bool requires_grad = false;
     bool retains_grad = false;     ///< keep .grad on a non-leaf after backward
     bool freed = false;            ///< backward already released this node's closure
-    /// Made by a native float32 kernel (record() given a FloatArray): its kernel backward reads
-    /// the gradient through GradContext::grad32() only (GradContext::grad is then empty), so the
-    /// walk widens nothing.
-    bool native32 = false;
+    /// Made by a native kernel of a narrower dtype (record() given its storage type's array): its
+    /// kernel backward reads the gradient through GradContext::grad_values<T>() only
+    /// (GradContext::grad is then empty), so the walk widens nothing.
+    bool native = false;
     /// The op that made it ("add", "layer_norm", ...), or "leaf".
     std::string op = "leaf";
     /// The op's inputs, in the order given to record().
@@ -273,10 +289,11 @@ struct Node {
     bool is_leaf() const { return op == "leaf"; }
     /// The shape of the values, whichever storage holds them.
     const Array::shape_type& dims() const {
-        return dtype == Dtype::Float32 && value_mirror != Mirror::Written ? value32.shape() : value.shape();
+        if (dtype == Dtype::Float64 || value_mirror == Mirror::Written) return value.shape();
+        return std::visit([](const auto& v) -> const Array::shape_type& { return v.shape(); }, narrow_value);
     }
     /// Whether a gradient is stored.
-    bool has_grad() const { return dtype == Dtype::Float32 ? grad32.has_value() : grad.has_value(); }
+    bool has_grad() const { return dtype == Dtype::Float64 ? grad.has_value() : narrow_grad.has_value(); }
     Node() = default;
     Node(const Node&) = delete;
     Node& operator=(const Node&) = delete;
@@ -321,7 +338,7 @@ public:
 
     /// False for a default-constructed Tensor (e.g. an absent bias).
     bool defined() const { return node_ != nullptr; }
-    /// The number format (xg::kFloat64 or xg::kFloat32).
+    /// The number format (xg::kFloat64, xg::kFloat32 or xg::kBFloat16).
     Dtype dtype() const;
     /// This tensor in `dtype`: itself when it already is, otherwise a differentiable copy (its
     /// gradient is converted back to this tensor's dtype), as torch.Tensor.to(dtype).
@@ -330,13 +347,19 @@ public:
     /// parameter, an optimizer's list) sees it: what Module::to does, as PyTorch's
     /// `param.data = param.data.to(dtype)`. A new version, like any in-place change.
     void convert_in_place(Dtype dtype);
+    /// A leaf of dtype dtype_of<T>() holding `values` (its own storage, no copy).
+    template <class T>
+    static Tensor from_values(xt::xarray<T> values, bool requires_grad = false);
     /// A float32 leaf holding `values` (native float32 storage, no copy).
-    static Tensor from_float32(FloatArray values, bool requires_grad = false);
-    /// The values as float64, for any dtype (a float32 tensor's are widened into a mirror kept with
-    /// the tensor: see Node); throws xg::Error on an undefined tensor.
+    static Tensor from_float32(FloatArray values, bool requires_grad = false) {
+        return from_values(std::move(values), requires_grad);
+    }
+    /// The values as float64, for any dtype (a narrower tensor's are widened into a mirror kept
+    /// with the tensor: see Node); throws xg::Error on an undefined tensor.
     const Array& value() const;
-    /// The stored values as they are: T = double for a float64 tensor, T = float for a float32
-    /// one (native kernels); throws xg::Error naming both dtypes otherwise.
+    /// The stored values as they are: T = double for a float64 tensor, float for a float32 one,
+    /// xg::bfloat16 for a bfloat16 one (native kernels); throws xg::Error naming both dtypes
+    /// otherwise.
     template <class T>
     const xt::xarray<T>& values() const;
     /// Writable native storage (a new version, as mutable_value()).
@@ -521,26 +544,28 @@ Tensor record(std::string op, Array value, std::vector<Tensor> inputs, Backward 
 Tensor record(std::string op, Array value, std::vector<Tensor> inputs, KernelBackward kernel,
               std::vector<SavedInfo> saved = {}, Backward backward = nullptr);
 namespace detail {
-Tensor record_float32(std::string op, FloatArray value, std::vector<Tensor> inputs, KernelBackward kernel,
-                      std::vector<SavedInfo> saved, Backward backward);
+template <class T>
+Tensor record_stored(std::string op, xt::xarray<T> value, std::vector<Tensor> inputs, KernelBackward kernel,
+                     std::vector<SavedInfo> saved, Backward backward);
 template <class V>
-using IfFloatArray = std::enable_if_t<std::is_same_v<std::decay_t<V>, FloatArray>, int>;
+using IfNarrowArray =
+    std::enable_if_t<std::is_same_v<std::decay_t<V>, FloatArray> || std::is_same_v<std::decay_t<V>, BFloat16Array>, int>;
 }  // namespace detail
-/// record() for a native float32 kernel's result, given as a FloatArray (widened when the result
-/// dtype is float64). Its kernel backward reads the gradient through GradContext::grad32() (see
-/// Node::native32). A template only so that an xtensor expression given to record() still means
-/// the Array forms above.
-template <class V, detail::IfFloatArray<V> = 0>
+/// record() for a native kernel's result in a narrower storage type (FloatArray, BFloat16Array),
+/// converted when the result dtype is another. Its kernel backward reads the gradient through
+/// GradContext::grad_values<T>() (see Node::native). A template only so that an xtensor
+/// expression given to record() still means the Array forms above.
+template <class V, detail::IfNarrowArray<V> = 0>
 Tensor record(std::string op, V&& value, std::vector<Tensor> inputs, KernelBackward kernel,
               std::vector<SavedInfo> saved = {}, Backward backward = nullptr) {
-    return detail::record_float32(std::move(op), std::forward<V>(value), std::move(inputs), std::move(kernel),
-                                  std::move(saved), std::move(backward));
+    return detail::record_stored(std::move(op), std::decay_t<V>(std::forward<V>(value)), std::move(inputs), std::move(kernel),
+                                 std::move(saved), std::move(backward));
 }
-/// record() of a float32 result whose backward is written in Tensor ops.
-template <class V, detail::IfFloatArray<V> = 0>
+/// record() of a narrower result whose backward is written in Tensor ops.
+template <class V, detail::IfNarrowArray<V> = 0>
 Tensor record(std::string op, V&& value, std::vector<Tensor> inputs, Backward backward, std::vector<SavedInfo> saved = {}) {
-    return detail::record_float32(std::move(op), std::forward<V>(value), std::move(inputs), nullptr, std::move(saved),
-                                  std::move(backward));
+    return detail::record_stored(std::move(op), std::decay_t<V>(std::forward<V>(value)), std::move(inputs), nullptr,
+                                 std::move(saved), std::move(backward));
 }
 
 /// Options of xg::grad (torch.autograd.grad's).
@@ -580,32 +605,43 @@ std::size_t live_node_count();
 Array empty_array(const Shape& shape);
 /// empty_array() of a's shape.
 Array empty_like(const Array& a);
-/// a's values rounded to float32 (nearest, ties to even; beyond float32's range +-inf).
-FloatArray to_float32_array(const Array& a);
-/// f's values as float64 (exact).
-Array to_float64_array(const FloatArray& f);
+/// a's values rounded once to storage type T (nearest, ties to even; beyond T's range +-inf);
+/// a copy for T = double.
+template <class T>
+xt::xarray<T> round_to_storage(const Array& a);
+/// a's values rounded to float32.
+inline FloatArray to_float32_array(const Array& a) { return round_to_storage<float>(a); }
+/// f's values as float64 (exact for every storage type).
+template <class T>
+Array to_float64_array(const xt::xarray<T>& f);
 
-/// f(values) with a's values in their own storage (const xt::xarray<T>&, T = double for float64
-/// and float for float32): an op written once as a template on its storage type runs natively in
-/// every dtype, and no float64 mirror of a float32 tensor is made. The one place an op's storage
-/// is chosen by dtype (a new storage type is one more branch here and in the overload below).
+/// f(values) with a's values in their own storage (const xt::xarray<T>&, T the storage type of a's
+/// dtype: double, float or xg::bfloat16): an op written once as a template on its storage type
+/// runs natively in every dtype, and no float64 mirror of a narrower tensor is made. Storage is
+/// chosen by dtype in one place, with_storage_type (core/engine/dtype.hpp).
 template <class F>
 decltype(auto) on_storage(const Tensor& a, F&& f) {
-    if (a.dtype() == Dtype::Float32) return f(a.values<float>());
-    return f(a.values<double>());
+    return with_storage_type(a.dtype(), [&](auto storage) -> decltype(auto) {
+        return f(a.values<typename decltype(storage)::type>());
+    });
 }
 /// f(values of a, values of b) for an op on two tensors: in their own storage when their dtypes
-/// are equal; when they differ, the narrower one is widened into a temporary float64 copy (kept
+/// are equal; when they differ, each narrower one is widened into a temporary float64 copy (kept
 /// for this call only) and f computes in float64 (record() then rounds to result_dtype()).
 template <class F>
 decltype(auto) on_storage(const Tensor& a, const Tensor& b, F&& f) {
     if (a.dtype() == b.dtype()) {
-        if (a.dtype() == Dtype::Float32) return f(a.values<float>(), b.values<float>());
-        return f(a.values<double>(), b.values<double>());
+        return with_storage_type(a.dtype(), [&](auto storage) -> decltype(auto) {
+            using T = typename decltype(storage)::type;
+            return f(a.values<T>(), b.values<T>());
+        });
     }
-    const Tensor& narrow = a.dtype() == Dtype::Float32 ? a : b;
-    const Array widened = to_float64_array(narrow.values<float>());
-    return f(&narrow == &a ? widened : a.values<double>(), &narrow == &b ? widened : b.values<double>());
+    const auto widened = [](const Tensor& t) {
+        return with_storage_type(t.dtype(), [&](auto storage) { return to_float64_array(t.values<typename decltype(storage)::type>()); });
+    };
+    const Array wide_a = a.dtype() == Dtype::Float64 ? Array() : widened(a);
+    const Array wide_b = b.dtype() == Dtype::Float64 ? Array() : widened(b);
+    return f(a.dtype() == Dtype::Float64 ? a.values<double>() : wide_a, b.dtype() == Dtype::Float64 ? b.values<double>() : wide_b);
 }
 
 /// A leaf of zeros of `shape`.

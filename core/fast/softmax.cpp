@@ -1,4 +1,5 @@
 #include "core/fast/softmax.hpp"
+#include "core/reference/softmax.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -130,13 +131,16 @@ XG_KERNEL_CLONES void softmax_backward_row(const float* y, const float* g, float
 // out = (x - max) - log(sum(exp(x - max))) per row.
 template <class T>
 void log_softmax_forward(const T* px, T* po, std::size_t outer, std::size_t len, std::size_t inner) {
+    if constexpr (std::is_same_v<T, bfloat16>) {  // bfloat16 rows: the reference loops (double arithmetic, one store)
+        return reference::log_softmax_forward(px, po, outer, len, inner);
+    }
     const AxisView v{outer, len, inner};
     for_each_row(v, [&](std::size_t base) {
         double m = 0.0, s = 0.0;
         if constexpr (std::is_same_v<T, double>) {
             m = row_max(px, base, v);
             for (std::size_t j = 0; j < v.len; ++j) s += std::exp(px[base + j * v.inner] - m);
-        } else {
+        } else if constexpr (std::is_same_v<T, float>) {
             m = float_row_max(px + base, v.len, v.inner);
             s = shifted_exp_sum(px + base, v.len, v.inner, m, scratch_row(v.len));
         }
@@ -154,6 +158,9 @@ void log_softmax_forward(const T* px, T* po, std::size_t outer, std::size_t len,
 // after the division.
 template <class T>
 void softmax_forward(const T* px, T* po, std::size_t outer, std::size_t len, std::size_t inner) {
+    if constexpr (std::is_same_v<T, bfloat16>) {  // bfloat16 rows: the reference loops (double arithmetic, one store)
+        return reference::softmax_forward(px, po, outer, len, inner);
+    }
     const AxisView v{outer, len, inner};
     for_each_row(v, [&](std::size_t base) {
         if constexpr (std::is_same_v<T, double>) {
@@ -165,7 +172,7 @@ void softmax_forward(const T* px, T* po, std::size_t outer, std::size_t len, std
                 s += po[k];
             }
             for (std::size_t j = 0; j < v.len; ++j) po[base + j * v.inner] /= s;
-        } else {
+        } else if constexpr (std::is_same_v<T, float>) {
             std::vector<double>& e = scratch_row(v.len);
             const double s = shifted_exp_sum(px + base, v.len, v.inner, float_row_max(px + base, v.len, v.inner), e);
             store_quotients(e.data(), v.len, s, po + base, v.inner);
@@ -176,6 +183,9 @@ void softmax_forward(const T* px, T* po, std::size_t outer, std::size_t len, std
 // g_in = y * (g - sum_j g_j y_j) per row
 template <class T>
 void softmax_backward(const T* py, const T* pg, T* pr, std::size_t outer, std::size_t len, std::size_t inner) {
+    if constexpr (std::is_same_v<T, bfloat16>) {  // bfloat16 rows: the reference loops (double arithmetic, one store)
+        return reference::softmax_backward(py, pg, pr, outer, len, inner);
+    }
     const AxisView v{outer, len, inner};
     for_each_row(v, [&](std::size_t base) {
         if constexpr (std::is_same_v<T, float>) {
@@ -193,6 +203,9 @@ void softmax_backward(const T* py, const T* pg, T* pr, std::size_t outer, std::s
 // g_in = g - softmax * sum_j g_j per row (softmax = exp(out))
 template <class T>
 void log_softmax_backward(const T* py, const T* pg, T* pr, std::size_t outer, std::size_t len, std::size_t inner) {
+    if constexpr (std::is_same_v<T, bfloat16>) {  // bfloat16 rows: the reference loops (double arithmetic, one store)
+        return reference::log_softmax_backward(py, pg, pr, outer, len, inner);
+    }
     const AxisView v{outer, len, inner};
     for_each_row(v, [&](std::size_t base) {
         double total = 0.0;
@@ -202,7 +215,7 @@ void log_softmax_backward(const T* py, const T* pg, T* pr, std::size_t outer, st
                 const std::size_t k = base + j * v.inner;
                 pr[k] = pg[k] - std::exp(py[k]) * total;
             }
-        } else {
+        } else if constexpr (std::is_same_v<T, float>) {
             std::vector<double>& e = scratch_row(v.len);
             for (std::size_t j = 0; j < v.len; ++j) e[j] = py[base + j * v.inner];
             std::fill(e.begin() + static_cast<std::ptrdiff_t>(v.len), e.end(), 0.0);
@@ -220,8 +233,7 @@ void log_softmax_backward(const T* py, const T* pg, T* pr, std::size_t outer, st
     template void softmax_backward<T>(const T*, const T*, T*, std::size_t, std::size_t, std::size_t);         \
     template void log_softmax_forward<T>(const T*, T*, std::size_t, std::size_t, std::size_t);                \
     template void log_softmax_backward<T>(const T*, const T*, T*, std::size_t, std::size_t, std::size_t);
-XG_SOFTMAX_KERNELS(double)
-XG_SOFTMAX_KERNELS(float)
+XG_FOR_EACH_STORAGE_TYPE(XG_SOFTMAX_KERNELS)
 #undef XG_SOFTMAX_KERNELS
 
 }  // namespace xg::fast

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <vector>
 
 #include <xtensor-blas/xblas.hpp>
 
@@ -88,7 +89,44 @@ void one_call_gemm(const T* a, std::size_t lda, bool trans_a, const T* b, std::s
     blas_gemm(a, lda, trans_a, b, ldb, trans_b, c, ldc, m, n, k, beta, alpha);
 }
 
+// The rows x cols matrix at p (rows ld apart) widened into a packed float buffer (exact).
+std::vector<float> widened(const bfloat16* p, std::size_t rows, std::size_t cols, std::size_t ld) {
+    std::vector<float> out(rows * cols);
+    for (std::size_t i = 0; i < rows; ++i) {
+        for (std::size_t j = 0; j < cols; ++j) out[i * cols + j] = static_cast<float>(p[i * ld + j]);
+    }
+    return out;
+}
+
+// The float product c32 (m x n, packed) rounded once into C (rows ldc apart).
+void round_into(const std::vector<float>& c32, bfloat16* c, std::size_t ldc, std::size_t m, std::size_t n) {
+    for (std::size_t i = 0; i < m; ++i) {
+        for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] = bfloat16(c32[i * n + j]);
+    }
+}
+
 }  // namespace
+
+void gemm(const bfloat16* a, std::size_t a_rows, std::size_t a_cols, bool trans_a, const bfloat16* b, std::size_t b_rows,
+          std::size_t b_cols, bool trans_b, bfloat16* c, bfloat16 beta) {
+    const std::size_t m = trans_a ? a_cols : a_rows, n = trans_b ? b_rows : b_cols;
+    const float beta32 = static_cast<float>(beta);
+    std::vector<float> c32 = beta32 == 0.0f ? std::vector<float>(m * n) : widened(c, m, n, n);
+    gemm(widened(a, a_rows, a_cols, a_cols).data(), a_rows, a_cols, trans_a, widened(b, b_rows, b_cols, b_cols).data(), b_rows,
+         b_cols, trans_b, c32.data(), beta32);
+    round_into(c32, c, n, m, n);
+}
+
+void gemm_one_call(const bfloat16* a, std::size_t lda, bool trans_a, const bfloat16* b, std::size_t ldb, bool trans_b,
+                   bfloat16* c, std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, bfloat16 alpha, bfloat16 beta) {
+    const std::size_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+    const std::size_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+    const float beta32 = static_cast<float>(beta);
+    std::vector<float> c32 = beta32 == 0.0f ? std::vector<float>(m * n) : widened(c, m, n, ldc);
+    one_call_gemm(widened(a, a_rows, a_cols, lda).data(), a_cols, trans_a, widened(b, b_rows, b_cols, ldb).data(), b_cols,
+                  trans_b, c32.data(), n, m, n, k, static_cast<float>(alpha), beta32);
+    round_into(c32, c, ldc, m, n);
+}
 
 void gemm_one_call(const double* a, std::size_t lda, bool trans_a, const double* b, std::size_t ldb, bool trans_b,
                    double* c, std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, double alpha, double beta) {

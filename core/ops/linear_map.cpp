@@ -12,7 +12,7 @@ xt::xarray<T> gather_flat(const FlatGather& m, const xt::xarray<T>& in) {
     xt::xarray<T> out = xt::xarray<T>::from_shape(m.out_shape);
     const T* pi = in.data();
     for (std::size_t i = 0; i < m.offsets.size(); ++i) {
-        out.data()[i] = m.offsets[i] == FlatGather::kNoSource ? 0.0 : pi[m.offsets[i]];
+        out.data()[i] = m.offsets[i] == FlatGather::kNoSource ? T(0) : pi[m.offsets[i]];
     }
     return out;
 }

@@ -47,12 +47,12 @@ struct AxisSlice {
     }
 };
 
-// A tensor's elements as stored, for the data-moving ops: a float32 tensor's float32 storage
-// (no float64 mirror is made), any other tensor's float64 values.
+// A tensor's elements as stored, for the data-moving ops: a narrower tensor's own storage (no
+// float64 mirror is made) for T its storage type, the float64 values for T = double.
 template <class T>
 const T* stored(const Tensor& t) {
-    if constexpr (std::is_same_v<T, float>) return t.values<float>().data();
-    else return t.value().data();
+    if constexpr (std::is_same_v<T, double>) return t.value().data();
+    else return t.values<T>().data();
 }
 
 // Moving elements is the same for any element type: slice and cat copy T = float for float32
@@ -72,7 +72,7 @@ template <class D, class T>
 void add_sliced_gradient(D* dx, const T* g, const AxisSlice& sl) {
     sl.for_each_block([&](std::size_t from, std::size_t to) {
         const T* part = g + to;
-        for (std::size_t k = 0; k < sl.inner; ++k) dx[from + k] += part[k];
+        for (std::size_t k = 0; k < sl.inner; ++k) dx[from + k] = static_cast<D>(ArithmeticOf<D>(dx[from + k]) + ArithmeticOf<D>(part[k]));
     });
 }
 
@@ -244,8 +244,7 @@ Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t end, st
     return on_storage(a, [&](const auto& x) {
         using T = typename std::decay_t<decltype(x)>::value_type;
         return record("slice", sliced<T>(a, sl, out_shape), {a}, [sl](const GradContext& c) -> Grads {
-            if constexpr (std::is_same_v<T, float>) add_sliced_gradient(c.accumulated(0).data(), c.grad32().data(), sl);
-            else add_sliced_gradient(c.accumulated(0).data(), c.grad.data(), sl);
+            add_sliced_gradient(c.accumulated(0).data(), c.grad_values<T>().data(), sl);
             return {std::nullopt};
         }, {}, std::move(in_graph));
     });

@@ -90,8 +90,7 @@ void log_softmax_backward(const T* l, const T* g, T* dx, std::size_t outer, std:
     template void softmax_backward<T>(const T*, const T*, T*, std::size_t, std::size_t, std::size_t);         \
     template void log_softmax_forward<T>(const T*, T*, std::size_t, std::size_t, std::size_t);                \
     template void log_softmax_backward<T>(const T*, const T*, T*, std::size_t, std::size_t, std::size_t);
-XG_SOFTMAX_KERNELS(double)
-XG_SOFTMAX_KERNELS(float)
+XG_FOR_EACH_STORAGE_TYPE(XG_SOFTMAX_KERNELS)
 #undef XG_SOFTMAX_KERNELS
 
 }  // namespace xg::reference

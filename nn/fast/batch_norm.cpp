@@ -55,6 +55,12 @@ XG_KERNEL_CLONES void centered_sums(const float* x, const double* K, double* sum
                                     std::size_t c0, std::size_t c1) {
     centered_sums_of(x, K, sum_d, sum_d2, share, c0, c1);
 }
+// bfloat16 only stores: the same double arithmetic (not cloned: no speed claim yet).
+void channel_shift(const bfloat16* x, double* K, const ChannelLayout& first) { channel_shift_of(x, K, first); }
+void centered_sums(const bfloat16* x, const double* K, double* sum_d, double* sum_d2, const ChannelLayout& share, std::size_t c0,
+                   std::size_t c1) {
+    centered_sums_of(x, K, sum_d, sum_d2, share, c0, c1);
+}
 
 // Per-channel sums shared between threads with the same bits at any count (core/fast/parallel.hpp):
 // (N, C, L > 1) by channels - each channel's sum is one thread's, over its segments in order;
@@ -140,6 +146,19 @@ XG_KERNEL_CLONES void input_grad_rows(const double* x, const double* g, const do
 }
 XG_KERNEL_CLONES void input_grad_rows(const float* x, const float* g, const double* mean, const double* w_rstd, const double* mean_g,
                                       const double* slope, float* dx, const ChannelLayout& share) {
+    input_grad_rows_of(x, g, mean, w_rstd, mean_g, slope, dx, share);
+}
+// bfloat16 only stores: the same double arithmetic (not cloned: no speed claim yet).
+void batch_norm_forward_rows(const bfloat16* x, const double* scale, const bfloat16* b, const double* mean, bfloat16* y,
+                             const ChannelLayout& share) {
+    batch_norm_forward_rows_of(x, scale, b, mean, y, share);
+}
+void grad_sums(const bfloat16* x, const bfloat16* g, const double* mean, double* sum_g, double* sum_g_xc, const ChannelLayout& share,
+               std::size_t c0, std::size_t c1) {
+    grad_sums_of(x, g, mean, sum_g, sum_g_xc, share, c0, c1);
+}
+void input_grad_rows(const bfloat16* x, const bfloat16* g, const double* mean, const double* w_rstd, const double* mean_g,
+                     const double* slope, bfloat16* dx, const ChannelLayout& share) {
     input_grad_rows_of(x, g, mean, w_rstd, mean_g, slope, dx, share);
 }
 

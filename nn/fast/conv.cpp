@@ -67,6 +67,7 @@ void im2col(const T* x, std::size_t channels, const Window2d& w, T* col) {
 // The transpose of im2col: dx[c][oh sh - ph + i dh][ow sw - pw + j dw] += dcol[(c KH + i) KW + j][oh OW + ow].
 template <class T>
 void col2im(const T* dcol, std::size_t channels, const Window2d& w, T* dx) {
+    using A = ArithmeticOf<T>;  // bfloat16 adds in float, rounding each sum once
     for (std::size_t c = 0; c < channels; ++c) {
         T* plane = dx + c * w.H * w.W;
         for (std::size_t i = 0; i < w.kh; ++i) {
@@ -77,7 +78,7 @@ void col2im(const T* dcol, std::size_t channels, const Window2d& w, T* dx) {
                     const long r = w.row(oh, i);
                     if (r < 0 || r >= static_cast<long>(w.H)) continue;
                     T* out = plane + static_cast<std::size_t>(r) * w.W;
-                    for (std::size_t ow = cols.first; ow < cols.last; ++ow) out[w.col(ow, j)] += in[oh * w.OW + ow];
+                    for (std::size_t ow = cols.first; ow < cols.last; ++ow) out[w.col(ow, j)] = T(A(out[w.col(ow, j)]) + A(in[oh * w.OW + ow]));
                 }
             }
         }

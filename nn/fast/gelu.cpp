@@ -82,6 +82,21 @@ XG_KERNEL_CLONES void gelu_tanh_forward(const double* x, double* y, std::size_t 
 XG_KERNEL_CLONES void gelu_tanh_forward(const float* x, float* y, std::size_t n) { tanh_forward(x, y, n); }
 XG_KERNEL_CLONES void gelu_tanh_backward(const double* x, const double* g, double* dx, std::size_t n) { tanh_backward(x, g, dx, n); }
 XG_KERNEL_CLONES void gelu_tanh_backward(const float* x, const float* g, float* dx, std::size_t n) { tanh_backward(x, g, dx, n); }
+// bfloat16 only stores: the float kernels on its values widened, each result rounded once.
+void gelu_exact_forward(const bfloat16* x, bfloat16* y, std::size_t n) {
+    detail::on_float_blocks(n, y, [](const float* xs, float* ys, std::size_t m) { gelu_exact_forward(xs, ys, m); }, x);
+}
+void gelu_exact_backward(const bfloat16* x, const bfloat16* y, const bfloat16* g, bfloat16* dx, std::size_t n) {
+    detail::on_float_blocks(
+        n, dx, [](const float* xs, const float* ys, const float* gs, float* dxs, std::size_t m) { gelu_exact_backward(xs, ys, gs, dxs, m); },
+        x, y, g);
+}
+void gelu_tanh_forward(const bfloat16* x, bfloat16* y, std::size_t n) {
+    detail::on_float_blocks(n, y, [](const float* xs, float* ys, std::size_t m) { gelu_tanh_forward(xs, ys, m); }, x);
+}
+void gelu_tanh_backward(const bfloat16* x, const bfloat16* g, bfloat16* dx, std::size_t n) {
+    detail::on_float_blocks(n, dx, [](const float* xs, const float* gs, float* dxs, std::size_t m) { gelu_tanh_backward(xs, gs, dxs, m); }, x, g);
+}
 
 template <class T>
 void forward_block(const T* x, T* y, std::size_t n, bool exact) {

@@ -105,6 +105,15 @@ XG_KERNEL_CLONES void backward_rows(const float* x, const float* g, const float*
                                     std::size_t r0, std::size_t r1) {
     backward_rows_of(x, g, w, row_mean, row_rstd, dx, dw, db, l, r0, r1);
 }
+// bfloat16 only stores: the same double arithmetic (not cloned: no speed claim yet).
+void forward_rows(const bfloat16* x, const bfloat16* w, const bfloat16* b, bfloat16* y, double* row_mean, double* row_rstd,
+                  double* row_var, const GroupLayout& l, double eps, std::size_t r0, std::size_t r1) {
+    forward_rows_of(x, w, b, y, row_mean, row_rstd, row_var, l, eps, r0, r1);
+}
+void backward_rows(const bfloat16* x, const bfloat16* g, const bfloat16* w, const double* row_mean, const double* row_rstd,
+                   bfloat16* dx, double* dw, double* db, const GroupLayout& l, std::size_t r0, std::size_t r1) {
+    backward_rows_of(x, g, w, row_mean, row_rstd, dx, dw, db, l, r0, r1);
+}
 
 }  // namespace
 

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/engine/bfloat16.hpp"
 #include "core/fast/kernel_clones.hpp"
 #include "core/fast/parallel.hpp"
 
@@ -193,13 +194,14 @@ struct FloatPair {
 /// kernels of LayerNorm (mean, rstd) and RMSNorm (0, rrms) ask it in both directions.
 XG_KERNEL_INLINE bool float_row_in_range(double mean, double rstd) { return std::isfinite(mean) && rstd >= 0x1p-64; }
 
-/// row_mean_var for a float row with float arithmetic and double sums: the same corrected two
-/// passes, with d = (x - hi) - lo for the first pass's mean m = hi + lo.
-XG_KERNEL_INLINE void row_mean_var_float(const float* x, std::size_t n, double& mean, double& var) {
+/// row_mean_var for a float row (or a bfloat16 one, widened) with float arithmetic and double
+/// sums: the same corrected two passes, with d = (x - hi) - lo for the first pass's mean m = hi + lo.
+template <class S>
+XG_KERNEL_INLINE void row_mean_var_float(const S* x, std::size_t n, double& mean, double& var) {
     const double count = static_cast<double>(n);
-    const FloatPair m(row_sum_float(n, [x](std::size_t j) { return x[j]; }) / count);
+    const FloatPair m(row_sum_float(n, [x](std::size_t j) { return float(x[j]); }) / count);
     const auto [sum_d, sum_d2] = row_sums_float(n, [x, m](std::size_t j) {
-        const float d = (x[j] - m.hi) - m.lo;
+        const float d = (float(x[j]) - m.hi) - m.lo;
         return std::pair{d, d * d};
     });
     var = std::max(0.0, (sum_d2 - sum_d * sum_d / count) / count);
@@ -303,6 +305,34 @@ inline BasicNextRow<T> next_row(const T* x, const T* g, std::size_t r, std::size
 /// A streaming store of the 16 bytes at v to p (16-byte aligned).
 inline void stream16(double* p, const double* v) { _mm_stream_pd(p, _mm_loadu_pd(v)); }
 inline void stream16(float* p, const float* v) { _mm_stream_ps(p, _mm_loadu_ps(v)); }
+inline void stream16(bfloat16* p, const bfloat16* v) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm_loadu_si128(reinterpret_cast<const __m128i*>(v)));
+}
+#endif
+
+/// An element-wise float kernel, kernel(in..., out, count), run on bfloat16 storage: blocks of
+/// the inputs widened (exactly) into float, the kernel's float results rounded once into out. The
+/// arithmetic is the float kernel's, so bfloat16 gets float's results rounded to bfloat16.
+template <std::size_t... J, class Kernel, class... In>
+void on_float_blocks_of(std::index_sequence<J...>, std::size_t n, bfloat16* out, Kernel&& kernel, const In*... in) {
+    constexpr std::size_t kBlock = 256;
+    float wide[sizeof...(In)][kBlock];
+    float result[kBlock];
+    const bfloat16* const inputs[sizeof...(In)] = {in...};
+    for (std::size_t i0 = 0; i0 < n; i0 += kBlock) {
+        const std::size_t m = std::min(kBlock, n - i0);
+        for (std::size_t k = 0; k < sizeof...(In); ++k) {
+            for (std::size_t j = 0; j < m; ++j) wide[k][j] = static_cast<float>(inputs[k][i0 + j]);
+        }
+        kernel(static_cast<const float*>(wide[J])..., result, m);
+        for (std::size_t j = 0; j < m; ++j) out[i0 + j] = bfloat16(result[j]);
+    }
+}
+template <class Kernel, class... In>
+void on_float_blocks(std::size_t n, bfloat16* out, Kernel&& kernel, const In*... in) {
+    on_float_blocks_of(std::index_sequence_for<In...>{}, n, out, kernel, in...);
+}
+#if defined(__SSE2__)
 #endif
 
 /// Writes a kernel's output, `total` elements starting at `out`, in pieces of `piece` elements:

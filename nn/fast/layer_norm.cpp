@@ -57,7 +57,8 @@ struct RowMath<float> {
         explicit Centre(double m) : mean(m) {}
         XG_KERNEL_INLINE float operator()(float x) const { return (x - mean.hi) - mean.lo; }
     };
-    XG_KERNEL_INLINE static void mean_var(const float* x, std::size_t n, double& mean, double& var) { detail::row_mean_var_float(x, n, mean, var); }
+    template <class T>
+    XG_KERNEL_INLINE static void mean_var(const T* x, std::size_t n, double& mean, double& var) { detail::row_mean_var_float(x, n, mean, var); }
     template <class Term>
     XG_KERNEL_INLINE static std::pair<double, double> sums(std::size_t n, Term&& term) { return detail::row_sums_float(n, term); }
 };
@@ -137,27 +138,47 @@ XG_KERNEL_CLONES void forward_rows(const double* x, const double* w, const doubl
 // (in dx and in the forward's var, rstd) cannot resolve (measured 5e4 u: docs/precision.md); with
 // one, dx is 0. Those rows compute in double, forward and backward, as the reference kernels do.
 constexpr std::size_t kWidestRowInDouble = 2;
+// float arithmetic for the storage types narrower than double (float, bfloat16), narrow rows in double.
+template <class T>
+XG_KERNEL_INLINE void narrow_forward_rows(const T* x, const T* w, const T* b, T* y, double* mean, double* rstd, std::size_t rows,
+                                          std::size_t D, double eps, std::size_t r0, std::size_t r1) {
+    if (D <= kWidestRowInDouble) {
+        forward_rows_of<T, double>(x, w, b, y, mean, rstd, rows, D, eps, r0, r1);
+    } else {
+        forward_rows_of<T, float>(x, w, b, y, mean, rstd, rows, D, eps, r0, r1);
+    }
+}
 XG_KERNEL_CLONES void forward_rows(const float* x, const float* w, const float* b, float* y, double* mean, double* rstd,
                                    std::size_t rows, std::size_t D, double eps, std::size_t r0, std::size_t r1) {
-    if (D <= kWidestRowInDouble) {
-        forward_rows_of<float, double>(x, w, b, y, mean, rstd, rows, D, eps, r0, r1);
-    } else {
-        forward_rows_of<float, float>(x, w, b, y, mean, rstd, rows, D, eps, r0, r1);
-    }
+    narrow_forward_rows(x, w, b, y, mean, rstd, rows, D, eps, r0, r1);
+}
+// bfloat16 only stores: float arithmetic, as float's (not cloned: no speed claim yet).
+void forward_rows(const bfloat16* x, const bfloat16* w, const bfloat16* b, bfloat16* y, double* mean, double* rstd, std::size_t rows,
+                  std::size_t D, double eps, std::size_t r0, std::size_t r1) {
+    narrow_forward_rows(x, w, b, y, mean, rstd, rows, D, eps, r0, r1);
 }
 XG_KERNEL_CLONES void backward_rows(const double* x, const double* g, const double* w, const double* mean, const double* rstd,
                                     double* dx, double* dw, double* db, std::size_t rows, std::size_t D, std::size_t r0,
                                     std::size_t r1) {
     backward_rows_of(x, g, w, mean, rstd, dx, dw, db, rows, D, r0, r1);
 }
+template <class T>
+XG_KERNEL_INLINE void narrow_backward_rows(const T* x, const T* g, const T* w, const double* mean, const double* rstd, T* dx,
+                                           double* dw, double* db, std::size_t rows, std::size_t D, std::size_t r0, std::size_t r1) {
+    if (D <= kWidestRowInDouble) {
+        backward_rows_of<T, double>(x, g, w, mean, rstd, dx, dw, db, rows, D, r0, r1);
+    } else {
+        backward_rows_of<T, float>(x, g, w, mean, rstd, dx, dw, db, rows, D, r0, r1);
+    }
+}
 XG_KERNEL_CLONES void backward_rows(const float* x, const float* g, const float* w, const double* mean, const double* rstd,
                                     float* dx, double* dw, double* db, std::size_t rows, std::size_t D, std::size_t r0,
                                     std::size_t r1) {
-    if (D <= kWidestRowInDouble) {
-        backward_rows_of<float, double>(x, g, w, mean, rstd, dx, dw, db, rows, D, r0, r1);
-    } else {
-        backward_rows_of<float, float>(x, g, w, mean, rstd, dx, dw, db, rows, D, r0, r1);
-    }
+    narrow_backward_rows(x, g, w, mean, rstd, dx, dw, db, rows, D, r0, r1);
+}
+void backward_rows(const bfloat16* x, const bfloat16* g, const bfloat16* w, const double* mean, const double* rstd, bfloat16* dx,
+                   double* dw, double* db, std::size_t rows, std::size_t D, std::size_t r0, std::size_t r1) {
+    narrow_backward_rows(x, g, w, mean, rstd, dx, dw, db, rows, D, r0, r1);
 }
 
 }  // namespace

@@ -107,25 +107,45 @@ XG_KERNEL_CLONES void forward_rows(const double* x, const double* w, double* y, 
 // cancel to eps / (x^2 + eps) of their size, which float arithmetic (in dx and in the forward's
 // rrms) cannot resolve (measured 2e4 u: docs/precision.md). Those rows compute in double, forward
 // and backward, as the reference kernels do.
+// float arithmetic for the storage types narrower than double (float, bfloat16), rows of one in double.
+template <class T>
+XG_KERNEL_INLINE void narrow_forward_rows(const T* x, const T* w, T* y, double* rrms, std::size_t rows, std::size_t D, double eps,
+                                          std::size_t r0, std::size_t r1) {
+    if (D == 1) {
+        forward_rows_of<T, double>(x, w, y, rrms, rows, D, eps, r0, r1);
+    } else {
+        forward_rows_of<T, float>(x, w, y, rrms, rows, D, eps, r0, r1);
+    }
+}
 XG_KERNEL_CLONES void forward_rows(const float* x, const float* w, float* y, double* rrms, std::size_t rows, std::size_t D,
                                    double eps, std::size_t r0, std::size_t r1) {
-    if (D == 1) {
-        forward_rows_of<float, double>(x, w, y, rrms, rows, D, eps, r0, r1);
-    } else {
-        forward_rows_of<float, float>(x, w, y, rrms, rows, D, eps, r0, r1);
-    }
+    narrow_forward_rows(x, w, y, rrms, rows, D, eps, r0, r1);
+}
+// bfloat16 only stores: float arithmetic, as float's (not cloned: no speed claim yet).
+void forward_rows(const bfloat16* x, const bfloat16* w, bfloat16* y, double* rrms, std::size_t rows, std::size_t D, double eps,
+                  std::size_t r0, std::size_t r1) {
+    narrow_forward_rows(x, w, y, rrms, rows, D, eps, r0, r1);
 }
 XG_KERNEL_CLONES void backward_rows(const double* x, const double* g, const double* w, const double* rrms, double* dx, double* dw,
                                     std::size_t rows, std::size_t D, std::size_t r0, std::size_t r1) {
     backward_rows_of(x, g, w, rrms, dx, dw, rows, D, r0, r1);
 }
+template <class T>
+XG_KERNEL_INLINE void narrow_backward_rows(const T* x, const T* g, const T* w, const double* rrms, T* dx, double* dw, std::size_t rows,
+                                           std::size_t D, std::size_t r0, std::size_t r1) {
+    if (D == 1) {
+        backward_rows_of<T, double>(x, g, w, rrms, dx, dw, rows, D, r0, r1);
+    } else {
+        backward_rows_of<T, float>(x, g, w, rrms, dx, dw, rows, D, r0, r1);
+    }
+}
 XG_KERNEL_CLONES void backward_rows(const float* x, const float* g, const float* w, const double* rrms, float* dx, double* dw,
                                     std::size_t rows, std::size_t D, std::size_t r0, std::size_t r1) {
-    if (D == 1) {
-        backward_rows_of<float, double>(x, g, w, rrms, dx, dw, rows, D, r0, r1);
-    } else {
-        backward_rows_of<float, float>(x, g, w, rrms, dx, dw, rows, D, r0, r1);
-    }
+    narrow_backward_rows(x, g, w, rrms, dx, dw, rows, D, r0, r1);
+}
+void backward_rows(const bfloat16* x, const bfloat16* g, const bfloat16* w, const double* rrms, bfloat16* dx, double* dw,
+                   std::size_t rows, std::size_t D, std::size_t r0, std::size_t r1) {
+    narrow_backward_rows(x, g, w, rrms, dx, dw, rows, D, r0, r1);
 }
 
 }  // namespace

@@ -54,6 +54,17 @@ inline bool all_float32(const Tensor& x, std::initializer_list<const Tensor*> pa
     return true;
 }
 
+/// f(StorageOf<T>{}) with T the storage type an op runs in: x's own storage type
+/// when every defined parameter has x's dtype, so no float64 mirror of any of them is made;
+/// otherwise double (mixed dtypes: the narrower ones read through their float64 mirrors, the
+/// result of result_dtype(inputs)).
+template <class F>
+decltype(auto) on_common_storage(const Tensor& x, std::initializer_list<const Tensor*> parameters, F&& f) {
+    bool same = true;
+    for (const Tensor* p : parameters) same = same && (!p->defined() || p->dtype() == x.dtype());
+    return with_storage_type(same ? x.dtype() : kFloat64, std::forward<F>(f));
+}
+
 /// Where a norm node keeps its optional weight and bias: its inputs are x (or `leading` inputs,
 /// as DyT's x and alpha), then the weight and the bias that are defined. Small enough to capture
 /// by value in the backward and the twin.

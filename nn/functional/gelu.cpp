@@ -39,7 +39,7 @@ Tensor gelu_node(const Tensor& x, GeluApproximate approximate) {
 
 Tensor gelu(const Tensor& x, GeluApproximate approximate) {
     if (!x.defined()) fail("gelu", "input must be a defined tensor");
-    return x.dtype() == kFloat32 ? gelu_node<float>(x, approximate) : gelu_node<double>(x, approximate);
+    return with_storage_type(x.dtype(), [&](auto storage) { return gelu_node<typename decltype(storage)::type>(x, approximate); });
 }
 
 Tensor gelu_composed(const Tensor& x, GeluApproximate approximate) {

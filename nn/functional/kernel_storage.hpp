@@ -9,8 +9,8 @@
 
 namespace xg::nn::detail {
 
-/// What a kernel of storage type T reads: for double, the float64 values (a float32 tensor's
-/// float64 mirror, when a norm runs on mixed dtypes); for float, a float32 tensor's native storage
+/// What a kernel of storage type T reads: for double, the float64 values (a narrower tensor's
+/// float64 mirror, when a norm runs on mixed dtypes); for a narrower T, the tensor's own storage
 /// (no mirror is made). In the forward: kernel_values; in the backward: kernel_grad, kernel_input,
 /// kernel_output.
 template <class T>
@@ -23,27 +23,15 @@ const xt::xarray<T>& kernel_values(const Tensor& t) {
 }
 template <class T>
 const xt::xarray<T>& kernel_grad(const GradContext& c) {
-    if constexpr (std::is_same_v<T, double>) {
-        return c.grad;
-    } else {
-        return c.grad32();
-    }
+    return c.grad_values<T>();
 }
 template <class T>
 const xt::xarray<T>& kernel_input(const GradContext& c, std::size_t i) {
-    if constexpr (std::is_same_v<T, double>) {
-        return c.input(i);
-    } else {
-        return c.input32(i);
-    }
+    return c.input_values<T>(i);
 }
 template <class T>
 const xt::xarray<T>& kernel_output(const GradContext& c) {
-    if constexpr (std::is_same_v<T, double>) {
-        return c.output();
-    } else {
-        return c.output32();
-    }
+    return c.output_values<T>();
 }
 /// A gradient the kernels summed in double (dw, db), in the storage type T of its node.
 template <class T>
@@ -51,7 +39,7 @@ xt::xarray<T> stored_as(Array sums) {
     if constexpr (std::is_same_v<T, double>) {
         return sums;
     } else {
-        return to_float32_array(sums);
+        return round_to_storage<T>(sums);
     }
 }
 

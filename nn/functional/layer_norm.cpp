@@ -63,8 +63,9 @@ Tensor layer_norm_node(const Tensor& x, const Shape& normalized_shape, const Ten
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
     const detail::RowLayout l = check_layer_norm("layer_norm", x, normalized_shape, weight, bias);
-    if (detail::all_float32(x, {&weight, &bias})) return layer_norm_node<float>(x, normalized_shape, weight, bias, eps, l);
-    return layer_norm_node<double>(x, normalized_shape, weight, bias, eps, l);
+    return detail::on_common_storage(x, {&weight, &bias}, [&](auto storage) {
+        return layer_norm_node<typename decltype(storage)::type>(x, normalized_shape, weight, bias, eps, l);
+    });
 }
 
 Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,

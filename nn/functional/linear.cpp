@@ -83,6 +83,7 @@ XG_KERNEL_CLONES void column_sums(const double* g, std::size_t rows, std::size_t
 XG_KERNEL_CLONES void column_sums(const float* g, std::size_t rows, std::size_t cols, float* out) {
     column_sums_body(g, rows, cols, out);
 }
+void column_sums(const bfloat16* g, std::size_t rows, std::size_t cols, bfloat16* out) { column_sums_body(g, rows, cols, out); }
 
 // The kernel on storage T: dgemm for double, sgemm for float (float32 storage AND float32
 // accumulation inside BLAS, as libtorch's float32 linear; the error this costs against float64
@@ -131,10 +132,11 @@ Tensor linear_kernel(const Tensor& x, const Tensor& weight, const Tensor& bias, 
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const LinearDims d = check_linear("linear", x, weight, bias);
-    // float32 storage when x, W and b all are float32 (no float64 mirror of any of them), float64
-    // otherwise (a float32 operand read through its mirror)
-    return detail::all_float32(x, {&weight, &bias}) ? linear_kernel<float>(x, weight, bias, d)
-                                                    : linear_kernel<double>(x, weight, bias, d);
+    // the storage of x, W and b when they share a dtype (no float64 mirror of any of them), float64
+    // otherwise (a narrower operand read through its mirror)
+    return detail::on_common_storage(x, {&weight, &bias}, [&](auto storage) {
+        return linear_kernel<typename decltype(storage)::type>(x, weight, bias, d);
+    });
 }
 
 Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias) {

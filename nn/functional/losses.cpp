@@ -146,7 +146,7 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
         const std::size_t rows = log_probs.shape()[0], cols = log_probs.shape()[1];
         // dLoss/dout entry i (a float32 loss's gradient read from its float32 storage)
         const auto upstream_at = [&](std::size_t i) -> double {
-            if (float32) return c.grad32().data()[i];
+            if (float32) return c.grad_values<float>().data()[i];
             return c.grad.data()[i];
         };
         std::vector<double> upstream(rows);  // g_n, already scaled for mean

@@ -62,8 +62,9 @@ Tensor rms_norm_node(const Tensor& x, const Shape& normalized_shape, const Tenso
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps) {
     const detail::RowLayout l = check_rms_norm("rms_norm", x, normalized_shape, weight);
-    if (detail::all_float32(x, {&weight})) return rms_norm_node<float>(x, normalized_shape, weight, eps, l);
-    return rms_norm_node<double>(x, normalized_shape, weight, eps, l);
+    return detail::on_common_storage(x, {&weight}, [&](auto storage) {
+        return rms_norm_node<typename decltype(storage)::type>(x, normalized_shape, weight, eps, l);
+    });
 }
 
 Tensor rms_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps) {

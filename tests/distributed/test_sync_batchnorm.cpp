@@ -297,7 +297,7 @@ SyncStep sync_step(Dtype dtype, const Array& x_values, const Array& g_values, co
         step.db = as_float32(sync.bias, true);
     }
     if (dtype == kFloat32) {
-        step.native_without_mirror = y.dtype() == kFloat32 && y.node()->native32 && no_mirror(x) && no_mirror(y) && no_mirror(g) &&
+        step.native_without_mirror = y.dtype() == kFloat32 && y.node()->native && no_mirror(x) && no_mirror(y) && no_mirror(g) &&
                                      (!affine || (no_mirror(sync.weight) && no_mirror(sync.bias)));
     }
     return step;

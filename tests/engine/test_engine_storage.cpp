@@ -25,7 +25,7 @@ Tensor triple32(const Tensor& x) {
     FloatArray y = FloatArray::from_shape(xv.shape());
     for (std::size_t i = 0; i < xv.size(); ++i) y.data()[i] = 3.0f * xv.data()[i];
     return record("triple32", std::move(y), {x}, [](const GradContext& c) -> Grads {
-        const FloatArray& g = c.grad32();
+        const FloatArray& g = c.grad_values<float>();
         FloatArray dx = FloatArray::from_shape(g.shape());
         for (std::size_t i = 0; i < g.size(); ++i) dx.data()[i] = 3.0f * g.data()[i];  // d(3x)/dx = 3
         return {std::move(dx)};
@@ -38,7 +38,7 @@ TEST_CASE("a float32 tensor stores float32 and widens into a mirror only when re
     Tensor x = Tensor({1.0, 0.1, -2.5}).to(kFloat32);
     const Node& n = *x.node();
     CHECK(n.dtype == Dtype::Float32);
-    CHECK(n.value32.size() == 3);
+    CHECK(std::get<FloatArray>(n.narrow_value).size() == 3);
     CHECK(n.value.size() == 0);
     CHECK(n.value_mirror == Mirror::None);
     CHECK(x.values<float>()(1) == 0.1f);
@@ -78,7 +78,7 @@ TEST_CASE("a native float32 op makes no float64 mirror in forward or backward", 
     Tensor x = Tensor::from_float32(FloatArray{1.0f, -2.0f, 0.5f}, true);
     Tensor y = triple32(triple32(x));
     CHECK(y.dtype() == kFloat32);
-    CHECK(y.node()->native32);
+    CHECK(y.node()->native);
     y.backward(Tensor::from_float32(FloatArray{1.0f, 1.0f, 0.25f}));
     CHECK(x.node()->value_mirror == Mirror::None);
     CHECK(y.node()->value_mirror == Mirror::None);
@@ -119,22 +119,22 @@ TEST_CASE("Module::to(kFloat32) moves parameters into float32 storage and back",
     nn::Linear layer(3, 2);
     const double w00 = layer.weight.value()(0, 0);
     layer.to(kFloat32);
-    CHECK(layer.weight.node()->value32.size() == 6);
+    CHECK(std::get<FloatArray>(layer.weight.node()->narrow_value).size() == 6);
     CHECK(layer.weight.node()->value.size() == 0);
     CHECK(layer.weight.values<float>()(0, 0) == static_cast<float>(w00));
     layer.to(kFloat64);
-    CHECK(layer.weight.node()->value32.size() == 0);
+    CHECK(std::get<FloatArray>(layer.weight.node()->narrow_value).size() == 0);
     CHECK(layer.weight.value()(0, 0) == static_cast<double>(static_cast<float>(w00)));
 }
 
 TEST_CASE("to() between dtypes stores the result natively", "[float32][storage]") {
     Tensor x = Tensor({0.1, 0.2}, true);
     Tensor y = x.to(kFloat32);
-    CHECK(y.node()->value32.size() == 2);
+    CHECK(std::get<FloatArray>(y.node()->narrow_value).size() == 2);
     CHECK(y.node()->value.size() == 0);
     Tensor z = y.to(kFloat64);
     CHECK(z.node()->value.size() == 2);
-    CHECK(z.node()->value32.size() == 0);
+    CHECK(std::get<FloatArray>(z.node()->narrow_value).size() == 0);
     sum(z).backward();
     CHECK(x.grad_value() == Array{1.0, 1.0});
     CHECK(y.node()->value_mirror == Mirror::None);  // to(float64) read y natively

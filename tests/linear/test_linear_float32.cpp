@@ -106,7 +106,7 @@ TEST_CASE("embedding of a float64 table keeps the float64 route", "[float32][lin
     const Tensor w(xg_test_support::random_array({10, 6}, 140), true);
     const Tensor y = F::embedding(xg::IndexArray{1, 4, 1}, w);
     CHECK(y.dtype() == xg::kFloat64);
-    CHECK_FALSE(y.node()->native32);
+    CHECK_FALSE(y.node()->native);
 }
 
 }  // namespace xg_test_linear_float32

@@ -41,13 +41,13 @@ TEST_CASE("float32 linear forward and backward make no float64 mirror of its inp
           "[float32][storage][linear]") {
     const Tensor x = float32_leaf({2, 5, 16}, 1), w = float32_leaf({12, 16}, 2), b = float32_leaf({12}, 3);
     const Tensor y = F::linear(x, w, b);
-    CHECK(y.node()->native32);
+    CHECK(y.node()->native);
     CHECK(y.shape() == Shape{2, 5, 12});
     y.backward(float32_leaf({2, 5, 12}, 4, false));
     check_no_mirror(y, "output");
     for (const Tensor& t : {x, w, b}) {
         check_no_mirror(t, "input, weight or bias");
-        REQUIRE(t.node()->grad32.has_value());
+        REQUIRE(t.node()->narrow_grad.has_value());
         CHECK(t.grad_values<float>().shape() == t.values<float>().shape());
     }
 }
@@ -65,7 +65,7 @@ TEST_CASE("float32 Linear module and a batched, broadcast matmul make no float64
 
     const Tensor a = float32_leaf({3, 4, 5}, 8), m = float32_leaf({5, 6}, 9);  // m broadcast over the batch
     const Tensor c = xg::matmul(a, m);
-    CHECK(c.node()->native32);
+    CHECK(c.node()->native);
     c.backward(float32_leaf({3, 4, 6}, 10, false));
     check_no_mirror(a, "batched operand");
     check_no_mirror(m, "broadcast operand");
@@ -93,7 +93,7 @@ TEST_CASE("float32 matmul sums a broadcast operand's gradient over the batch, as
 TEST_CASE("float32 add, sub, mul (a broadcast row, a scalar) and GELU make no float64 mirror", "[float32][storage]") {
     const Tensor x = float32_leaf({6, 8}, 13), y = float32_leaf({6, 8}, 14), row = float32_leaf({8}, 15);
     const Tensor h = F::gelu(x * y + row) - row * 0.5;
-    CHECK(h.node()->native32);
+    CHECK(h.node()->native);
     h.backward(float32_leaf({6, 8}, 16, false));
     check_no_mirror(h, "result");
     for (const Tensor& t : {x, y, row}) check_no_mirror(t, "operand");

@@ -82,7 +82,7 @@ TEST_CASE("float32: cross_entropy reads and returns float32 storage, without flo
     const Tensor logits(twin_leaf({6, 5}, 83, 2.0).value(), xg::kFloat32, true);
     const Tensor loss = xg::nn::cross_entropy(logits, targets, Reduction::mean, 0.1);
     CHECK(loss.dtype() == xg::kFloat32);
-    CHECK(loss.node()->native32);
+    CHECK(loss.node()->native);
     loss.backward();
     CHECK(logits.node()->value_mirror == xg::Node::Mirror::None);
     CHECK(logits.node()->grad_mirror == xg::Node::Mirror::None);

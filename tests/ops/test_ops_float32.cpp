@@ -375,7 +375,7 @@ TEST_CASE("float32: reshape, permute, masked_fill, softmax and log_softmax make 
     for (std::size_t k = 0; k < outs.size(); ++k) {
         INFO(outs[k].op());
         CHECK(outs[k].dtype() == xg::kFloat32);
-        CHECK(outs[k].node()->native32);
+        CHECK(outs[k].node()->native);
         CHECK(no_mirror(outs[k]));
     }
     // heads: moved; weights and log_softmax: computed from the float32 product, so compared with the
@@ -406,7 +406,7 @@ TEST_CASE("float32: matmul with a broadcast operand makes no float64 mirror, at 
     auto no_mirror = [](const Tensor& t) { return t.node()->value_mirror == xg::Node::Mirror::None; };
     const Tensor y = xg::matmul(x, w);
     CHECK(y.dtype() == xg::kFloat32);
-    CHECK(y.node()->native32);
+    CHECK(y.node()->native);
     CHECK(no_mirror(y));
     y.backward(seed, true);
     CHECK(x.grad().dtype() == xg::kFloat32);

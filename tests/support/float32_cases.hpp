@@ -26,7 +26,7 @@ using Float32NodeOp = std::function<xg::Tensor(const std::vector<xg::Tensor>&)>;
 inline xg::Tensor run_native_float32_node(const Float32NodeOp& op, const std::vector<xg::Tensor>& leaves, const xg::Tensor& g) {
     const xg::Tensor y = op(leaves);
     REQUIRE(y.dtype() == xg::kFloat32);
-    CHECK(y.node()->native32);
+    CHECK(y.node()->native);
     y.backward(g);
     std::vector<const xg::Tensor*> tensors;
     for (const xg::Tensor& t : leaves) tensors.push_back(&t);
@@ -71,7 +71,7 @@ inline void check_float64_route_bits(const xg::Tensor& y, const std::vector<xg::
 inline void check_mixed_dtypes_keep_float64_route(const Float32NodeOp& op, const std::vector<xg::Tensor>& leaves) {
     const xg::Tensor y = op(leaves);
     CHECK(y.dtype() == xg::result_dtype(leaves));
-    CHECK_FALSE(y.node()->native32);
+    CHECK_FALSE(y.node()->native);
 }
 
 /// One tier's run of a native node test: the float32 leaves (x, then the parameters, holding

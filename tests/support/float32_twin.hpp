@@ -156,7 +156,7 @@ inline std::string walk_graph(const Tensor& t, bool float32) {
                 problem = "node '" + n->op + "' of shape " + shape_str(shape) + " is " + dtype_name(n->dtype) +
                           " in the float32 run (a float64 tensor with axes leaks into it)";
             } else if (n->value_mirror != Node::Mirror::Written &&
-                       Shape(n->value32.shape().begin(), n->value32.shape().end()) != shape) {
+                       Shape(std::get<FloatArray>(n->narrow_value).shape().begin(), std::get<FloatArray>(n->narrow_value).shape().end()) != shape) {
                 problem = "node '" + n->op + "' does not hold its values in float32 storage";
             } else if (n->value_mirror == Node::Mirror::Clean && !on_float32_grid(n->value)) {
                 problem = "node '" + n->op + "' has a float64 mirror off the float32 grid";
