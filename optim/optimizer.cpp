@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -108,8 +109,13 @@ std::vector<xt::xarray<T>>& buffers_of(ParamState& state) {
 
 template <class T>
 void Optimizer::step_parameter(const ParamGroup& group, Tensor& p, ParamState& state, std::size_t index) {
-    // Native storage only (values<T>, grad_values<T>): a float32 parameter gets no float64 mirror.
-    const xt::xarray<T>& grad = p.grad_values<T>();
+    // Native storage for float32 (values<T>, grad_values<T>): a float32 parameter gets no float64
+    // mirror. T = double reads the float64 values of any other dtype: a bfloat16 parameter steps
+    // through its float64 mirrors (float64 state), the result stored once into bfloat16.
+    const xt::xarray<T>& grad = [&]() -> const xt::xarray<T>& {
+        if constexpr (std::is_same_v<T, double>) return p.grad_value();
+        else return p.grad_values<T>();
+    }();
     const std::size_t n = p.numel();
     if (grad.size() != n) {
         fail(name() + ".step", fmt::format("parameter {} has shape {} but its gradient has shape {}", index,
@@ -127,7 +133,8 @@ void Optimizer::step_parameter(const ParamGroup& group, Tensor& p, ParamState& s
         span.buffers.push_back(buffer.data());
     }
     ++state.step;
-    span.param = p.mutable_values<T>().data();
+    if constexpr (std::is_same_v<T, double>) span.param = p.mutable_value().data();
+    else span.param = p.mutable_values<T>().data();
     update(group, span);
 }
 
