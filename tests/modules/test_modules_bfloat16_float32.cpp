@@ -17,7 +17,7 @@
 
 #include "tests/support/bfloat16_bounds.hpp"
 
-namespace xg_test_bfloat16 {
+namespace xg_test_modules_bfloat16_float32 {
 
 using xg::Array;
 using xg::bfloat16;
@@ -285,9 +285,9 @@ TEST_CASE("a bfloat16 MLP training step: within the derived bound of the float64
     }
 }
 
-}  // namespace xg_test_bfloat16
+}  // namespace xg_test_modules_bfloat16_float32
 
-namespace xg_test_bfloat16 {
+namespace xg_test_modules_bfloat16_float32 {
 
 // Adding bfloat16 touched the dtype list (the engine) and the kernels that need float arithmetic
 // or a float accumulator for it, nothing else: every op written as a template on its storage
@@ -327,4 +327,4 @@ TEST_CASE("bfloat16 storage: the files that name it are the dtype list and the k
     }
 }
 
-}  // namespace xg_test_bfloat16
+}  // namespace xg_test_modules_bfloat16_float32
