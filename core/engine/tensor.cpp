@@ -101,18 +101,6 @@ void settle_mirror(Array& mirror, NarrowArray& stored) {
         stored);
 }
 
-// The empty storage of dtype `dtype` (narrower than float64).
-NarrowArray empty_storage(Dtype dtype) {
-    return with_storage_type(dtype, [](auto storage) -> NarrowArray {
-        using T = typename decltype(storage)::type;
-        if constexpr (std::is_same_v<T, double>) {
-            return FloatArray::from_shape({0});
-        } else {
-            return xt::xarray<T>::from_shape({0});
-        }
-    });
-}
-
 // `values` rounded into the storage of dtype `dtype` (narrower than float64).
 NarrowArray rounded_storage(const Array& values, Dtype dtype) {
     return with_storage_type(dtype, [&](auto storage) -> NarrowArray {
@@ -133,7 +121,7 @@ void settle(Node& n) {
     }
     if (n.grad_mirror == Node::Mirror::Written) {
         if (n.grad) {
-            if (!n.narrow_grad) n.narrow_grad = empty_storage(n.dtype);
+            if (!n.narrow_grad) n.narrow_grad = rounded_storage(Array::from_shape({0}), n.dtype);
             settle_mirror(*n.grad, *n.narrow_grad);
         }
         n.grad_mirror = n.grad ? Node::Mirror::Clean : Node::Mirror::None;
@@ -362,28 +350,26 @@ xt::xarray<T> GradPart::take_as() {
     return round_to_storage<T>(to_float64());
 }
 
-Array GradPart::to_float64() const {
+// f(values) for the array a GradPart holds, `none` when it holds none.
+template <class R, class Variant, class F>
+R visit_held(const Variant& held, R none, F&& f) {
     return std::visit(
-        [](const auto& v) -> Array {
+        [&](const auto& v) -> R {
             if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) {
-                return Array();
+                return none;
             } else {
-                return to_float64_array(v);
+                return f(v);
             }
         },
-        values_);
+        held);
+}
+
+Array GradPart::to_float64() const {
+    return visit_held(values_, Array(), [](const auto& v) { return to_float64_array(v); });
 }
 
 Shape GradPart::shape() const {
-    return std::visit(
-        [](const auto& v) -> Shape {
-            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) {
-                return Shape();
-            } else {
-                return Shape(v.shape().begin(), v.shape().end());
-            }
-        },
-        values_);
+    return visit_held(values_, Shape(), [](const auto& v) { return Shape(v.shape().begin(), v.shape().end()); });
 }
 
 #define XG_GRAD_PART_VALUES(T)                       \

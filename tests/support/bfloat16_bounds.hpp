@@ -29,20 +29,6 @@ inline Array bf16_values(const Shape& shape, unsigned seed, double scale = 1.0, 
     return to_float64_array(round_to_storage<bfloat16>(a));
 }
 
-/// |A| |B|^T for A (m, k) and B (n, k): the magnitudes a product's k terms add up to.
-inline Array abs_product_t(const Array& a, const Array& b) {
-    const std::size_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[0];
-    Array out = xt::zeros<double>({m, n});
-    for (std::size_t i = 0; i < m; ++i) {
-        for (std::size_t j = 0; j < n; ++j) {
-            double s = 0.0;
-            for (std::size_t t = 0; t < k; ++t) s += std::fabs(a(i, t)) * std::fabs(b(j, t));
-            out(i, j) = s;
-        }
-    }
-    return out;
-}
-
 /// A B^T for A (m, k) and B (n, k), in double.
 inline Array product_t(const Array& a, const Array& b) {
     const std::size_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[0];
@@ -56,6 +42,9 @@ inline Array product_t(const Array& a, const Array& b) {
     }
     return out;
 }
+
+/// |A| |B|^T for A (m, k) and B (n, k): the magnitudes a product's k terms add up to.
+inline Array abs_product_t(const Array& a, const Array& b) { return product_t(xt::abs(a), xt::abs(b)); }
 
 /// Array a transposed (2-D), evaluated.
 inline Array transposed(const Array& a) { return Array(xt::transpose(a)); }
