@@ -84,7 +84,7 @@ TEST_CASE("A1.6: quick run at batch 128: LN is not worse than BN here, every nor
     INFO((reused ? "the values of the guide-drift test's quick run" : "the values of a quick run made here"));
     REQUIRE(xg::test::recorded(values, "config") == std::vector<double>{static_cast<double>(c.train_samples),
                                                                          static_cast<double>(c.test_samples),
-                                                                         static_cast<double>(c.epochs)});
+                                                                         static_cast<double>(c.epochs), c.lr});
     const std::vector<std::string>& norms = tv::a1_6_norms();
     // Step 2, batch 128: test error after epochs 1 and 2, in images of 1000
     // (none 42.80% 35.20%, BN 41.70% 28.90%, LN 29.60% 26.30%, GN 28.90% 24.60%, IN 25.80% 22.50%).

@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
     // For tests/tutorials/test_tutorials_14_cnn_norms.cpp (only when the test asks: ValuesForTests).
     ValuesForTests values;
     values.add("config", {static_cast<double>(train_set.size()), static_cast<double>(test_set.size()),
-                          static_cast<double>(c.epochs)});
+                          static_cast<double>(c.epochs), c.lr});
     for (const auto& rs : runs) {
         for (const Run& r : rs) {
             const std::string key = fmt::format("{}/b{}/s{}/", r.norm, r.batch, r.seed);
