@@ -23,6 +23,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/tutorials/tutorial_runs.hpp"
 #include "tutorials/common/tutorial.hpp"
 
 namespace xg_test_tutorials {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
@@ -122,44 +123,29 @@ std::string pasted_output(const std::string& guide_path) {
     return kept;
 }
 
-struct Run {
-    int exit_code = -1;
-    std::string output;
-};
+using Run = xg::test::ProgramRun;
+using xg::test::run_command;
 
-// Runs a shell command line and returns its exit code and standard output.
-Run run_command(const std::string& cmd) {
-    FILE* pipe = popen(cmd.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    Run r;
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) r.output.append(buf, n);
-    const int status = pclose(pipe);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
-}
+std::string program_path(const std::string& program) { return xg::test::tutorial_program_path(program); }
 
-std::string program_path(const std::string& program) { return std::string(XGRAD_TUTORIAL_BIN_DIR) + "/" + program; }
-
+// A fresh quick run. A program that records values for the tests (xg::tutorial::ValuesForTests: 13
+// and 14) leaves them in <out>/<program>.values, where the test of its quick-run numbers reads them
+// instead of training the same models again (tests/tutorials/tutorial_runs.hpp).
 std::string run_program(const std::string& program) {
-    const Run r = run_command("'" + program_path(program) + "' --out '" + XGRAD_TUTORIAL_OUT_DIR + "' < /dev/null 2>/dev/null");
+    const Run r = xg::test::run_quick(program);
     CHECK(r.exit_code == 0);
     return r.output;
 }
 
 // What the main job's runner (tutorials/runner/run_tutorials.cpp) saved of a program's quick run
 // in `out_dir`: <program>.txt, its output (stdout and stderr, what the terminal last showed), and
-// <program>.run: "<seconds> <exit code>" and a line "kernels <the two variables below>". Used
-// only when the run ended well, is newer than the program's binary (a rebuilt program, or one
-// relinked against a changed library, is run again) and ran under this process's OpenBLAS kernel
-// and kernel tier, so that the second pass of scripts/setup.sh test still runs its own.
+// <program>.run: "<seconds> <exit code>" and a line "kernels <OPENBLAS_CORETYPE and
+// XGRAD_REFERENCE_KERNELS>" (xg::tutorial::kernel_settings()). Used only when the run ended well,
+// is newer than the program's binary (a rebuilt program, or one relinked against a changed
+// library, is run again) and ran under this process's OpenBLAS kernel and kernel tier, so that the
+// second pass of scripts/setup.sh test still runs its own.
 // Progress-bar lines (stderr, "label [####....] 12/150  3.1 it/s  took 4s") are dropped: times.
-std::string kernel_settings() {
-    const char* coretype = std::getenv("OPENBLAS_CORETYPE");
-    const char* reference = std::getenv("XGRAD_REFERENCE_KERNELS");
-    return std::string("kernels OPENBLAS_CORETYPE=") + (coretype ? coretype : "") +
-           " XGRAD_REFERENCE_KERNELS=" + (reference ? reference : "");
-}
+using xg::tutorial::kernel_settings;
 
 bool saved_output(const std::string& out_dir, const std::string& program, std::string& output) {
     namespace fs = std::filesystem;

@@ -1,6 +1,7 @@
 // Tutorial 13 (LSTM vs LN-LSTM vs BN-LSTM on a character-level model): A1.5. The numbers the tutorial
 // computes, asserted (its guide-drift test in test_tutorials.cpp runs the quick program, all 3 seeds):
-// a tiny run's exact values, and seed 1 of the quick run, whose Step 4 rows and claims are checked.
+// a tiny run's exact values, and seed 1 of the quick run, whose Step 4 rows and claims are checked
+// on the values that quick run recorded (tutorial_runs.hpp: the guide-drift test's run, one per test pass).
 // Expected values were printed by the tutorial's own functions (tutorial_values::a1_5_*) on
 // 2026-12-06, or are the quick run's printed numbers (docs/tutorials/13-ln-lstm.md). Values
 // downstream of matrix products are compared with a relative tolerance of 1e-9 in the tiny run:
@@ -14,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/tutorials/tutorial_runs.hpp"
 #include "tutorials/13_ln_lstm/ln_lstm.hpp"
 
 namespace xg_test_tutorials_13_ln_lstm {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
@@ -90,14 +92,31 @@ TEST_CASE("A1.5: a tiny run of the four models (exact values)", "[tutorials][exp
 // Seed 1 of the quick run (150 steps of 16 windows of 32 characters, H 64): the four Step 4 rows of
 // seed 1, to the digits the tutorial prints (the guide's numbers: the 150 steps carry the BLAS
 // kernels' last-bit differences along, so the full-precision values are not asserted), and the
-// claims the tutorial reads from them.
+// claims the tutorial reads from them. The curves are those tv::a1_5_train returned in the
+// program's quick run, as the program recorded them (xg::tutorial::ValuesForTests, every double
+// exactly): the run the guide-drift test of 13_ln_lstm made in this pass (ctest starts this test
+// after it), or, without one, a run made here.
 TEST_CASE("A1.5: quick run, seed 1: LN-LSTM reaches the target first, BN-LSTM faster than the LSTM but not by twice LN's steps",
           "[tutorials][experiments]") {
-    const tv::LnLstmText text = tv::a1_5_load_text(tv::kLnLstmTextPath);
     const tv::LnLstmConfig c;
+    bool reused = false;
+    const xg::test::RecordedValues values = xg::test::quick_run_values("13_ln_lstm", reused);
+    INFO((reused ? "the values of the guide-drift test's quick run" : "the values of a quick run made here"));
+    REQUIRE(xg::test::recorded(values, "config") ==
+            std::vector<double>{static_cast<double>(c.embed), static_cast<double>(c.hidden), static_cast<double>(c.context),
+                                static_cast<double>(c.batch), static_cast<double>(c.steps),
+                                static_cast<double>(c.eval_every), c.lr, c.target});
     const auto& variants = tv::a1_5_variants();
-    std::vector<tv::LnLstmCurve> runs;
-    for (const auto& v : variants) runs.push_back(tv::a1_5_train(text, c, v, 1));
+    std::vector<tv::LnLstmCurve> runs;  // what tv::a1_5_train(text, c, variant, 1) returned in the quick run
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+        const std::string key = "seed1/variant" + std::to_string(v) + "/";
+        tv::LnLstmCurve r;
+        r.held = xg::test::recorded(values, key + "held");
+        const std::vector<double>& tail = xg::test::recorded(values, key + "train_tail");
+        REQUIRE(tail.size() == 1);
+        r.train_tail = tail[0];
+        runs.push_back(r);
+    }
     const tv::LnLstmCurve &lstm = runs[0], &ln = runs[1], &bn_small = runs[2], &bn_one = runs[3];
     // Step 4, seed 1: steps to target, best held-out, final held-out, final train.
     struct Row {

@@ -1,7 +1,8 @@
 // Tutorial 14 (a small CNN on Fashion-MNIST with none, BN, LN, GN, IN at batch 128 and 4): A1.6. The
 // numbers the tutorial computes, asserted (its guide-drift test in test_tutorials.cpp runs the quick
 // program): a tiny run's exact values, and the quick run at batch 128, whose Step 2 row and Step 4
-// verdict are checked. Expected values were printed by the tutorial's own function
+// verdict are checked on the values that quick run recorded (tutorial_runs.hpp: the guide-drift
+// test's run, one per test pass). Expected values were printed by the tutorial's own function
 // (tutorial_values::a1_6_train) on 2026-12-06. Training losses are downstream of the convolutions'
 // and the Linear layer's matrix products and are compared with a relative tolerance of 1e-9 (other
 // machines' OpenBLAS kernels sum in another order and move the last digits); test errors are counts
@@ -12,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/tutorials/tutorial_runs.hpp"
 #include "tutorials/14_cnn_norms/cnn_norms.hpp"
 
 namespace xg_test_tutorials_14_cnn_norms {  // one namespace per test file: the files are compiled in batches (tests/CMakeLists.txt)
@@ -69,12 +71,20 @@ TEST_CASE("A1.6: a tiny run of the five normalisations at batch 128 and 4 (exact
 }
 
 // The quick run at batch 128 (2000 training images, 1000 test images, 2 epochs, seed 1): Step 2's
-// table and the "LN - BN" of the tutorial's verdict, and every normalisation ahead of none.
+// table and the "LN - BN" of the tutorial's verdict, and every normalisation ahead of none. The
+// values are those tv::a1_6_train returned in the program's quick run, as the program recorded
+// them (xg::tutorial::ValuesForTests, every double exactly): the run the guide-drift test of
+// 14_cnn_norms made in this pass (ctest starts this test after it), or, without one, a run made here.
 TEST_CASE("A1.6: quick run at batch 128: LN is not worse than BN here, every normalisation beats none",
           "[tutorials][experiments]") {
     const tv::CnnNormsConfig c;  // the quick settings
     REQUIRE(c.test_samples == 1000);
-    const Data data = fashion_mnist(c.train_samples, c.test_samples);
+    bool reused = false;
+    const xg::test::RecordedValues values = xg::test::quick_run_values("14_cnn_norms", reused);
+    INFO((reused ? "the values of the guide-drift test's quick run" : "the values of a quick run made here"));
+    REQUIRE(xg::test::recorded(values, "config") == std::vector<double>{static_cast<double>(c.train_samples),
+                                                                         static_cast<double>(c.test_samples),
+                                                                         static_cast<double>(c.epochs), c.lr});
     const std::vector<std::string>& norms = tv::a1_6_norms();
     // Step 2, batch 128: test error after epochs 1 and 2, in images of 1000
     // (none 42.80% 35.20%, BN 41.70% 28.90%, LN 29.60% 26.30%, GN 28.90% 24.60%, IN 25.80% 22.50%).
@@ -88,8 +98,11 @@ TEST_CASE("A1.6: quick run at batch 128: LN is not worse than BN here, every nor
     std::vector<double> final_error;
     for (std::size_t ni = 0; ni < norms.size(); ++ni) {
         INFO(norms[ni]);
-        const tv::CnnNormsRun run = tv::a1_6_train(norms[ni], 128, 1, c, data.train, data.test);
+        tv::CnnNormsRun run;  // what tv::a1_6_train(norms[ni], 128, 1, c, ...) returned in the quick run
+        run.test_error = xg::test::recorded(values, norms[ni] + "/b128/s1/test_error");
+        run.train_loss = xg::test::recorded(values, norms[ni] + "/b128/s1/train_loss");
         REQUIRE(run.test_error.size() == 2);
+        REQUIRE(run.train_loss.size() == 2);
         for (std::size_t e = 0; e < 2; ++e) {
             INFO("epoch " << e + 1);
             CHECK(wrong(run.test_error[e], c.test_samples) == printed[ni][e]);

@@ -264,6 +264,21 @@ int main(int argc, char** argv) {
     }
     if (gnuplot(plot, png, 900, 600, fmt::format("{}", fmt::join(c.seeds, ", ")))) tut.say("plot: " + png);
     tut.say("csv: " + csv_path);
+
+    // For tests/tutorials/test_tutorials_13_ln_lstm.cpp (only when the test asks: ValuesForTests).
+    // Keys "seed<s>/variant<v>/...", v indexing kVariants.
+    ValuesForTests values;
+    values.add("config", {static_cast<double>(c.embed), static_cast<double>(c.hidden), static_cast<double>(c.context),
+                          static_cast<double>(c.batch), static_cast<double>(c.steps), static_cast<double>(c.eval_every),
+                          c.lr, c.target});
+    for (std::size_t s = 0; s < c.seeds.size(); ++s) {
+        for (std::size_t v = 0; v < kVariants.size(); ++v) {
+            const std::string key = fmt::format("seed{}/variant{}/", c.seeds[s], v);
+            values.add(key + "held", runs[v][s].held);
+            values.add(key + "train_tail", {runs[v][s].train_tail});
+        }
+    }
+    values.write();
     return 0;
 }
 

@@ -235,6 +235,19 @@ int main(int argc, char** argv) {
     plot += "unset multiplot\n";
     if (gnuplot(plot, png, 1200, 500, fmt::format("{}", fmt::join(c.seeds, ", ")))) tut.say("plot: " + png);
     tut.say("csv: " + csv_path);
+
+    // For tests/tutorials/test_tutorials_14_cnn_norms.cpp (only when the test asks: ValuesForTests).
+    ValuesForTests values;
+    values.add("config", {static_cast<double>(train_set.size()), static_cast<double>(test_set.size()),
+                          static_cast<double>(c.epochs), c.lr});
+    for (const auto& rs : runs) {
+        for (const Run& r : rs) {
+            const std::string key = fmt::format("{}/b{}/s{}/", r.norm, r.batch, r.seed);
+            values.add(key + "test_error", r.test_error);
+            values.add(key + "train_loss", r.train_loss);
+        }
+    }
+    values.write();
     return 0;
 }
 

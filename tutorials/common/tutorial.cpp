@@ -369,4 +369,36 @@ bool is_volatile_line(const std::string& line) {
     return line.find('\r') != std::string::npos;
 }
 
+std::string kernel_settings() {
+    const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+    const char* reference = std::getenv("XGRAD_REFERENCE_KERNELS");
+    return fmt::format("kernels OPENBLAS_CORETYPE={} XGRAD_REFERENCE_KERNELS={}", coretype ? coretype : "",
+                       reference ? reference : "");
+}
+
+ValuesForTests::ValuesForTests() {
+    if (const char* path = std::getenv("XGRAD_TUTORIAL_VALUES"); path != nullptr) path_ = path;
+}
+
+void ValuesForTests::add(const std::string& key, const std::vector<double>& values) {
+    if (path_.empty()) return;
+    if (key.empty() || key.find_first_of(" \t\n") != std::string::npos) fail("ValuesForTests::add", "bad key '" + key + "'");
+    rows_ += key;
+    for (double v : values) rows_ += fmt::format(" {:.17g}", v);
+    rows_ += "\n";
+}
+
+void ValuesForTests::write() const {
+    if (path_.empty()) return;
+    const std::string temporary = fmt::format("{}.{}.tmp", path_, getpid());
+    {
+        std::ofstream out(temporary);
+        out << kernel_settings() << "\n" << rows_;
+        if (!out.flush()) fail("ValuesForTests::write", "cannot write " + temporary);
+    }
+    std::error_code ec;
+    std::filesystem::rename(temporary, path_, ec);
+    if (ec) fail("ValuesForTests::write", "cannot rename " + temporary + " to " + path_ + ": " + ec.message());
+}
+
 }  // namespace xg::tutorial

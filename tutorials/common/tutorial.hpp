@@ -147,4 +147,32 @@ double now_seconds();
 /// paths of written files) - skipped by the guide-drift test.
 bool is_volatile_line(const std::string& line);
 
+// ---- values for the tests ---------------------------------------------------------------------
+
+/// "kernels OPENBLAS_CORETYPE=<value> XGRAD_REFERENCE_KERNELS=<value>" from this process's
+/// environment: the two settings that move a run's last bits (the OpenBLAS kernel, the fused ops'
+/// kernel tier), in the form of the runner's <name>.run files.
+std::string kernel_settings();
+
+/// Test-only: the values a program's computations returned, kept for the tests of its numbers
+/// (tests/tutorials/tutorial_runs.hpp). The guide-drift test runs a program with the environment
+/// variable XGRAD_TUTORIAL_VALUES naming a file; write() then saves there kernel_settings() and
+/// every add()ed row, each number with 17 significant digits (read back, the same double), so
+/// that a test of the numbers asserts the values of that run instead of training the same models
+/// a second time. Without the variable (every other run) add() keeps nothing and write() writes
+/// nothing: the program prints and writes what it did before.
+class ValuesForTests {
+public:
+    ValuesForTests();
+    /// One row, "key v1 v2 ...": `key` must not contain whitespace.
+    void add(const std::string& key, const std::vector<double>& values);
+    /// Writes the file, to a temporary name renamed over the path: a reader sees every row or none.
+    /// Called at the end of main(), once the run is complete.
+    void write() const;
+
+private:
+    std::string path_;  // empty: not asked for
+    std::string rows_;
+};
+
 }  // namespace xg::tutorial
