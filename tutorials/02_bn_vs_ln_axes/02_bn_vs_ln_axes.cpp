@@ -13,8 +13,6 @@
 #include "nn/modules/norm_layers.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
-
 using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
@@ -82,8 +80,6 @@ int main(int argc, char** argv) {
                              t.ln_saved_stats, t.bn_saved_stats));
     return 0;
 }
-
-#endif  // XGRAD_TUTORIAL_NO_MAIN
 
 namespace tutorial_values {
 

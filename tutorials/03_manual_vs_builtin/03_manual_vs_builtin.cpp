@@ -20,8 +20,6 @@
 #include "tutorials/common/graph_dump.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
-
 using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
@@ -74,8 +72,6 @@ int main(int argc, char** argv) {
     tut.conclude("analytic backward == autograd == finite differences; update(lr) is plain SGD");
     return 0;
 }
-
-#endif  // XGRAD_TUTORIAL_NO_MAIN
 
 namespace tutorial_values {
 

@@ -11,8 +11,6 @@
 #include "tutorials/common/graph_dump.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
-
 using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
@@ -66,4 +64,3 @@ int main(int argc, char** argv) {
     return 0;
 }
 
-#endif  // XGRAD_TUTORIAL_NO_MAIN

@@ -11,8 +11,6 @@
 #include "nn/modules/norm_layers.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
-
 using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
@@ -57,8 +55,6 @@ int main(int argc, char** argv) {
                            : "the measurements DISAGREE with Table 1: see the cells above");
     return 0;
 }
-
-#endif  // XGRAD_TUTORIAL_NO_MAIN
 
 namespace tutorial_values {
 

@@ -18,8 +18,6 @@
 #include "tutorials/common/blocks.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
-
 #ifndef XGRAD_TUTORIAL_FIXTURES_DIR
 #define XGRAD_TUTORIAL_FIXTURES_DIR "tests/fixtures"
 #endif
@@ -120,8 +118,6 @@ int main(int argc, char** argv) {
     tut.say("   so each update moves the model less");
     return 0;
 }
-
-#endif  // XGRAD_TUTORIAL_NO_MAIN
 
 namespace tutorial_values {
 

@@ -14,8 +14,6 @@
 #include "nn/modules/norm_layers.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
-
 using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
@@ -56,8 +54,6 @@ int main(int argc, char** argv) {
     tut.say("   BatchNorm needs running statistics");
     return 0;
 }
-
-#endif  // XGRAD_TUTORIAL_NO_MAIN
 
 namespace tutorial_values {
 

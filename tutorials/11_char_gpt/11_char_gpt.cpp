@@ -11,8 +11,6 @@
 #include "tutorials/common/seed_stats.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
-
 using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
@@ -120,8 +118,6 @@ int main(int argc, char** argv) {
     tut.say("csv: " + csv);
     return 0;
 }
-
-#endif  // XGRAD_TUTORIAL_NO_MAIN
 
 namespace tutorial_values {
 

@@ -21,8 +21,6 @@
 #include "optim/sgd.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
-
 using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
@@ -154,8 +152,6 @@ int main(int argc, char** argv) {
     training(tut, 3000);
     return 0;
 }
-
-#endif  // XGRAD_TUTORIAL_NO_MAIN
 
 namespace tutorial_values {
 
@@ -304,7 +300,6 @@ double a1_7_window_mean(const std::vector<double>& v, std::size_t from, std::siz
     for (std::size_t i = from; i < to; ++i) s += v[i];
     return s / static_cast<double>(to - from);
 }
-
 
 ImplicitLrVerdict a1_7_verdict(const ImplicitLrTrajectory& ln, const ImplicitLrTrajectory& plain, std::size_t steps) {
     if (steps <= 1000 || ln.w_norm.size() <= steps || plain.w_norm.size() <= steps) {

@@ -26,8 +26,6 @@
 #include "tutorials/common/seed_stats.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
-
 using namespace xg::tutorial;
 using tutorial_values::mean_pm_std;
 using tutorial_values::seed_mean;
@@ -281,8 +279,6 @@ int main(int argc, char** argv) {
     values.write();
     return 0;
 }
-
-#endif  // XGRAD_TUTORIAL_NO_MAIN
 
 namespace tutorial_values {
 

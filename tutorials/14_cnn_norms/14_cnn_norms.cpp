@@ -21,8 +21,6 @@
 #include "tutorials/common/seed_stats.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
-
 using namespace xg;
 using namespace xg::tutorial;
 using tutorial_values::mean_pm_std;
@@ -251,8 +249,6 @@ int main(int argc, char** argv) {
     return 0;
 }
 
-#endif  // XGRAD_TUTORIAL_NO_MAIN
-
 namespace tutorial_values {
 
 using namespace xg;
@@ -339,6 +335,5 @@ CnnNormsRun a1_6_train(const std::string& norm, std::size_t batch, std::uint64_t
     run.seconds = now_seconds() - start;
     return run;
 }
-
 
 }  // namespace tutorial_values

@@ -19,8 +19,6 @@
 #include "tutorials/15_layernorm_curvature/layernorm_curvature.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN
-
 using namespace xg::tutorial;
 namespace tv = tutorial_values;
 
@@ -84,8 +82,6 @@ int main(int argc, char** argv) {
     tut.conclude("a gradient can be part of a loss (as in WGAN-GP): backward builds a differentiable graph");
     return 0;
 }
-
-#endif  // XGRAD_TUTORIAL_NO_MAIN
 
 namespace tutorial_values {
 

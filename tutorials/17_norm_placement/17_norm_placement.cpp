@@ -22,8 +22,6 @@
 #include "tutorials/common/seed_stats.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
-
 using namespace xg::tutorial;
 namespace tv = tutorial_values;
 using tv::NormPlacement;
@@ -370,8 +368,6 @@ int main(int argc, char** argv) {
     show_geometry(tut);
     return 0;
 }
-
-#endif  // XGRAD_TUTORIAL_NO_MAIN
 
 namespace tutorial_values {
 

@@ -22,8 +22,6 @@
 #include "nn/functional/normalization.hpp"
 #include "tutorials/common/tutorial.hpp"
 
-#ifndef XGRAD_TUTORIAL_NO_MAIN  // the tests link the steps below without this main()
-
 using namespace xg::tutorial;
 namespace lab = tutorial_values::precision_lab;
 
@@ -318,8 +316,6 @@ int main(int argc, char** argv) {
     tut.say("   gradients summed over many rows need a float32 accumulator at least");
     return 0;
 }
-
-#endif  // XGRAD_TUTORIAL_NO_MAIN
 
 namespace tutorial_values::precision_lab {
 
