@@ -21,16 +21,16 @@ namespace {
 // Calls f(k, xk) for every output position k = oh OW + ow of a plane whose input position
 // (r, q) = (oh s_h - p_h + i d_h, ow s_w - p_w + j d_w) under kernel tap (i, j) lies inside the
 // image, with xk = r W + q its place in an input plane (the padding reads 0: it adds nothing).
+// The columns inside are one range per tap (Window2d::cols_inside), so the inner loop has no test.
 template <class F>
 void for_each_position(const detail::Window2d& win, std::size_t i, std::size_t j, F&& f) {
+    const auto [ow_first, ow_last] = win.cols_inside(j);
     for (std::size_t oh = 0; oh < win.OH; ++oh) {
         const long r = win.row(oh, i);
         if (r < 0 || r >= static_cast<long>(win.H)) continue;  // a row of the padding
-        for (std::size_t ow = 0; ow < win.OW; ++ow) {
-            const long q = win.col(ow, j);
-            if (!win.inside(r, q)) continue;
-            f(oh * win.OW + ow, static_cast<std::size_t>(r) * win.W + static_cast<std::size_t>(q));
-        }
+        const std::size_t k_row = oh * win.OW;
+        const long x_row = r * static_cast<long>(win.W) + win.col(0, j);  // where column ow = 0 would read
+        for (std::size_t ow = ow_first; ow < ow_last; ++ow) f(k_row + ow, static_cast<std::size_t>(x_row + static_cast<long>(ow * win.sw)));
     }
 }
 

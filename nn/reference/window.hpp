@@ -3,7 +3,9 @@
 // nothing above them; the argument checks that produce it are in nn/functional/window.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <utility>
 
 namespace xg::nn::detail {
 
@@ -22,6 +24,15 @@ struct Window2d {
     /// Input column read by output column ow at kernel column j.
     long col(std::size_t ow, std::size_t j) const { return static_cast<long>(ow * sw + j * dw) - static_cast<long>(pw); }
     bool inside(long r, long c) const { return r >= 0 && c >= 0 && r < static_cast<long>(H) && c < static_cast<long>(W); }
+    /// The output columns [first, last) whose input column col(ow, j) lies inside the image:
+    /// 0 <= ow sw + j dw - pw < W.
+    std::pair<std::size_t, std::size_t> cols_inside(std::size_t j) const {
+        const long shift = static_cast<long>(pw) - static_cast<long>(j * dw);  // ow sw must be in [shift, W + shift)
+        const long stride = static_cast<long>(sw);
+        const auto ceil_div = [stride](long a) { return a <= 0 ? 0L : (a + stride - 1) / stride; };
+        const std::size_t last = std::min(static_cast<std::size_t>(ceil_div(static_cast<long>(W) + shift)), OW);
+        return {std::min(static_cast<std::size_t>(ceil_div(shift)), last), last};
+    }
     std::size_t kernel_area() const { return kh * kw; }
     std::size_t out_area() const { return OH * OW; }
 };
