@@ -176,9 +176,9 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
     if (!is_training()) return BatchNormBase::forward(x);
     check_input_dim(x.shape());
     const Layout l = layout_of(x.shape());
-    const bool native32 = detail::all_float32(x, {&weight, &bias});
-    GlobalStats s = native32 ? synchronised_stats(detail::kernel_values<float>(x).data(), l, x.shape(), eps)
-                             : synchronised_stats(detail::kernel_values<double>(x).data(), l, x.shape(), eps);
+    GlobalStats s = detail::on_common_storage(x, {&weight, &bias}, [&](auto storage) {
+        return synchronised_stats(detail::kernel_values<typename decltype(storage)::type>(x).data(), l, x.shape(), eps);
+    });
 
     if (track_running_stats) {
         // running = (1 - factor) running + factor stat, with the global unbiased variance S / (M - 1)
@@ -189,8 +189,9 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
                                          [&](std::size_t c) { return factor * s.sum_sq(c) / (s.count - 1.0); });
         num_batches_tracked.mutable_value()() = batches;
     }
-    if (native32) return sync_batch_norm_node<float>(x, weight, bias, std::move(s), l);
-    return sync_batch_norm_node<double>(x, weight, bias, std::move(s), l);
+    return detail::on_common_storage(x, {&weight, &bias}, [&](auto storage) {
+        return sync_batch_norm_node<typename decltype(storage)::type>(x, weight, bias, std::move(s), l);
+    });
 }
 
 std::shared_ptr<Module> convert_sync_batchnorm(std::shared_ptr<Module> module) {

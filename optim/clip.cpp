@@ -27,9 +27,9 @@ double squared_norm(const xt::xarray<T>& a) {
     return sum;
 }
 
-// The gradient's native storage (no float64 mirror of a float32 gradient).
+// The gradient's native storage (no float64 mirror of a narrower gradient).
 double squared_grad_norm(const Tensor& p) {
-    return p.dtype() == Dtype::Float32 ? squared_norm(p.grad_values<float>()) : squared_norm(p.grad_values<double>());
+    return with_storage_type(p.dtype(), [&](auto storage) { return squared_norm(p.grad_values<typename decltype(storage)::type>()); });
 }
 
 template <class T>
@@ -41,9 +41,9 @@ void scale_in_place(xt::xarray<T>& a, double scale) {
 template <class T>
 void fail_on_non_finite(const xt::xarray<T>& g, std::size_t index, const Tensor& p) {
     for (T v : g) {
-        if (!std::isfinite(v)) {
+        if (!std::isfinite(double(v))) {
             fail("clip_grad_norm", fmt::format("the gradient of parameter {} (shape {}) contains {}", index,
-                                               shape_str(p.shape()), v));
+                                               shape_str(p.shape()), double(v)));
         }
     }
 }
@@ -59,8 +59,9 @@ double grad_norm(const std::vector<Tensor>& params) {
     if (!std::isfinite(norm)) {
         for (std::size_t i = 0; i < params.size(); ++i) {
             if (!params[i].defined() || !params[i].has_grad()) continue;
-            if (params[i].dtype() == Dtype::Float32) fail_on_non_finite(params[i].grad_values<float>(), i, params[i]);
-            else fail_on_non_finite(params[i].grad_values<double>(), i, params[i]);
+            with_storage_type(params[i].dtype(), [&](auto storage) {
+                fail_on_non_finite(params[i].grad_values<typename decltype(storage)::type>(), i, params[i]);
+            });
         }
         fail("clip_grad_norm", "the total gradient norm overflowed to infinity");
     }
@@ -74,9 +75,8 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     if (scale < 1.0) {
         for (Tensor p : params) {
             if (!p.defined() || !p.has_grad()) continue;
-            // a float32 gradient: the product in double, rounded once when stored (as through a mirror)
-            if (p.dtype() == Dtype::Float32) scale_in_place(p.mutable_grad_values<float>(), scale);
-            else scale_in_place(p.mutable_grad_values<double>(), scale);
+            // a narrower gradient: the product in double, rounded once when stored (as through a mirror)
+            with_storage_type(p.dtype(), [&](auto storage) { scale_in_place(p.mutable_grad_values<typename decltype(storage)::type>(), scale); });
         }
     }
     return norm;

@@ -301,11 +301,12 @@ Tensor cat(const std::vector<Tensor>& tensors, int axis) {
         }
         return g;
     };
-    // float32 tensors only: a float32 result copied from their float32 storage
-    if (std::all_of(tensors.begin(), tensors.end(), [](const Tensor& t) { return t.dtype() == Dtype::Float32; })) {
-        return record("cat", concatenated<float>(tensors, out_shape, parts), tensors, std::move(backward));
-    }
-    return record("cat", concatenated<double>(tensors, out_shape, parts), tensors, std::move(backward));
+    // tensors of one dtype: the result copied from their own storage; mixed dtypes: from float64 values
+    const Dtype dtype = tensors.front().dtype();
+    const bool one_dtype = std::all_of(tensors.begin(), tensors.end(), [dtype](const Tensor& t) { return t.dtype() == dtype; });
+    return with_storage_type(one_dtype ? dtype : Dtype::Float64, [&](auto storage) {
+        return record("cat", concatenated<typename decltype(storage)::type>(tensors, out_shape, parts), tensors, std::move(backward));
+    });
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int axis) {

@@ -43,17 +43,6 @@ private:
 };
 using ValuesOr = BasicValuesOr<double>;
 
-/// Whether a norm runs natively in float32: x and every defined parameter are float32. Otherwise
-/// (float64, or float32 x with a float64 weight) it runs on float64 values, its result of
-/// result_dtype(inputs).
-inline bool all_float32(const Tensor& x, std::initializer_list<const Tensor*> parameters) {
-    if (x.dtype() != kFloat32) return false;
-    for (const Tensor* p : parameters) {
-        if (p->defined() && p->dtype() != kFloat32) return false;
-    }
-    return true;
-}
-
 /// f(StorageOf<T>{}) with T the storage type an op runs in: x's own storage type
 /// when every defined parameter has x's dtype, so no float64 mirror of any of them is made;
 /// otherwise double (mixed dtypes: the narrower ones read through their float64 mirrors, the

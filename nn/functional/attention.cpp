@@ -86,8 +86,9 @@ Tensor self_attention_node(const Tensor& qkv, std::int64_t num_heads, bool causa
 
 Tensor self_attention(const Tensor& qkv, std::int64_t num_heads, bool causal, double* max_logit) {
     const Layout l = check_self_attention("self_attention", qkv, num_heads);
-    if (qkv.dtype() == kFloat32) return self_attention_node<float>(qkv, num_heads, causal, max_logit, l);
-    return self_attention_node<double>(qkv, num_heads, causal, max_logit, l);
+    return with_storage_type(qkv.dtype(), [&](auto storage) {
+        return self_attention_node<typename decltype(storage)::type>(qkv, num_heads, causal, max_logit, l);
+    });
 }
 
 Tensor self_attention_composed(const Tensor& qkv, std::int64_t num_heads, bool causal) {
@@ -99,8 +100,9 @@ Tensor self_attention_composed(const Tensor& qkv, std::int64_t num_heads, bool c
     Tensor scores = matmul(heads(0) * l.scale(), transpose(heads(1), 2, 3));
     if (causal) {  // keys after the query: the most negative number of the dtype, as MultiheadAttention's masks
         const Mask later = causal_mask(static_cast<std::int64_t>(l.L));
-        const double most_negative = scores.dtype() == kFloat32 ? std::numeric_limits<float>::lowest()
-                                                                : std::numeric_limits<double>::lowest();
+        const double most_negative = with_storage_type(scores.dtype(), [](auto storage) {
+            return static_cast<double>(std::numeric_limits<typename decltype(storage)::type>::lowest());
+        });
         scores = masked_fill(scores, later, most_negative);
     }
     const Tensor context = matmul(softmax(scores, -1), heads(2));  // (B, H, L, D)

@@ -141,10 +141,9 @@ Tensor batch_norm_node(const Tensor& x, Tensor& running_mean, Tensor& running_va
 Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight, const Tensor& bias,
                   bool training, double momentum, double eps) {
     const ChannelLayout l = check_batch_norm("batch_norm", x, running_mean, running_var, weight, bias, training);
-    if (detail::all_float32(x, {&weight, &bias})) {
-        return batch_norm_node<float>(x, running_mean, running_var, weight, bias, training, momentum, eps, l);
-    }
-    return batch_norm_node<double>(x, running_mean, running_var, weight, bias, training, momentum, eps, l);
+    return detail::on_common_storage(x, {&weight, &bias}, [&](auto storage) {
+        return batch_norm_node<typename decltype(storage)::type>(x, running_mean, running_var, weight, bias, training, momentum, eps, l);
+    });
 }
 
 Tensor batch_norm_composed(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight,

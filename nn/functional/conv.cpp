@@ -100,8 +100,9 @@ Tensor conv2d_node(const Tensor& x, const Tensor& weight, const Tensor& bias, Si
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
               std::int64_t groups) {
     const ConvDims d = check_conv2d("conv2d", x, weight, bias, stride, padding, dilation, groups);
-    if (detail::all_float32(x, {&weight, &bias})) return conv2d_node<float>(x, weight, bias, stride, padding, dilation, groups, d);
-    return conv2d_node<double>(x, weight, bias, stride, padding, dilation, groups, d);
+    return detail::on_common_storage(x, {&weight, &bias}, [&](auto storage) {
+        return conv2d_node<typename decltype(storage)::type>(x, weight, bias, stride, padding, dilation, groups, d);
+    });
 }
 
 Tensor conv2d_composed(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,

@@ -76,8 +76,9 @@ Tensor dyt_node(const Tensor& x, const Shape& normalized_shape, const Tensor& al
 
 Tensor dyt(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight, const Tensor& bias) {
     const detail::RowLayout l = check_dyt("dyt", x, normalized_shape, alpha, weight, bias);
-    if (detail::all_float32(x, {&alpha, &weight, &bias})) return dyt_node<float>(x, normalized_shape, alpha, weight, bias, l);
-    return dyt_node<double>(x, normalized_shape, alpha, weight, bias, l);
+    return detail::on_common_storage(x, {&alpha, &weight, &bias}, [&](auto storage) {
+        return dyt_node<typename decltype(storage)::type>(x, normalized_shape, alpha, weight, bias, l);
+    });
 }
 
 Tensor dyt_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& alpha, const Tensor& weight,

@@ -84,8 +84,9 @@ Tensor embedding(const Indices& index_arg, const Tensor& weight, std::optional<s
     }
     Shape out_shape = is;
     out_shape.push_back(dim);
-    if (weight.dtype() == kFloat32) return embedding_node<float>(indices, weight, rows, dim, padding, is, out_shape);
-    return embedding_node<double>(indices, weight, rows, dim, padding, is, out_shape);
+    return with_storage_type(weight.dtype(), [&](auto storage) {
+        return embedding_node<typename decltype(storage)::type>(indices, weight, rows, dim, padding, is, out_shape);
+    });
 }
 
 }  // namespace xg::nn::functional

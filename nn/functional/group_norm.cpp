@@ -92,8 +92,9 @@ Tensor group_norm_node(const char* op, const Tensor& x, const GroupLayout& l, co
 
 Tensor group_norm_node(const char* op, const Tensor& x, const GroupLayout& l, const Tensor& weight, const Tensor& bias,
                        double eps, RowStats* stats = nullptr) {
-    if (detail::all_float32(x, {&weight, &bias})) return group_norm_node<float>(op, x, l, weight, bias, eps, stats);
-    return group_norm_node<double>(op, x, l, weight, bias, eps, stats);
+    return detail::on_common_storage(x, {&weight, &bias}, [&](auto storage) {
+        return group_norm_node<typename decltype(storage)::type>(op, x, l, weight, bias, eps, stats);
+    });
 }
 
 // (N, C, *) -> (C, 1, ..., 1): a per-channel tensor that broadcasts against x.

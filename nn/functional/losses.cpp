@@ -101,12 +101,18 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
     // loss_n = -(1 - s) w[t_n] l[n, t_n] - (s / C) sum_j w_j l[n, j], l = log_softmax(z); 0 if ignored
     const double* w = weight.empty() ? nullptr : weight.data();
     Array log_probs = Array::from_shape({n, classes}), per_row = Array::from_shape({n});
-    // float32 logits are widened into a buffer that lives for this call only (not a mirror kept with
-    // the node): the kernels compute in double, and the result and gradient are rounded once
-    const bool float32 = logits.dtype() == kFloat32;
-    const Array widened = float32 ? to_float64_array(logits.values<float>()) : Array::from_shape({0});
+    // logits of a narrower storage type are widened into a buffer that lives for this call only (not
+    // a mirror kept with the node): the kernels compute in double, and the result and gradient are
+    // rounded once into the logits' storage
+    const Dtype dtype = logits.dtype();
+    const bool narrow = dtype != kFloat64;
+    const Array widened = with_storage_type(dtype, [&](auto storage) {
+        using T = typename decltype(storage)::type;
+        if constexpr (std::is_same_v<T, double>) return Array::from_shape({0});
+        else return to_float64_array(logits.values<T>());
+    });
     detail::by_tier(reference::cross_entropy_forward, fast::cross_entropy_forward,
-                    float32 ? widened.data() : logits.value().data(), targets.data(), w,
+                    narrow ? widened.data() : logits.value().data(), targets.data(), w,
                     label_smoothing, ignore_index, n, classes, log_probs.data(), per_row.data());
     double denominator = 0.0;  // of mean: sum of w[t] (count when unweighted) over counted rows
     std::size_t counted = 0;   // rows whose target is not ignore_index
@@ -142,29 +148,37 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
     if (!weight.empty()) saved.push_back({"weight", {classes}});
     // d loss_i / d x_ij = (1 - ls) w_t (p_ij - [j == t]) + (ls / C) (p_ij sum_k w_k - w_j); 0 if ignored
     KernelBackward kernel = [log_probs = std::move(log_probs), targets, ignore_index, weight = std::move(weight), reduction,
-                             scale, label_smoothing, float32](const GradContext& c) -> Grads {
+                             scale, label_smoothing, dtype](const GradContext& c) -> Grads {
         const std::size_t rows = log_probs.shape()[0], cols = log_probs.shape()[1];
-        // dLoss/dout entry i (a float32 loss's gradient read from its float32 storage)
-        const auto upstream_at = [&](std::size_t i) -> double {
-            if (float32) return c.grad_values<float>().data()[i];
-            return c.grad.data()[i];
-        };
-        std::vector<double> upstream(rows);  // g_n, already scaled for mean
-        for (std::size_t i = 0; i < rows; ++i) upstream[i] = reduction == Reduction::none ? upstream_at(i) : upstream_at(0) * scale;
+        // g_n, already scaled for mean: dLoss/dout read from the loss's own storage
+        std::vector<double> upstream(rows);
+        with_storage_type(dtype, [&](auto storage) {
+            const auto* g_out = c.grad_values<typename decltype(storage)::type>().data();
+            for (std::size_t i = 0; i < rows; ++i) upstream[i] = reduction == Reduction::none ? double(g_out[i]) : double(g_out[0]) * scale;
+        });
         Array g = Array::from_shape({rows, cols});
         detail::by_tier(reference::cross_entropy_backward, fast::cross_entropy_backward, log_probs.data(), targets.data(),
                         weight.empty() ? nullptr : weight.data(), label_smoothing, ignore_index, upstream.data(), rows, cols,
                         g.data());
-        if (float32) return grads_of(to_float32_array(g));
-        return grads_of(std::move(g));
+        return with_storage_type(dtype, [&](auto storage) {
+            using T = typename decltype(storage)::type;
+            if constexpr (std::is_same_v<T, double>) return grads_of(std::move(g));
+            else return grads_of(round_to_storage<T>(g));
+        });
     };
     // create_graph: the double backward differentiates the composed twin (docs/derivatives.md)
     Backward in_graph = through_composed([targets, ignore_index, weight = cross_entropy_coefficients_weight(options, classes),
                                           reduction, scale, label_smoothing](const std::vector<Tensor>& in) {
         return cross_entropy_composed(in[0], targets, ignore_index, weight, label_smoothing, reduction, scale);
     });
-    if (float32) return record("cross_entropy", to_float32_array(out), {logits}, std::move(kernel), std::move(saved), std::move(in_graph));
-    return record("cross_entropy", std::move(out), {logits}, std::move(kernel), std::move(saved), std::move(in_graph));
+    return with_storage_type(dtype, [&](auto storage) {
+        using T = typename decltype(storage)::type;
+        if constexpr (std::is_same_v<T, double>) {
+            return record("cross_entropy", std::move(out), {logits}, std::move(kernel), std::move(saved), std::move(in_graph));
+        } else {
+            return record("cross_entropy", round_to_storage<T>(out), {logits}, std::move(kernel), std::move(saved), std::move(in_graph));
+        }
+    });
 }
 
 }  // namespace

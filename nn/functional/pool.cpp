@@ -130,8 +130,7 @@ Tensor avg_pool2d_node(const Tensor& x, const Window2d& w, Size2 kernel_size, st
 MaxPoolResult max_pool2d_with_indices(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,
                                       Size2 dilation, bool ceil_mode) {
     const Window2d w = check_pool("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode);
-    if (x.dtype() == kFloat32) return max_pool2d_node<float>(x, w);
-    return max_pool2d_node<double>(x, w);
+    return with_storage_type(x.dtype(), [&](auto storage) { return max_pool2d_node<typename decltype(storage)::type>(x, w); });
 }
 
 Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, Size2 dilation,
@@ -149,8 +148,9 @@ Tensor max_pool2d_composed(const Tensor& x, Size2 kernel_size, std::optional<Siz
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
                   bool count_include_pad) {
     const Window2d w = check_pool("avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode);
-    if (x.dtype() == kFloat32) return avg_pool2d_node<float>(x, w, kernel_size, stride, padding, ceil_mode, count_include_pad);
-    return avg_pool2d_node<double>(x, w, kernel_size, stride, padding, ceil_mode, count_include_pad);
+    return with_storage_type(x.dtype(), [&](auto storage) {
+        return avg_pool2d_node<typename decltype(storage)::type>(x, w, kernel_size, stride, padding, ceil_mode, count_include_pad);
+    });
 }
 
 Tensor avg_pool2d_composed(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,

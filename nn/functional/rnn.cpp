@@ -40,9 +40,9 @@ std::size_t check_gates(const char* op, const char* gates_name, const Tensor& ga
 
 namespace {
 
-// Each step runs on the storage T of its tensors (detail::all_float32, nn/functional/affine.hpp):
-// float when all are float32 (no float64 mirror; double arithmetic, each result rounded once),
-// double otherwise. The activated gates are kept for the backward (in double whatever T): recomputing them would cost
+// Each step runs on the storage T its tensors share (detail::on_common_storage, nn/functional/affine.hpp):
+// a narrower storage type when all have that dtype (no float64 mirror; double arithmetic, each
+// result rounded once), double otherwise. The activated gates are kept for the backward (in double whatever T): recomputing them would cost
 // five exp/tanh per element again (measured 7 of 35 ms for the LSTM step benchmark, docs/derivations/lstm.md).
 template <class T>
 Tensor lstm_next_c_node(const Tensor& gates, const Tensor& c, std::size_t B, std::size_t H) {
@@ -111,21 +111,18 @@ Tensor gru_next_h_node(const Tensor& gi, const Tensor& gh, const Tensor& h, std:
 
 Tensor lstm_next_c(const Tensor& gates, const Tensor& c) {
     const std::size_t H = check_gates("lstm_next_c", "gates", gates, 4, "c", c), B = c.size(0);
-    if (detail::all_float32(gates, {&c})) return lstm_next_c_node<float>(gates, c, B, H);
-    return lstm_next_c_node<double>(gates, c, B, H);
+    return detail::on_common_storage(gates, {&c}, [&](auto storage) { return lstm_next_c_node<typename decltype(storage)::type>(gates, c, B, H); });
 }
 
 Tensor lstm_next_h(const Tensor& gates, const Tensor& c_next) {
     const std::size_t H = check_gates("lstm_next_h", "gates", gates, 4, "c_next", c_next), B = c_next.size(0);
-    if (detail::all_float32(gates, {&c_next})) return lstm_next_h_node<float>(gates, c_next, B, H);
-    return lstm_next_h_node<double>(gates, c_next, B, H);
+    return detail::on_common_storage(gates, {&c_next}, [&](auto storage) { return lstm_next_h_node<typename decltype(storage)::type>(gates, c_next, B, H); });
 }
 
 Tensor gru_next_h(const Tensor& gi, const Tensor& gh, const Tensor& h) {
     const std::size_t H = check_gates("gru_next_h", "gi", gi, 3, "h", h), B = h.size(0);
     check_gates("gru_next_h", "gh", gh, 3, "h", h);
-    if (detail::all_float32(gi, {&gh, &h})) return gru_next_h_node<float>(gi, gh, h, B, H);
-    return gru_next_h_node<double>(gi, gh, h, B, H);
+    return detail::on_common_storage(gi, {&gh, &h}, [&](auto storage) { return gru_next_h_node<typename decltype(storage)::type>(gi, gh, h, B, H); });
 }
 
 namespace {
@@ -154,15 +151,15 @@ void check_cell(const char* op, std::size_t k, const Tensor& x, const Tensor& h,
 Tensor gate(const Tensor& a, std::size_t k, std::size_t H) { return narrow(a, 1, k * H, H); }
 
 // dW += da^T input: for double straight into the walk's float64 sum of the weight's gradient
-// (beta = 1); for float, sgemm's product of this step, added into it (the weights serve every step
-// of a sequence, so their parts are added in place).
+// (beta = 1); for a narrower T, the product of this step in T (float accumulation), added into it
+// (the weights serve every step of a sequence, so their parts are added in place).
 template <class T>
 void add_weight_gradient(const T* da, std::size_t B, std::size_t rows, const T* input, std::size_t cols, double* dw) {
     if constexpr (std::is_same_v<T, double>) {
         gemm(da, B, rows, true, input, B, cols, false, dw, 1.0);
     } else {
-        FloatArray part = FloatArray::from_shape({rows, cols});
-        gemm(da, B, rows, true, input, B, cols, false, part.data(), 0.0f);
+        xt::xarray<T> part = xt::xarray<T>::from_shape({rows, cols});
+        gemm(da, B, rows, true, input, B, cols, false, part.data(), T(0));
         for (std::size_t k = 0; k < part.size(); ++k) dw[k] += double(part.data()[k]);
     }
 }
@@ -242,9 +239,9 @@ Tensor lstm_step(const Tensor& x, const LSTMState& state, const Tensor& w_ih, co
 LSTMState lstm_cell(const Tensor& input, const LSTMState& state, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                     const Tensor& b_hh) {
     check_cell("lstm_cell", 4, input, state.h, &state.c, w_ih, w_hh, b_ih, b_hh);
-    const bool float32 = detail::all_float32(input, {&state.h, &state.c, &w_ih, &w_hh, &b_ih, &b_hh});
-    const Tensor hc = float32 ? lstm_step<float>(input, state, w_ih, w_hh, b_ih, b_hh)
-                              : lstm_step<double>(input, state, w_ih, w_hh, b_ih, b_hh);
+    const Tensor hc = detail::on_common_storage(input, {&state.h, &state.c, &w_ih, &w_hh, &b_ih, &b_hh}, [&](auto storage) {
+        return lstm_step<typename decltype(storage)::type>(input, state, w_ih, w_hh, b_ih, b_hh);
+    });
     const std::size_t H = state.h.size(1);
     return {narrow(hc, 1, 0, H), narrow(hc, 1, H, H)};
 }

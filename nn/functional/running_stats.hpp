@@ -4,16 +4,20 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include "core/engine/tensor.hpp"
 
 namespace xg::nn::detail {
 
 /// A running statistic's values (or a batch statistic's, on its way into them) as float64, with no
-/// float64 mirror: a float32 one widened (exactly) into a new array.
+/// float64 mirror: a narrower one widened (exactly) into a new array.
 inline Array running_values(const Tensor& running) {
-    if (running.dtype() == Dtype::Float32) return to_float64_array(running.values<float>());
-    return running.values<double>();
+    return with_storage_type(running.dtype(), [&](auto storage) -> Array {
+        using T = typename decltype(storage)::type;
+        if constexpr (std::is_same_v<T, double>) return running.values<double>();
+        else return to_float64_array(running.values<T>());
+    });
 }
 
 template <class T, class Step>
@@ -24,17 +28,15 @@ void blend_running(xt::xarray<T>& running, double momentum, const Step& step) {
 
 /// running(c) = (1 - momentum) running(c) + step(c) for every channel c, where step(c) is momentum
 /// times the batch's statistic as the caller computes it (BatchNorm and SyncBatchNorm write their
-/// unbiased variances differently). The arithmetic is double; a float32 statistic is widened and
+/// unbiased variances differently). The arithmetic is double; a narrower statistic is widened and
 /// stored back with one rounding per value, the bits a float64 mirror written back gave. An
 /// undefined tensor (no running statistics) is left alone.
 template <class Step>
 void update_running_statistic(Tensor& running, double momentum, const Step& step) {
     if (!running.defined()) return;
-    if (running.dtype() == Dtype::Float32) {
-        blend_running(running.mutable_values<float>(), momentum, step);
-    } else {
-        blend_running(running.mutable_values<double>(), momentum, step);
-    }
+    with_storage_type(running.dtype(), [&](auto storage) {
+        blend_running(running.mutable_values<typename decltype(storage)::type>(), momentum, step);
+    });
 }
 
 }  // namespace xg::nn::detail

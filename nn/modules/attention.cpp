@@ -247,8 +247,9 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& ke
     if (bool_masks) {
         Mask filled = Mask::from_shape(full);
         std::copy(fill.begin(), fill.end(), filled.begin());
-        const double most_negative = scores.dtype() == kFloat32 ? std::numeric_limits<float>::lowest()
-                                                                : std::numeric_limits<double>::lowest();
+        const double most_negative = with_storage_type(scores.dtype(), [](auto storage) {
+            return static_cast<double>(std::numeric_limits<typename decltype(storage)::type>::lowest());
+        });
         scores = masked_fill(scores, filled, most_negative);
     }
     const Tensor weights = functional::dropout(softmax(scores, -1), dropout, is_training());
@@ -277,8 +278,9 @@ double largest_unblocked(const xt::xarray<T>& scores, const std::vector<char>& b
 }  // namespace
 
 void MultiheadAttention::record_max_logit(const Tensor& scores, const std::vector<char>& blocked) {
-    last_max_logit_ = scores.dtype() == kFloat32 ? largest_unblocked(scores.values<float>(), blocked)
-                                                 : largest_unblocked(scores.value(), blocked);
+    last_max_logit_ = with_storage_type(scores.dtype(), [&](auto storage) {
+        return largest_unblocked(scores.values<typename decltype(storage)::type>(), blocked);
+    });
     has_max_logit_ = true;
 }
 

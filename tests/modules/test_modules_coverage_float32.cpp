@@ -83,39 +83,46 @@ TEST_CASE("float32 twins: they reach every op nn/ records, and their float32 gra
         {"sync_batch_norm"});
 }
 
-// Issue 41: no nn op reads a float32 tensor as float64 (a float64 mirror beside its float32
-// storage, Node::value_mirror), forward or first-order backward, on either tier: every twin's graph,
-// its leaves and its gradients hold float32 storage only.
-TEST_CASE("float32 twins: no nn op makes a float64 mirror of a float32 tensor", "[float32][coverage]") {
-    std::set<std::string> mirrored;
-    for (const auto& [area, make] : xg_test_support::nn_twin_registry()) {
-        for (const xg::KernelTier tier : {xg::KernelTier::reference, xg::KernelTier::fast}) {
-            const xg::KernelTierGuard guard(tier);
-            for (const xg_test_support::NnTwin& twin : make()) {
-                const std::vector<Tensor> inputs32 = xg::test::float32_copies(twin.inputs64);
-                const std::vector<Tensor> outputs = twin.f(inputs32);
-                std::vector<Tensor> roots, seeds, wrt;
-                for (const Tensor& y : outputs) {
-                    if (y.requires_grad()) roots.push_back(y), seeds.push_back(xg::ones(y.shape(), xg::kFloat32));
-                }
-                for (const Tensor& x : inputs32) {
-                    if (x.requires_grad()) wrt.push_back(x);
-                }
-                std::vector<Tensor> all = outputs;
-                if (!roots.empty() && !wrt.empty()) {
-                    const std::vector<Tensor> grads = xg::grad(roots, wrt, seeds, {true, false, true});
-                    all.insert(all.end(), grads.begin(), grads.end());
-                }
-                xg::test::detail::for_each_node(all, [&](const xg::Node& n) {
-                    if (n.value_mirror != xg::Node::Mirror::None || n.grad_mirror != xg::Node::Mirror::None) {
-                        mirrored.insert(area + ": " + twin.name);
+// Issue 41: no nn op reads a float32 or bfloat16 tensor as float64 (a float64 mirror beside its
+// narrow storage, Node::value_mirror), forward or first-order backward, on either tier: every twin's
+// graph, its leaves and its gradients hold storage of the inputs' dtype only, and every node of the
+// graph has that dtype.
+TEST_CASE("float32 twins: no nn op makes a float64 mirror of a float32 or bfloat16 tensor", "[float32][bfloat16][coverage]") {
+    for (const xg::Dtype dtype : {xg::kFloat32, xg::kBFloat16}) {
+        std::set<std::string> mirrored, widened;
+        for (const auto& [area, make] : xg_test_support::nn_twin_registry()) {
+            for (const xg::KernelTier tier : {xg::KernelTier::reference, xg::KernelTier::fast}) {
+                const xg::KernelTierGuard guard(tier);
+                for (const xg_test_support::NnTwin& twin : make()) {
+                    std::vector<Tensor> inputs;
+                    for (const Tensor& x : twin.inputs64) inputs.emplace_back(x.value(), dtype, x.requires_grad());
+                    const std::vector<Tensor> outputs = twin.f(inputs);
+                    std::vector<Tensor> roots, seeds, wrt;
+                    for (const Tensor& y : outputs) {
+                        if (y.requires_grad()) roots.push_back(y), seeds.push_back(xg::ones(y.shape(), dtype));
                     }
-                });
+                    for (const Tensor& x : inputs) {
+                        if (x.requires_grad()) wrt.push_back(x);
+                    }
+                    std::vector<Tensor> all = outputs;
+                    if (!roots.empty() && !wrt.empty()) {
+                        const std::vector<Tensor> grads = xg::grad(roots, wrt, seeds, {true, false, true});
+                        all.insert(all.end(), grads.begin(), grads.end());
+                    }
+                    xg::test::detail::for_each_node(all, [&](const xg::Node& n) {
+                        if (n.value_mirror != xg::Node::Mirror::None || n.grad_mirror != xg::Node::Mirror::None) {
+                            mirrored.insert(area + ": " + twin.name);
+                        }
+                        if (!n.is_leaf() && n.dtype != dtype) widened.insert(area + ": " + twin.name + " (" + n.op + ")");
+                    });
+                }
             }
         }
+        INFO(xg::dtype_name(dtype) << " twins whose graphs hold a float64 mirror: " << Catch::Detail::stringify(mirrored));
+        CHECK(mirrored.empty());
+        INFO(xg::dtype_name(dtype) << " twins whose graphs hold a node of another dtype: " << Catch::Detail::stringify(widened));
+        CHECK(widened.empty());
     }
-    INFO("twins whose graphs hold a float64 mirror: " << Catch::Detail::stringify(mirrored));
-    CHECK(mirrored.empty());
 }
 
 }  // namespace xg_test_modules_coverage_float32
