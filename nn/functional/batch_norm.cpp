@@ -82,9 +82,9 @@ void update_running(Tensor& running_mean, Tensor& running_var, const Array& mean
     detail::update_running_statistic(running_var, momentum, [&](std::size_t c) { return momentum * biased_var(c) * unbias; });
 }
 
-// One node for both storage types: T = float when x, weight and bias are all float32 (the
-// kernels read and write the float32 storage, recorded native32, so no float64 mirror of x, weight
-// or bias is made); T = double otherwise (float64, or mixed dtypes read as float64 values). The
+// One node for every storage type: T = x's storage type when weight and bias share its dtype (the
+// kernels read and write that storage, recorded native, so no float64 mirror of x, weight or bias
+// is made); T = double otherwise (float64, or mixed dtypes read as float64 values). The
 // running statistics keep their own dtype and are read and updated in their own storage either way.
 template <class T>
 Tensor batch_norm_node(const Tensor& x, Tensor& running_mean, Tensor& running_var, const Tensor& weight, const Tensor& bias,

@@ -19,9 +19,9 @@ detail::RowLayout check_rms_norm(const char* op, const Tensor& x, const Shape& n
     return detail::check_rows(op, x, normalized_shape, {{"weight", &weight}});
 }
 
-// One node for both storage types: T = float when x and weight are both float32 (the kernels
-// read and write the float32 storage, recorded native32, so no float64 mirror of any tensor is
-// made); T = double otherwise (float64, or mixed dtypes read as float64 values).
+// One node for every storage type: T = x's storage type when weight shares its dtype (the kernels
+// read and write that storage, recorded native, so no float64 mirror of any tensor is made);
+// T = double otherwise (float64, or mixed dtypes read as float64 values).
 template <class T>
 Tensor rms_norm_node(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps,
                      const detail::RowLayout& l) {
