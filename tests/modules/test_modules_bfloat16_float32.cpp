@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "tests/support/bfloat16_bounds.hpp"
+#include "tests/support/float32_nn_twins.hpp"
 
 namespace xg_test_modules_bfloat16_float32 {
 
@@ -283,6 +284,34 @@ TEST_CASE("a bfloat16 MLP training step: within the derived bound of the float64
         check_within(fmt::format("mlp step {}", names[k]), pb[k], p64[k].value(),
                      kBf16U * xt::abs(p64[k].value()) + lr * grad_bounds[k]);
     }
+}
+
+// Every nn twin of the float32 suite (tests/support/float32_nn_twins.hpp), run in bfloat16 on both
+// tiers within its own condition in units of bfloat16's u = 2^-8. The twins' conditions count the
+// input roundings (amplified by the op's condition) and the stores, with the arithmetic between
+// stores negligible; in bfloat16 the arithmetic between stores is double or float (the fast tier's
+// float rows, sgemm), whose gamma_n u_f = n 2^-24 is below 2 % of u_b for the twins' n <= 300, so the
+// same counts bound the bfloat16 errors in units of u_b. The inputs are bfloat16 numbers, held
+// exactly by both runs (as in the bounds above): rounding N(0, 1) inputs to 8 bits makes ties and
+// swaps within max pooling's windows, where the gradient jumps (the float64 run at the unrounded
+// inputs picks another element: err/tol 23-46), which no condition number bounds.
+TEST_CASE("bfloat16 twins of nn/: every module and functional within its condition in units of bfloat16's u",
+          "[float32][bfloat16]") {
+    for (const auto& [area, make] : xg_test_support::nn_twin_registry()) {
+        for (const xg::KernelTier tier : {xg::KernelTier::reference, xg::KernelTier::fast}) {
+            const xg::KernelTierGuard guard(tier);
+            const char* tier_name = tier == xg::KernelTier::reference ? "reference" : "fast";
+            for (const xg_test_support::NnTwin& t : make()) {
+                std::vector<Tensor> on_grid;  // the inputs rounded to bfloat16 numbers, float64 leaves as before
+                for (const Tensor& x : t.inputs64) {
+                    on_grid.emplace_back(xg::to_float64_array(xg::round_to_storage<bfloat16>(x.value())), xg::kFloat64, x.requires_grad());
+                }
+                xg::test::check_narrow_twin(xg::kBFloat16, area + ": " + t.name + " [" + tier_name + "]", t.f, on_grid, t.condition,
+                                            xg::test::TwinNorm::normwise);
+            }
+        }
+    }
+    REQUIRE(xg_test_support::nn_twin_registry().size() >= 11);
 }
 
 }  // namespace xg_test_modules_bfloat16_float32

@@ -301,7 +301,7 @@ TEST_CASE("float32 twins: every core op's backward, recorded under create_graph,
             if (!grads[i].defined()) continue;
             INFO("gradient " << i);
             CHECK(grads[i].dtype() == xg::kFloat32);
-            CHECK(xg::test::detail::walk_graph(grads[i], true) == "");
+            CHECK(xg::test::detail::walk_graph(grads[i], xg::kFloat32) == "");
         }
     }
 }
@@ -312,8 +312,8 @@ TEST_CASE("float32 twins: a float64 constant with axes inside an op is caught", 
     const Tensor x(randn_leaf({2, 3}, 60).value(), xg::kFloat32, true);
     const Tensor leaky = xg::ones({2, 3}) * x;
     CHECK(leaky.dtype() == xg::kFloat64);
-    CHECK_FALSE(xg::test::detail::walk_graph(leaky, true).empty());
-    CHECK(xg::test::detail::walk_graph(xg::ones({2, 3}, xg::kFloat32) * x * 2.0, true).empty());
+    CHECK_FALSE(xg::test::detail::walk_graph(leaky, xg::kFloat32).empty());
+    CHECK(xg::test::detail::walk_graph(xg::ones({2, 3}, xg::kFloat32) * x * 2.0, xg::kFloat32).empty());
 }
 
 TEST_CASE("float32: slice, index_select and cat move float32 storage as it is, without float64 mirrors", "[float32]") {

@@ -57,6 +57,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -73,13 +74,14 @@ struct TwinResult {
     std::string name;
     double worst_output = 0.0;    ///< max_i |out32_i - out64_i| / tol_i over every output
     double worst_gradient = 0.0;  ///< the same over every gradient (0 when nothing requires grad)
-    bool dtypes_ok = true;        ///< every output, gradient and graph node with axes is float32, on the float32 grid
+    bool dtypes_ok = true;        ///< every output, gradient and graph node with axes is of the twin's dtype, on its grid
+    Dtype dtype = Dtype::Float32;  ///< the narrow dtype the twin ran in
     bool ok() const { return dtypes_ok && worst_output <= 1.0 && worst_gradient <= 1.0; }
     /// One line: name, condition, worst err/tol of the outputs and of the gradients.
     std::string summary(double condition) const {
         char line[512];
-        std::snprintf(line, sizeof line, "float32 twin %-4s %-58s condition %6.1f  worst err/tol: output %.3f, gradient %.3f",
-                      ok() ? "ok" : "FAIL", name.c_str(), condition, worst_output, worst_gradient);
+        std::snprintf(line, sizeof line, "%s twin %-4s %-58s condition %6.1f  worst err/tol: output %.3f, gradient %.3f",
+                      dtype_name(dtype), ok() ? "ok" : "FAIL", name.c_str(), condition, worst_output, worst_gradient);
         return line;
     }
 };
@@ -97,11 +99,12 @@ struct Float32Twin {
 };
 
 /// New float32 leaves holding the values of `inputs64`, each requiring a gradient as its original.
-inline std::vector<Tensor> float32_copies(const std::vector<Tensor>& inputs64) {
-    std::vector<Tensor> inputs32;
-    for (const Tensor& x : inputs64) inputs32.emplace_back(x.value(), Dtype::Float32, x.requires_grad());
-    return inputs32;
+inline std::vector<Tensor> narrow_copies(const std::vector<Tensor>& inputs64, Dtype dtype) {
+    std::vector<Tensor> copies;
+    for (const Tensor& x : inputs64) copies.emplace_back(x.value(), dtype, x.requires_grad());
+    return copies;
 }
+inline std::vector<Tensor> float32_copies(const std::vector<Tensor>& inputs64) { return narrow_copies(inputs64, Dtype::Float32); }
 
 /// max |a - b| / (u max |b|): the normwise error of a float32 result `a` against its float64 twin
 /// `b`, in units of float32's unit roundoff, for checks stated as a whole-tensor bound.
@@ -117,16 +120,18 @@ inline std::set<std::string>& float32_twin_ops_reached() {
 
 namespace detail {
 
-inline bool is_float32_value(double v) { return std::isnan(v) || static_cast<double>(static_cast<float>(v)) == v; }
-
-// Every value of `a` is a float32 number (NaN counts as one).
-inline bool on_float32_grid(const Array& a) {
-    const double* p = a.data();
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (!is_float32_value(p[i])) return false;
-    }
-    return true;
+// Every value of `a` is a number of `dtype`'s storage type (NaN counts as one).
+inline bool on_grid(const Array& a, Dtype dtype) {
+    return with_storage_type(dtype, [&](auto storage) {
+        using T = typename decltype(storage)::type;
+        const double* p = a.data();
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            if (!std::isnan(p[i]) && static_cast<double>(T(p[i])) != p[i]) return false;
+        }
+        return true;
+    });
 }
+inline bool on_float32_grid(const Array& a) { return on_grid(a, Dtype::Float32); }
 
 /// Calls visit(node) once for every node of the graphs behind `outputs`, leaves included.
 template <class Visit>
@@ -143,23 +148,25 @@ void for_each_node(const std::vector<Tensor>& outputs, Visit visit) {
     }
 }
 
-// Walks the graph behind `t`: collects op names; in a float32 run (`float32`) also returns the
-// description of the first node with axes that is not float32 or not on the float32 grid.
-inline std::string walk_graph(const Tensor& t, bool float32) {
+// Walks the graph behind `t`: collects op names; in a narrow run (`narrow` float32 or bfloat16, not
+// float64) also returns the description of the first node with axes that is not of that dtype or
+// not on its grid.
+inline std::string walk_graph(const Tensor& t, Dtype narrow) {
     std::string problem;
     for_each_node({t}, [&](const Node& node) {
         const Node* n = &node;
         if (!n->is_leaf()) float32_twin_ops_reached().insert(n->op);
-        if (float32 && problem.empty() && n->dims().size() > 0) {
+        if (narrow != Dtype::Float64 && problem.empty() && n->dims().size() > 0) {
             const Shape shape(n->dims().begin(), n->dims().end());
-            if (n->dtype != Dtype::Float32) {
-                problem = "node '" + n->op + "' of shape " + shape_str(shape) + " is " + dtype_name(n->dtype) +
-                          " in the float32 run (a float64 tensor with axes leaks into it)";
-            } else if (n->value_mirror != Node::Mirror::Written &&
-                       Shape(std::get<FloatArray>(n->narrow_value).shape().begin(), std::get<FloatArray>(n->narrow_value).shape().end()) != shape) {
-                problem = "node '" + n->op + "' does not hold its values in float32 storage";
-            } else if (n->value_mirror == Node::Mirror::Clean && !on_float32_grid(n->value)) {
-                problem = "node '" + n->op + "' has a float64 mirror off the float32 grid";
+            const std::string run = std::string(" in the ") + dtype_name(narrow) + " run";
+            const Shape stored = std::visit([](const auto& a) { return Shape(a.shape().begin(), a.shape().end()); }, n->narrow_value);
+            if (n->dtype != narrow) {
+                problem = "node '" + n->op + "' of shape " + shape_str(shape) + " is " + dtype_name(n->dtype) + run +
+                          " (a float64 tensor with axes leaks into it)";
+            } else if (n->value_mirror != Node::Mirror::Written && stored != shape) {
+                problem = "node '" + n->op + "' does not hold its values in its narrow storage" + run;
+            } else if (n->value_mirror == Node::Mirror::Clean && !on_grid(n->value, narrow)) {
+                problem = "node '" + n->op + "' has a float64 mirror off the grid" + run;
             }
         }
     });
@@ -190,8 +197,8 @@ namespace detail {
 // or condition * u * max|want| (normwise); +inf where tol_i is 0 and they differ, or where got is
 // not finite while want is.
 inline double worst_ratio(const Array& got, const Array& want, double condition, std::string& where,
-                          TwinNorm norm = TwinNorm::elementwise) {
-    const double u = unit_roundoff(Dtype::Float32), scale = rms(want), largest = max_abs(want);
+                          TwinNorm norm = TwinNorm::elementwise, Dtype dtype = Dtype::Float32) {
+    const double u = unit_roundoff(dtype), scale = rms(want), largest = max_abs(want);
     double worst = 0.0;
     const double *pg = got.data(), *pw = want.data();
     for (std::size_t i = 0; i < want.size(); ++i) {
@@ -202,7 +209,7 @@ inline double worst_ratio(const Array& got, const Array& want, double condition,
             worst = ratio;
             std::ostringstream s;
             s.precision(17);
-            s << "element " << i << ": float32 " << pg[i] << ", float64 " << pw[i] << ", tolerance " << tol;
+            s << "element " << i << ": " << dtype_name(dtype) << " " << pg[i] << ", float64 " << pw[i] << ", tolerance " << tol;
             where = s.str();
         }
     }
@@ -211,14 +218,16 @@ inline double worst_ratio(const Array& got, const Array& want, double condition,
 
 }  // namespace detail
 
-/// Runs the float32 twin of `f` at `inputs64` and asserts it (see the top of this file for what is
-/// checked and the tolerance condition * u * (|ref_i| + rms(ref))); prints its summary line.
-inline TwinResult check_float32_twin(const std::string& name, TwinFunction f,
-                                     const std::vector<Tensor>& inputs64, double condition,
-                                     TwinNorm norm = TwinNorm::elementwise) {
-    INFO("float32 twin: " << name);
+/// Runs the twin of `f` at `inputs64` in the narrow dtype `dtype` (float32 or bfloat16) and asserts
+/// it (see the top of this file for what is checked and the tolerance condition * u * (|ref_i| +
+/// rms(ref)), u = unit_roundoff(dtype)); prints its summary line.
+inline TwinResult check_narrow_twin(Dtype dtype, const std::string& name, TwinFunction f,
+                                    const std::vector<Tensor>& inputs64, double condition,
+                                    TwinNorm norm = TwinNorm::elementwise) {
+    INFO(dtype_name(dtype) << " twin: " << name);
     TwinResult result;
     result.name = name;
+    result.dtype = dtype;
     std::vector<bool> compared;  // which inputs' gradients are compared: decided before f runs (a module twin's
                                  // replace_parameter may set requires_grad on an input it was given)
     for (const Tensor& x : inputs64) {
@@ -226,12 +235,12 @@ inline TwinResult check_float32_twin(const std::string& name, TwinFunction f,
         REQUIRE(x.dtype() == Dtype::Float64);
         REQUIRE(std::all_of(x.value().begin(), x.value().end(), [](double v) { return std::isfinite(v); }));
     }
-    const std::vector<Tensor> inputs32 = float32_copies(inputs64);
+    const std::vector<Tensor> inputs32 = narrow_copies(inputs64, dtype);
     const std::vector<Tensor> out64 = f(inputs64), out32 = f(inputs32);
     REQUIRE(!out64.empty());
     REQUIRE(out64.size() == out32.size());
 
-    // the seeds: the same N(0, 1) values, float64 and rounded to float32; only outputs that require grad
+    // the seeds: the same N(0, 1) values, float64 and rounded to the narrow dtype; only outputs that require grad
     Generator gen(20260528);
     std::vector<Tensor> roots64, roots32, seeds64, seeds32;
     for (std::size_t k = 0; k < out64.size(); ++k) {
@@ -242,7 +251,7 @@ inline TwinResult check_float32_twin(const std::string& name, TwinFunction f,
         if (!out64[k].requires_grad()) continue;
         REQUIRE(out32[k].requires_grad());
         roots64.push_back(out64[k]), roots32.push_back(out32[k]);
-        seeds64.push_back(v), seeds32.push_back(v.to(Dtype::Float32));
+        seeds64.push_back(v), seeds32.push_back(v.to(dtype));
     }
     std::vector<Tensor> wrt64, wrt32;
     std::vector<std::size_t> input_of;  // the input each gradient belongs to
@@ -258,12 +267,12 @@ inline TwinResult check_float32_twin(const std::string& name, TwinFunction f,
     };
     for (std::size_t k = 0; k < out64.size(); ++k) {
         const std::string label = "output " + std::to_string(k);
-        detail::walk_graph(out64[k], false);
-        const std::string graph_problem = detail::walk_graph(out32[k], true);
+        detail::walk_graph(out64[k], Dtype::Float64);
+        const std::string graph_problem = detail::walk_graph(out32[k], dtype);
         if (!graph_problem.empty()) dtype_problem(label + ": " + graph_problem);
-        if (out32[k].dtype() != Dtype::Float32) dtype_problem(label + " is " + dtype_name(out32[k].dtype()));
-        if (!detail::on_float32_grid(out32[k].value())) dtype_problem(label + " holds values that are not float32 numbers");
-        const double r = detail::worst_ratio(out32[k].value(), out64[k].value(), condition, where, norm);
+        if (out32[k].dtype() != dtype) dtype_problem(label + " is " + dtype_name(out32[k].dtype()));
+        if (!detail::on_grid(out32[k].value(), dtype)) dtype_problem(label + " holds values that are not " + dtype_name(dtype) + " numbers");
+        const double r = detail::worst_ratio(out32[k].value(), out64[k].value(), condition, where, norm, dtype);
         if (r > 1.0) problems.push_back(label + ": err/tol " + std::to_string(r) + " at " + where);
         result.worst_output = std::max(result.worst_output, r);
     }
@@ -275,9 +284,9 @@ inline TwinResult check_float32_twin(const std::string& name, TwinFunction f,
             const std::string label = "gradient of input " + std::to_string(input_of[i]);
             REQUIRE(g64[i].defined() == g32[i].defined());
             if (!g64[i].defined()) continue;
-            if (g32[i].dtype() != Dtype::Float32) dtype_problem(label + " is " + dtype_name(g32[i].dtype()));
-            if (!detail::on_float32_grid(g32[i].value())) dtype_problem(label + " holds values that are not float32 numbers");
-            const double r = detail::worst_ratio(g32[i].value(), g64[i].value(), condition, where, norm);
+            if (g32[i].dtype() != dtype) dtype_problem(label + " is " + dtype_name(g32[i].dtype()));
+            if (!detail::on_grid(g32[i].value(), dtype)) dtype_problem(label + " holds values that are not " + dtype_name(dtype) + " numbers");
+            const double r = detail::worst_ratio(g32[i].value(), g64[i].value(), condition, where, norm, dtype);
             if (r > 1.0) problems.push_back(label + ": err/tol " + std::to_string(r) + " at " + where);
             result.worst_gradient = std::max(result.worst_gradient, r);
         }
@@ -288,6 +297,12 @@ inline TwinResult check_float32_twin(const std::string& name, TwinFunction f,
     INFO(Catch::Detail::stringify(problems));
     CHECK(problems.empty());
     return result;
+}
+
+/// The float32 twin: check_narrow_twin in float32.
+inline TwinResult check_float32_twin(const std::string& name, TwinFunction f, const std::vector<Tensor>& inputs64,
+                                     double condition, TwinNorm norm = TwinNorm::elementwise) {
+    return check_narrow_twin(Dtype::Float32, name, std::move(f), inputs64, condition, norm);
 }
 
 /// check_float32_twin for each twin of `twins`, in order.
