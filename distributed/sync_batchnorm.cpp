@@ -176,21 +176,19 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
     if (!is_training()) return BatchNormBase::forward(x);
     check_input_dim(x.shape());
     const Layout l = layout_of(x.shape());
-    GlobalStats s = detail::on_common_storage(x, {&weight, &bias}, [&](auto storage) {
-        return synchronised_stats(detail::kernel_values<typename decltype(storage)::type>(x).data(), l, x.shape(), eps);
-    });
-
-    if (track_running_stats) {
-        // running = (1 - factor) running + factor stat, with the global unbiased variance S / (M - 1)
-        const double batches = num_batches_tracked.item() + 1.0;
-        const double factor = momentum ? *momentum : 1.0 / batches;
-        detail::update_running_statistic(running_mean, factor, [&](std::size_t c) { return factor * s.mean(c); });
-        detail::update_running_statistic(running_var, factor,
-                                         [&](std::size_t c) { return factor * s.sum_sq(c) / (s.count - 1.0); });
-        num_batches_tracked.mutable_value()() = batches;
-    }
     return detail::on_common_storage(x, {&weight, &bias}, [&](auto storage) {
-        return sync_batch_norm_node<typename decltype(storage)::type>(x, weight, bias, std::move(s), l);
+        using T = typename decltype(storage)::type;
+        GlobalStats s = synchronised_stats(detail::kernel_values<T>(x).data(), l, x.shape(), eps);
+        if (track_running_stats) {
+            // running = (1 - factor) running + factor stat, with the global unbiased variance S / (M - 1)
+            const double batches = num_batches_tracked.item() + 1.0;
+            const double factor = momentum ? *momentum : 1.0 / batches;
+            detail::update_running_statistic(running_mean, factor, [&](std::size_t c) { return factor * s.mean(c); });
+            detail::update_running_statistic(running_var, factor,
+                                             [&](std::size_t c) { return factor * s.sum_sq(c) / (s.count - 1.0); });
+            num_batches_tracked.mutable_value()() = batches;
+        }
+        return sync_batch_norm_node<T>(x, weight, bias, std::move(s), l);
     });
 }
 

@@ -67,8 +67,8 @@ ChannelStats batch_stats(const Tensor& x, const ChannelLayout& l, double eps) {
 }
 
 ChannelStats running_stats(const Tensor& running_mean, const Tensor& running_var, double eps) {
-    const Array var = detail::running_values(running_var);
-    ChannelStats s{detail::running_values(running_mean), Array::from_shape(var.shape()), Array()};
+    const Array var = detail::float64_values(running_var);
+    ChannelStats s{detail::float64_values(running_mean), Array::from_shape(var.shape()), Array()};
     for (std::size_t c = 0; c < s.rstd.size(); ++c) s.rstd(c) = 1.0 / std::sqrt(var(c) + eps);
     return s;
 }
@@ -126,8 +126,8 @@ Tensor batch_norm_node(const Tensor& x, Tensor& running_mean, Tensor& running_va
         // create_graph: the double backward differentiates the composed twin (docs/derivatives.md);
         // it recomputes the batch statistics but leaves the running ones alone (the forward
         // updated them), and in eval mode normalises with the running statistics of this call
-        through_composed([affine, training, eps, eval_mean = training ? Array() : detail::running_values(running_mean),
-                          eval_var = training ? Array() : detail::running_values(running_var)](const std::vector<Tensor>& in) {
+        through_composed([affine, training, eps, eval_mean = training ? Array() : detail::float64_values(running_mean),
+                          eval_var = training ? Array() : detail::float64_values(running_var)](const std::vector<Tensor>& in) {
             const Tensor w = affine.weight(in), b = affine.bias(in);
             if (training) return batch_norm_composed(in[0], Tensor(), Tensor(), w, b, true, 0.0, eps);
             // the running statistics in x's dtype (a float32 module keeps them float32: no rounding here)
@@ -162,7 +162,7 @@ Tensor batch_norm_composed(const Tensor& x, Tensor running_mean, Tensor running_
         const Tensor mu = mean(x, axes, true);
         const Tensor variance = var(x, axes, false, true);
         y = (x - mu) / sqrt(variance + eps);
-        update_running(running_mean, running_var, flat(detail::running_values(mu)), flat(detail::running_values(variance)), l,
+        update_running(running_mean, running_var, flat(detail::float64_values(mu)), flat(detail::float64_values(variance)), l,
                        momentum);
     } else {
         const Tensor mu = reshape(running_mean.detach(), channel_shape);

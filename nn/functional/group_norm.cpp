@@ -108,7 +108,7 @@ Tensor group_norm_graph(const Tensor& x, const GroupLayout& l, const Tensor& wei
                         RowStats* stats) {
     const Tensor rows = reshape(x, {static_cast<long>(l.n), static_cast<long>(l.groups), -1});
     const Tensor mu = mean(rows, {2}, true), variance = var(rows, {2}, false, true);
-    if (stats != nullptr) *stats = {detail::running_values(mu), detail::running_values(variance)};
+    if (stats != nullptr) *stats = {detail::float64_values(mu), detail::float64_values(variance)};
     std::vector<long> shape;
     for (std::size_t d : x.shape()) shape.push_back(static_cast<long>(d));
     Tensor y = reshape((rows - mu) / sqrt(variance + eps), shape);

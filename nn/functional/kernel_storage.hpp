@@ -33,6 +33,16 @@ template <class T>
 const xt::xarray<T>& kernel_output(const GradContext& c) {
     return c.output_values<T>();
 }
+/// A tensor's values as a new float64 array, with no float64 mirror: a narrower one widened
+/// (exactly). For statistics on their way into running ones, and inputs a kernel reads in double.
+inline Array float64_values(const Tensor& t) {
+    return with_storage_type(t.dtype(), [&](auto storage) -> Array {
+        using T = typename decltype(storage)::type;
+        if constexpr (std::is_same_v<T, double>) return t.values<double>();
+        else return to_float64_array(t.values<T>());
+    });
+}
+
 /// A gradient the kernels summed in double (dw, db), in the storage type T of its node.
 template <class T>
 xt::xarray<T> stored_as(Array sums) {

@@ -11,6 +11,7 @@
 
 #include "core/ops/composed_backward.hpp"
 #include "nn/fast/cross_entropy.hpp"
+#include "nn/functional/kernel_storage.hpp"
 #include "nn/functional/tier.hpp"
 #include "nn/reference/cross_entropy.hpp"
 
@@ -106,11 +107,7 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
     // rounded once into the logits' storage
     const Dtype dtype = logits.dtype();
     const bool narrow = dtype != kFloat64;
-    const Array widened = with_storage_type(dtype, [&](auto storage) {
-        using T = typename decltype(storage)::type;
-        if constexpr (std::is_same_v<T, double>) return Array::from_shape({0});
-        else return to_float64_array(logits.values<T>());
-    });
+    const Array widened = narrow ? detail::float64_values(logits) : Array();
     detail::by_tier(reference::cross_entropy_forward, fast::cross_entropy_forward,
                     narrow ? widened.data() : logits.value().data(), targets.data(), w,
                     label_smoothing, ignore_index, n, classes, log_probs.data(), per_row.data());
@@ -160,11 +157,7 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
         detail::by_tier(reference::cross_entropy_backward, fast::cross_entropy_backward, log_probs.data(), targets.data(),
                         weight.empty() ? nullptr : weight.data(), label_smoothing, ignore_index, upstream.data(), rows, cols,
                         g.data());
-        return with_storage_type(dtype, [&](auto storage) {
-            using T = typename decltype(storage)::type;
-            if constexpr (std::is_same_v<T, double>) return grads_of(std::move(g));
-            else return grads_of(round_to_storage<T>(g));
-        });
+        return with_storage_type(dtype, [&](auto storage) { return grads_of(detail::stored_as<typename decltype(storage)::type>(std::move(g))); });
     };
     // create_graph: the double backward differentiates the composed twin (docs/derivatives.md)
     Backward in_graph = through_composed([targets, ignore_index, weight = cross_entropy_coefficients_weight(options, classes),
@@ -172,12 +165,8 @@ Tensor cross_entropy_rows(const Tensor& logits, const IndexArray& targets, const
         return cross_entropy_composed(in[0], targets, ignore_index, weight, label_smoothing, reduction, scale);
     });
     return with_storage_type(dtype, [&](auto storage) {
-        using T = typename decltype(storage)::type;
-        if constexpr (std::is_same_v<T, double>) {
-            return record("cross_entropy", std::move(out), {logits}, std::move(kernel), std::move(saved), std::move(in_graph));
-        } else {
-            return record("cross_entropy", round_to_storage<T>(out), {logits}, std::move(kernel), std::move(saved), std::move(in_graph));
-        }
+        return record("cross_entropy", detail::stored_as<typename decltype(storage)::type>(std::move(out)), {logits}, std::move(kernel),
+                      std::move(saved), std::move(in_graph));
     });
 }
 

@@ -4,21 +4,11 @@
 #pragma once
 
 #include <cstddef>
-#include <type_traits>
 
 #include "core/engine/tensor.hpp"
+#include "nn/functional/kernel_storage.hpp"
 
 namespace xg::nn::detail {
-
-/// A running statistic's values (or a batch statistic's, on its way into them) as float64, with no
-/// float64 mirror: a narrower one widened (exactly) into a new array.
-inline Array running_values(const Tensor& running) {
-    return with_storage_type(running.dtype(), [&](auto storage) -> Array {
-        using T = typename decltype(storage)::type;
-        if constexpr (std::is_same_v<T, double>) return running.values<double>();
-        else return to_float64_array(running.values<T>());
-    });
-}
 
 template <class T, class Step>
 void blend_running(xt::xarray<T>& running, double momentum, const Step& step) {
