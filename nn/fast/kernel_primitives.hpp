@@ -332,8 +332,6 @@ template <class Kernel, class... In>
 void on_float_blocks(std::size_t n, bfloat16* out, Kernel&& kernel, const In*... in) {
     on_float_blocks_of(std::index_sequence_for<In...>{}, n, out, kernel, in...);
 }
-#if defined(__SSE2__)
-#endif
 
 /// Writes a kernel's output, `total` elements starting at `out`, in pieces of `piece` elements:
 /// store(p, n, value) sets p[j] = value(j) for j < n. Streams large outputs past the cache (see
